@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds the project's pinned tools from the Go module proxy (no other download)
+# and caches each binary outside the repo, keyed by tool and version, so later
+# runs, CI on the same machine and every checkout reuse it. bin/ only holds
+# symlinks into that cache.
+#
+#   hack/tools.sh TOOL...   TOOL: controller-gen kustomize setup-envtest
+#                           operator-sdk scorecard-test opm kwok kwokctl
+#                           control-plane (kube-apiserver, kube-controller-manager,
+#                           kube-scheduler, kubectl, etcd laid out in bin/k8s
+#                           for KUBEBUILDER_ASSETS)
+#
+# Versions live in the go.mod of each module under hack/tools/ and nowhere else.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS=$ROOT/hack/tools
+BIN=$ROOT/bin
+CACHE=${MYDEPLOYMENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mydeployment-operator}
+export CGO_ENABLED=0 GOFLAGS=-mod=mod
+mkdir -p "$BIN" "$CACHE"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# modversion MODDIR MODULE: the version MODDIR/go.mod pins for MODULE.
+modversion() {
+  local v
+  v=$(awk -v m="$2" '$1==m && $2 ~ /^v[0-9]/ {print $2; exit} $1=="require" && $2==m {print $3; exit}' "$1/go.mod")
+  [ -n "$v" ] || { echo "no pin for $2 in $1/go.mod" >&2; exit 1; }
+  echo "$v"
+}
+
+# build NAME MODDIR VERSION PKG [go build args...]: cached build of one binary,
+# linked as bin/NAME. Built into a temp dir and renamed, so an interrupted
+# build never leaves a half-written binary in the cache.
+build() {
+  local name=$1 dir=$2 version=$3 pkg=$4; shift 4
+  local out=$CACHE/$name-$version/$name
+  if [ ! -x "$out" ]; then
+    log "building $name $version (first use; cached in $CACHE)"
+    local tmp; tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
+    (cd "$dir" && go build -trimpath "$@" -o "$tmp/$name" "$pkg")
+    mkdir -p "$(dirname "$out")" && mv "$tmp/$name" "$out" && rmdir "$tmp"
+  fi
+  ln -sfn "$out" "$BIN/$name"
+}
+
+control_plane() {
+  local dir=$TOOLS/kubernetes kv ev
+  kv=$(modversion "$dir" k8s.io/kubernetes)
+  ev=$(modversion "$TOOLS/etcd" go.etcd.io/etcd/server/v3)
+  local out=$CACHE/kubernetes-$kv
+  if [ ! -x "$out/kubectl" ]; then
+    log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $kv (cold: about 5 minutes)"
+    local minor=${kv#v1.}; minor=${minor%%.*}
+    local pkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version" x=""
+    for p in $pkgs; do
+      x+=" -X $p.gitVersion=$kv -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+      x+=" -X $p.gitCommit=release-$kv -X $p.buildDate=1970-01-01T00:00:00Z"
+    done
+    local tmp; tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
+    (cd "$dir" && go build -trimpath -ldflags="-s -w$x" -o "$tmp/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+    rm -rf "$out" && mv "$tmp" "$out"
+  fi
+  build etcd "$TOOLS/etcd" "$ev" go.etcd.io/etcd/server/v3 -ldflags=-s\ -w
+  # envtest's layout: one directory with kube-apiserver, etcd and kubectl.
+  mkdir -p "$BIN/k8s"
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    ln -sfn "$out/$b" "$BIN/k8s/$b"; ln -sfn "$out/$b" "$BIN/$b"
+  done
+  ln -sfn "$CACHE/etcd-$ev/etcd" "$BIN/k8s/etcd"
+}
+
+sdk_ldflags() {
+  local v=$1 p=github.com/operator-framework/operator-sdk/internal/version
+  local kv; kv=$(modversion "$TOOLS/operator-sdk" k8s.io/client-go); kv=v1.${kv#v0.}
+  echo "-s -w -X $p.Version=$v -X $p.GitVersion=$v -X $p.GitCommit=release-$v -X $p.KubernetesVersion=$kv -X $p.ImageVersion=$v"
+}
+
+for tool in "$@"; do
+  case $tool in
+    controller-gen) build controller-gen "$TOOLS/build" "$(modversion "$TOOLS/build" sigs.k8s.io/controller-tools)" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+    kustomize) build kustomize "$TOOLS/build" "$(modversion "$TOOLS/build" sigs.k8s.io/kustomize/kustomize/v5)" sigs.k8s.io/kustomize/kustomize/v5 ;;
+    setup-envtest) build setup-envtest "$TOOLS/build" "$(modversion "$TOOLS/build" sigs.k8s.io/controller-runtime/tools/setup-envtest)" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
+    operator-sdk|scorecard-test)
+      v=$(modversion "$TOOLS/operator-sdk" github.com/operator-framework/operator-sdk)
+      pkg=github.com/operator-framework/operator-sdk/cmd/operator-sdk
+      [ "$tool" = scorecard-test ] && pkg=github.com/operator-framework/operator-sdk/images/scorecard-test
+      build "$tool" "$TOOLS/operator-sdk" "$v" "$pkg" -tags containers_image_openpgp -ldflags "$(sdk_ldflags "$v")" ;;
+    opm)
+      v=$(modversion "$TOOLS/opm" github.com/operator-framework/operator-registry)
+      build opm "$TOOLS/opm" "$v" github.com/operator-framework/operator-registry/cmd/opm -tags containers_image_openpgp \
+        -ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=release-$v -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$v" ;;
+    kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;
+    control-plane) control_plane ;;
+    *) echo "unknown tool: $tool" >&2; exit 2 ;;
+  esac
+done
