@@ -1,0 +1,9 @@
+# The manager image: one static binary on an empty base, run as a non-root
+# user. The binary is built on the host by `make docker-build` (CGO disabled,
+# so it needs no libc), which keeps the image buildable with no base image to
+# pull: docker, podman or buildah (chroot isolation) all build it offline.
+FROM scratch
+ARG TARGETARCH=amd64
+COPY dist/manager-linux-${TARGETARCH} /manager
+USER 65532:65532
+ENTRYPOINT ["/manager"]

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A local Kubernetes cluster with no Docker: etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler built from source (bin/k8s) and
+# kwok (fake nodes; pods become Running/Ready without a kubelet), run as host
+# processes by kwokctl's binary runtime.
+#
+#   hack/local-cluster.sh up   [NAME] [KUBECONFIG_OUT]  start (idempotent), wait until healthy
+#   hack/local-cluster.sh down [NAME]                   stop, leave no process behind (idempotent)
+#
+# State lives in bin/kwok/clusters/NAME; the kubeconfig is copied to
+# KUBECONFIG_OUT (default bin/local/kubeconfig). NODES (default 3) fake nodes.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=$ROOT/bin
+cmd=${1:?usage: $0 up|down [NAME] [KUBECONFIG_OUT]}
+NAME=${2:-mydeployment}
+OUT=${3:-$BIN/local/kubeconfig}
+NODES=${NODES:-3}
+export KWOK_WORKDIR=$BIN/kwok
+# kwokctl downloads kubectl unless it is told where ours is.
+export KWOK_KUBECTL_BINARY=$BIN/kubectl
+STATE=$KWOK_WORKDIR/clusters/$NAME
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+healthy() {
+  [ -f "$STATE/kubeconfig.yaml" ] &&
+    "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get --raw /readyz >/dev/null 2>&1
+}
+
+# pids of this cluster's components, from kwokctl's pid files (no trailing newline).
+pids() {
+  local f
+  for f in "$STATE"/pids/*.pid; do
+    [ -f "$f" ] && { cat "$f"; echo; }
+  done
+  return 0
+}
+
+down() {
+  [ -d "$STATE" ] || { log "cluster $NAME is not running"; return 0; }
+  local p live=()
+  mapfile -t live < <(pids)
+  log "stopping cluster $NAME"
+  "$BIN/kwokctl" delete cluster --name "$NAME" >/dev/null 2>&1 || true
+  # kwokctl returns before its processes exit; wait, then make sure.
+  for _ in $(seq 1 50); do
+    local any=0
+    for p in "${live[@]}"; do [ -n "$p" ] && kill -0 "$p" 2>/dev/null && any=1; done
+    [ $any = 0 ] && break
+    sleep 0.2
+  done
+  for p in "${live[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$STATE"
+}
+
+up() {
+  if healthy; then
+    log "cluster $NAME is already up"
+  else
+    [ -d "$STATE" ] && down
+    log "starting cluster $NAME (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
+    # The apiserver advertises the host's address; on a host with no default
+    # route give ADVERTISE_ADDRESS (any non-loopback address of this host).
+    local extra=()
+    [ -n "${ADVERTISE_ADDRESS:-}" ] && extra+=(--extra-args "kube-apiserver=advertise-address=$ADVERTISE_ADDRESS")
+    "$BIN/kwokctl" create cluster --name "$NAME" --runtime binary \
+      --etcd-binary "$BIN/k8s/etcd" \
+      --kube-apiserver-binary "$BIN/k8s/kube-apiserver" \
+      --kube-controller-manager-binary "$BIN/k8s/kube-controller-manager" \
+      --kube-scheduler-binary "$BIN/k8s/kube-scheduler" \
+      --kwok-controller-binary "$BIN/kwok" \
+      --kubeconfig "" --wait 60s "${extra[@]}" >"$KWOK_WORKDIR/$NAME-create.log" 2>&1 ||
+      { cat "$KWOK_WORKDIR/$NAME-create.log" >&2; exit 1; }
+    # create exits 0 even when the apiserver never came up: check ourselves.
+    for _ in $(seq 1 120); do healthy && break; sleep 0.5; done
+    healthy || { log "kube-apiserver of $NAME is not ready; logs in $STATE/logs"; tail -20 "$STATE"/logs/kube-apiserver.log >&2 || true; exit 1; }
+  fi
+  local have
+  have=$("$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get nodes -o name 2>/dev/null | wc -l)
+  if [ "$have" -lt "$NODES" ]; then
+    "$BIN/kwokctl" scale node --name "$NAME" --replicas "$NODES" >/dev/null
+  fi
+  "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" wait --for=condition=Ready node --all --timeout=60s >/dev/null
+  # The default service account is what pods of a fresh namespace need; wait for it.
+  for _ in $(seq 1 60); do
+    "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get serviceaccount default >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  mkdir -p "$(dirname "$OUT")"
+  cp "$STATE/kubeconfig.yaml" "$OUT"
+  log "cluster $NAME is up: KUBECONFIG=$OUT ($NODES fake nodes)"
+}
+
+case $cmd in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: $0 up|down [NAME] [KUBECONFIG_OUT]" >&2; exit 2 ;;
+esac
