@@ -1,0 +1,158 @@
+// Command crdpatch finishes the MyDeployment CRD that controller-gen writes,
+// with what markers cannot say about types that come from k8s.io/api:
+//
+//   - bounds on spec.selector.matchLabels and spec.template.metadata.labels
+//     (maxProperties, value maxLength), without which kube-apiserver refuses
+//     the CEL rule that checks the selector matches the template labels
+//     ("estimated rule cost exceeds budget");
+//   - Deployment's nested strategy defaults (type RollingUpdate; maxSurge and
+//     maxUnavailable 25% when rollingUpdate is given);
+//   - no descriptions under spec.template.spec (the PodSpec: `kubectl explain
+//     pod.spec` has them), so the CRD stays small enough to apply; the schema
+//     itself is untouched.
+//
+// Usage: go run ./hack/crdpatch FILE (rewrites FILE in place; idempotent).
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	maxLabels          = 64 // label count bound for the CEL cost estimate
+	maxLabelValueBytes = 63 // a label value's limit in Kubernetes
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdpatch CRD.yaml")
+		os.Exit(2)
+	}
+	if err := patchFile(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "crdpatch:", err)
+		os.Exit(1)
+	}
+}
+
+type object = map[string]any
+
+func patchFile(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd object
+	if err := yaml.Unmarshal(bytes.TrimPrefix(raw, []byte("---\n")), &crd); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	versions, _ := get(crd, "spec", "versions").([]any)
+	if len(versions) == 0 {
+		return fmt.Errorf("%s: no versions", path)
+	}
+	for _, v := range versions {
+		spec, ok := get(v, "schema", "openAPIV3Schema", "properties", "spec").(object)
+		if !ok {
+			return fmt.Errorf("%s: a version has no spec schema", path)
+		}
+		if err := patchSpec(spec); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+func patchSpec(spec object) error {
+	for _, p := range [][]string{{"selector", "matchLabels"}, {"template", "metadata", "labels"}} {
+		m, err := field(spec, p...)
+		if err != nil {
+			return err
+		}
+		values, ok := m["additionalProperties"].(object)
+		if !ok {
+			return fmt.Errorf("%v is not a string map", p)
+		}
+		m["maxProperties"] = maxLabels
+		values["maxLength"] = maxLabelValueBytes
+	}
+
+	defaults := []struct {
+		path  []string
+		value any
+	}{
+		{[]string{"strategy", "type"}, "RollingUpdate"},
+		{[]string{"strategy", "rollingUpdate", "maxSurge"}, "25%"},
+		{[]string{"strategy", "rollingUpdate", "maxUnavailable"}, "25%"},
+	}
+	for _, d := range defaults {
+		f, err := field(spec, d.path...)
+		if err != nil {
+			return err
+		}
+		f["default"] = d.value
+	}
+
+	podSpec, err := field(spec, "template", "spec")
+	if err != nil {
+		return err
+	}
+	dropDescriptions(podSpec)
+	return nil
+}
+
+// field walks schema properties by name; it fails if one is missing, so a
+// change in the generated CRD cannot silently skip a patch.
+func field(s object, path ...string) (object, error) {
+	for i, name := range path {
+		next, ok := get(s, "properties", name).(object)
+		if !ok {
+			return nil, fmt.Errorf("schema has no property %v", path[:i+1])
+		}
+		s = next
+	}
+	return s, nil
+}
+
+func get(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(object)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// dropDescriptions removes every description in a schema subtree; it leaves
+// the validation (types, formats, required, enums) exactly as it was.
+func dropDescriptions(schema object) {
+	delete(schema, "description")
+	if props, ok := schema["properties"].(object); ok {
+		for _, p := range props {
+			if c, ok := p.(object); ok {
+				dropDescriptions(c)
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not"} {
+		if c, ok := schema[k].(object); ok {
+			dropDescriptions(c)
+		}
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		list, _ := schema[k].([]any)
+		for _, item := range list {
+			if c, ok := item.(object); ok {
+				dropDescriptions(c)
+			}
+		}
+	}
+}
