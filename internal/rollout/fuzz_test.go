@@ -1,0 +1,107 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// fuzzPodBytes is how many fuzz bytes describe one pod.
+const fuzzPodBytes = 4
+
+// fuzzPhases and fuzzCosts are what a pod's bytes select from.
+var (
+	fuzzPhases = []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodUnknown,
+		corev1.PodSucceeded, corev1.PodFailed, "", corev1.PodRunning, corev1.PodRunning}
+	fuzzRevisions = []string{revNew, revOld, revOld2, ""}
+	fuzzCosts     = []string{"", "0", "5", "-5", "+3", "007", "x", "2147483648"}
+)
+
+// fuzzPods decodes up to 64 pods, fuzzPodBytes each:
+//
+//	b0: revision (bits 0-1), phase (2-4), terminating (5), ready (6), unknown ready time (7)
+//	b1: node (bits 0-2, 0 = unscheduled), restarts (3-7)
+//	b2: seconds since ready
+//	b3: deletion cost (bits 0-2), minutes since creation (3-7)
+func fuzzPods(data []byte) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := 0; i+fuzzPodBytes <= len(data) && len(out) < 64; i += fuzzPodBytes {
+		b0, b1, b2, b3 := data[i], data[i+1], data[i+2], data[i+3]
+		opts := []podOpt{
+			phase(fuzzPhases[b0>>2&7]),
+			readyFor(time.Duration(b2) * time.Second),
+			createdAgo(time.Duration(b3>>3) * time.Minute),
+			restarts(int32(b1 >> 3)),
+		}
+		if b0&(1<<5) != 0 {
+			opts = append(opts, terminating)
+		}
+		if b0&(1<<6) == 0 {
+			opts = append(opts, notReady)
+		}
+		if b0&(1<<7) != 0 {
+			opts = append(opts, func(p *corev1.Pod) { p.Status.Conditions[0].LastTransitionTime.Time = time.Time{} })
+		}
+		if node := b1 & 7; node == 0 {
+			opts = append(opts, unscheduled)
+		} else {
+			opts = append(opts, onNode(fmt.Sprintf("n%d", node%4)))
+		}
+		if c := fuzzCosts[b3&7]; c != "" {
+			opts = append(opts, cost(c))
+		}
+		out = append(out, mkPod(fmt.Sprintf("p%02d", len(out)), fuzzRevisions[b0&3], opts...))
+	}
+	return out
+}
+
+// FuzzCompute plans for random pod sets and settings and checks every
+// documented promise (checkPlan), determinism under pod reordering, that the
+// input is not modified, and that nothing panics.
+func FuzzCompute(f *testing.F) {
+	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0})
+	f.Add(uint8(10), uint8(3), uint8(2), uint8(5), uint8(0), []byte{0x45, 1, 2, 8, 0x44, 1, 9, 16, 0x01, 0, 0, 0, 0x20, 2, 0, 0, 0x10, 3, 0, 0})
+	f.Add(uint8(2), uint8(0), uint8(0), uint8(0), uint8(1), []byte{0x45, 1, 0, 0, 0x25, 2, 0, 0, 0x40, 3, 0, 0})
+	f.Add(uint8(1), uint8(1), uint8(1), uint8(10), uint8(2), []byte{0x46, 9, 200, 3, 0x44, 10, 1, 4, 0xC0, 11, 0, 5})
+	f.Add(uint8(0), uint8(0), uint8(5), uint8(0), uint8(3), []byte{0x41, 1, 0, 0, 0x10, 0, 0, 0})
+	f.Add(uint8(4), uint8(1), uint8(0), uint8(0), uint8(0), []byte{})
+
+	f.Fuzz(func(t *testing.T, replicas, surge, unavailable, minReady, flags uint8, podData []byte) {
+		in := Input{
+			Replicas:        int32(replicas%32) - 2, // a few negative values too
+			MaxSurge:        int32(surge % 8),
+			MaxUnavailable:  int32(unavailable % 8),
+			MinReadySeconds: int32(minReady % 16),
+			Recreate:        flags&1 != 0,
+			Paused:          flags&2 != 0,
+			UpdateRevision:  revNew,
+			Pods:            fuzzPods(podData),
+			Now:             t0,
+		}
+		before := make([]*corev1.Pod, len(in.Pods))
+		for i, p := range in.Pods {
+			before[i] = p.DeepCopy()
+		}
+
+		p := Compute(in)
+		checkPlan(t, in, p)
+
+		for i, pod := range in.Pods {
+			if !equalPods(pod, before[i]) {
+				t.Fatalf("Compute modified input pod %q", pod.Name)
+			}
+		}
+		shuffled := slices.Clone(in.Pods)
+		slices.Reverse(shuffled)
+		if len(shuffled) > 2 {
+			shuffled[0], shuffled[len(shuffled)/2] = shuffled[len(shuffled)/2], shuffled[0]
+		}
+		in.Pods = shuffled
+		if again := Compute(in); describe(again) != describe(p) {
+			t.Fatalf("plan depends on pod order:\n%s\n%s", describe(p), describe(again))
+		}
+	})
+}

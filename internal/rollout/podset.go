@@ -1,0 +1,109 @@
+package rollout
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// revisionOf returns the name of the ControllerRevision the pod was created from.
+func revisionOf(pod *corev1.Pod) string {
+	return pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+}
+
+// podSet is the planner's view of the owned pods at one instant, split the
+// way every strategy needs them. Pod order in each slice is by name, so that
+// nothing downstream depends on the caller's order.
+type podSet struct {
+	// finished are Succeeded/Failed pods not yet being deleted: always deleted.
+	finished []*corev1.Pod
+	// updated and old are the active pods of the update revision and of any other.
+	updated, old []*corev1.Pod
+	// oldUnfinished counts old-revision pods that may still run: active or
+	// terminating but not finished. Recreate waits for it to reach 0.
+	oldUnfinished int
+
+	rank            ranker
+	minReadySeconds int32
+	now             time.Time
+}
+
+// newPodSet classifies pods; nil entries are ignored.
+func newPodSet(in Input) podSet {
+	pods := slices.DeleteFunc(slices.Clone(in.Pods), func(p *corev1.Pod) bool { return p == nil })
+	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+	})
+	s := podSet{rank: newRanker(pods), minReadySeconds: in.MinReadySeconds, now: in.Now}
+	for _, pod := range pods {
+		isOld := revisionOf(pod) != in.UpdateRevision
+		switch {
+		case isActive(pod) && isOld:
+			s.old = append(s.old, pod)
+			s.oldUnfinished++
+		case isActive(pod):
+			s.updated = append(s.updated, pod)
+		case isFinished(pod):
+			if !isTerminating(pod) {
+				s.finished = append(s.finished, pod)
+			}
+		case isOld: // terminating, not finished
+			s.oldUnfinished++
+		}
+	}
+	return s
+}
+
+// active is the number of active pods, the "replicas" Deployment sums over its ReplicaSets.
+func (s podSet) active() int {
+	return len(s.updated) + len(s.old)
+}
+
+// activeRevisions counts the distinct revisions among active pods, the
+// "active ReplicaSets" of a Deployment.
+func (s podSet) activeRevisions() int {
+	revisions := make(map[string]bool)
+	for _, pod := range slices.Concat(s.updated, s.old) {
+		revisions[revisionOf(pod)] = true
+	}
+	return len(revisions)
+}
+
+// available returns how many of pods are available at s.now.
+func (s podSet) available(pods []*corev1.Pod) int {
+	n := 0
+	for _, pod := range pods {
+		if IsAvailable(pod, s.minReadySeconds, s.now) {
+			n++
+		}
+	}
+	return n
+}
+
+// byAvailability splits pods into unavailable and available ones, each ranked
+// most deletable first.
+func (s podSet) byAvailability(pods []*corev1.Pod) (unavailable, available []*corev1.Pod) {
+	for _, pod := range s.rank.sorted(pods) {
+		if IsAvailable(pod, s.minReadySeconds, s.now) {
+			available = append(available, pod)
+		} else {
+			unavailable = append(unavailable, pod)
+		}
+	}
+	return unavailable, available
+}
+
+// requeueAfter is the shortest wait until an active ready pod becomes
+// available, or 0 when no pod is waiting on minReadySeconds.
+func (s podSet) requeueAfter() time.Duration {
+	var soonest time.Duration
+	for _, pod := range slices.Concat(s.updated, s.old) {
+		if d, ok := TimeUntilAvailable(pod, s.minReadySeconds, s.now); ok && d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	return soonest
+}

@@ -1,0 +1,19 @@
+package rollout
+
+// planRecreate is one Recreate step while an old-revision pod may still run
+// (Deployment's rolloutRecreate): delete every active old pod, create
+// nothing until the terminating ones are gone too.
+func planRecreate(s podSet, l limits) Plan {
+	p := Plan{
+		Delete: s.rank.sorted(s.old),
+		Reason: ReasonRecreateWait,
+	}
+	if len(s.old) > 0 {
+		p.Reason = ReasonRecreateDeleteOld
+	}
+	// Surplus update-revision pods are a scaling matter, not a rollout one.
+	if excess := len(s.updated) - l.replicas; excess > 0 {
+		p.Delete = append(p.Delete, s.rank.sorted(s.updated)[:excess]...)
+	}
+	return p
+}
