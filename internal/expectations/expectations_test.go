@@ -1,0 +1,78 @@
+package expectations
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func pod(name string, terminating bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if terminating {
+		p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	}
+	return p
+}
+
+func TestObserve(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name       string
+		creates    []string
+		deletes    []string
+		listed     []*corev1.Pod
+		at         time.Duration
+		satisfied  bool
+		waiting    int
+		leaked     int
+		thenSynced bool // a second Observe with nothing new is satisfied
+	}{
+		{name: "nothing expected", satisfied: true, thenSynced: true},
+		{name: "created pod not yet listed", creates: []string{"a"}, satisfied: false, waiting: 1},
+		{name: "created pod listed", creates: []string{"a"}, listed: []*corev1.Pod{pod("a", false)}, satisfied: true, thenSynced: true},
+		{name: "one of two creates listed", creates: []string{"a", "b"}, listed: []*corev1.Pod{pod("a", false)}, waiting: 1},
+		{name: "deleted pod still listed", deletes: []string{"a"}, listed: []*corev1.Pod{pod("a", false)}, waiting: 1},
+		{name: "deleted pod terminating", deletes: []string{"a"}, listed: []*corev1.Pod{pod("a", true)}, satisfied: true, thenSynced: true},
+		{name: "deleted pod gone", deletes: []string{"a"}, satisfied: true, thenSynced: true},
+		{name: "unobserved create leaks after timeout", creates: []string{"a"}, at: DefaultTimeout, satisfied: true, leaked: 1, thenSynced: true},
+		{name: "unobserved create before timeout waits", creates: []string{"a"}, at: DefaultTimeout - time.Second, waiting: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(0)
+			for _, n := range tt.creates {
+				s.ExpectCreate("ns/md", n, t0)
+			}
+			for _, n := range tt.deletes {
+				s.ExpectDelete("ns/md", n, t0)
+			}
+			got := s.Observe("ns/md", tt.listed, t0.Add(tt.at))
+			if got.Satisfied != tt.satisfied || got.Waiting != tt.waiting || len(got.Leaked) != tt.leaked {
+				t.Fatalf("Observe = %+v, want satisfied=%v waiting=%d leaked=%d", got, tt.satisfied, tt.waiting, tt.leaked)
+			}
+			if tt.thenSynced {
+				if again := s.Observe("ns/md", nil, t0.Add(tt.at)); !again.Satisfied || len(again.Leaked) != 0 {
+					t.Fatalf("second Observe = %+v, want satisfied with nothing leaked", again)
+				}
+				if s.Pending() != 0 {
+					t.Fatalf("Pending = %d after everything was observed", s.Pending())
+				}
+			}
+		})
+	}
+}
+
+func TestOwnersAreIndependent(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := New(time.Minute)
+	s.ExpectCreate("ns/a", "a-1", t0)
+	if r := s.Observe("ns/b", nil, t0); !r.Satisfied {
+		t.Fatalf("owner b waits on owner a's expectation: %+v", r)
+	}
+	s.Forget("ns/a")
+	if r := s.Observe("ns/a", nil, t0); !r.Satisfied {
+		t.Fatalf("forgotten owner still waits: %+v", r)
+	}
+}

@@ -1,0 +1,241 @@
+// Package status computes a MyDeployment's status, with Deployment's
+// counters and conditions, from what one sync observed and did. It is pure:
+// the clock is passed in, nothing is read or written.
+package status
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+)
+
+// Failure is a pod write the API server refused; it becomes the
+// ReplicaFailure condition.
+type Failure struct {
+	Reason  string // appsv1beta1.ReasonFailedCreate or ReasonFailedDelete
+	Message string
+}
+
+// Input is one sync's view of a MyDeployment.
+type Input struct {
+	// Object is the MyDeployment as read at the start of the sync; its
+	// status is the previous one.
+	Object *appsv1beta1.MyDeployment
+	// Synced: the sync of Object's generation succeeded, so
+	// observedGeneration may advance to it.
+	Synced bool
+	// Counts of the owned pods, by rollout.Count.
+	Counts rollout.Counts
+	// CurrentReplicas counts active pods of CurrentRevision.
+	CurrentReplicas int32
+	// CurrentRevision and UpdateRevision are revision names.
+	CurrentRevision, UpdateRevision string
+	// NewRevision: the update revision was created (or re-numbered by a
+	// rollback) in this sync.
+	NewRevision    bool
+	CollisionCount int32
+	// LabelSelector is the selector in string form (scale subresource).
+	LabelSelector string
+	// MaxUnavailable is the resolved maxUnavailable (0 for Recreate).
+	MaxUnavailable int32
+	// Failure is the last refused pod write of this sync, nil if none.
+	Failure *Failure
+	Now     time.Time
+}
+
+// Result is the new status and, when a rollout is under way, when to check
+// its progress deadline again.
+type Result struct {
+	Status appsv1beta1.MyDeploymentStatus
+	// RequeueAfter > 0: the progress deadline expires then if nothing moves.
+	RequeueAfter time.Duration
+	// DeadlineExceeded: this status newly reports ProgressDeadlineExceeded
+	// (the caller records the event once).
+	DeadlineExceeded bool
+}
+
+// Compute returns in.Object's next status. Conditions follow Deployment's
+// controller (sync.go syncRolloutStatus, progress.go): a condition whose
+// status and reason are unchanged keeps its timestamps, so a MyDeployment at
+// rest gets an identical status and no write.
+func Compute(in Input) Result {
+	md := in.Object
+	desired := ptr.Deref(md.Spec.Replicas, 1)
+	old := md.Status
+	s := *old.DeepCopy()
+
+	s.ObservedGeneration = old.ObservedGeneration
+	if in.Synced {
+		s.ObservedGeneration = md.Generation
+	}
+	c := in.Counts
+	s.Replicas, s.ReadyReplicas, s.AvailableReplicas, s.UpdatedReplicas = c.Replicas, c.Ready, c.Available, c.Updated
+	s.TerminatingReplicas = ptr.To(c.Terminating)
+	s.UnavailableReplicas = max(0, max(desired, c.Replicas)-c.Available)
+	s.UpdateRevision = in.UpdateRevision
+	s.LabelSelector = in.LabelSelector
+	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas
+	if c.Updated == desired && c.Replicas == desired {
+		// The rollout is complete: the update revision becomes current (StatefulSet).
+		s.CurrentRevision, s.CurrentReplicas = in.UpdateRevision, c.Updated
+	}
+	if in.CollisionCount > 0 || old.CollisionCount != nil {
+		s.CollisionCount = ptr.To(in.CollisionCount)
+	}
+
+	now := metav1.NewTime(in.Now)
+	if c.Available >= desired-in.MaxUnavailable {
+		set(&s, cond(appsv1beta1.ConditionAvailable, corev1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable, "MyDeployment has minimum availability.", now))
+	} else {
+		set(&s, cond(appsv1beta1.ConditionAvailable, corev1.ConditionFalse, appsv1beta1.ReasonMinimumReplicasUnavailable, "MyDeployment does not have minimum availability.", now))
+	}
+
+	var r Result
+	if hasDeadline(md) {
+		r.RequeueAfter, r.DeadlineExceeded = progress(in, &s, desired, now)
+	} else {
+		remove(&s, appsv1beta1.ConditionProgressing)
+	}
+
+	SetFailure(&s, in.Failure, in.Now)
+	r.Status = s
+	return r
+}
+
+// SetFailure sets the ReplicaFailure condition from f, or removes it when f
+// is nil; nothing else in s changes.
+func SetFailure(s *appsv1beta1.MyDeploymentStatus, f *Failure, now time.Time) {
+	if f == nil {
+		remove(s, appsv1beta1.ConditionReplicaFailure)
+		return
+	}
+	set(s, cond(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, f.Reason, f.Message, metav1.NewTime(now)))
+}
+
+// progress maintains the Progressing condition; it returns when to look at
+// the deadline again and whether the deadline was newly exceeded.
+func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now metav1.Time) (time.Duration, bool) {
+	md := in.Object
+	current := get(s, appsv1beta1.ConditionProgressing)
+	timedOut := current != nil && current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded
+	pausedCond := current != nil && current.Reason == appsv1beta1.ReasonPaused
+
+	if md.Spec.Paused {
+		// The deadline does not run while paused; a reported timeout stays.
+		if !timedOut && !pausedCond {
+			set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionUnknown, appsv1beta1.ReasonPaused, "MyDeployment is paused", now))
+		}
+		return 0, false
+	}
+	if pausedCond {
+		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionUnknown, appsv1beta1.ReasonResumed, "MyDeployment is resumed", now))
+	}
+	switch {
+	case in.NewRevision:
+		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionCreated,
+			fmt.Sprintf("Created new revision %q", in.UpdateRevision), now))
+	case get(s, appsv1beta1.ConditionProgressing) == nil:
+		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonFoundNewRevision,
+			fmt.Sprintf("Found new revision %q", in.UpdateRevision), now))
+	}
+
+	current = get(s, appsv1beta1.ConditionProgressing)
+	if s.Replicas == s.UpdatedReplicas && current.Reason == appsv1beta1.ReasonNewRevisionAvailable {
+		return 0, false // complete and still complete: nothing to track
+	}
+	old := md.Status
+	switch {
+	case s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired && s.ObservedGeneration >= md.Generation:
+		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionAvailable,
+			fmt.Sprintf("MyDeployment %q has successfully progressed.", md.Name), now))
+		return 0, false
+	case progressed(old, *s):
+		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonRevisionUpdated,
+			fmt.Sprintf("Revision %q is progressing.", in.UpdateRevision), now)
+		if current.Status == corev1.ConditionTrue {
+			c.LastTransitionTime = current.LastTransitionTime
+		}
+		remove(s, appsv1beta1.ConditionProgressing)
+		set(s, c) // refreshes lastUpdateTime: progress restarts the deadline
+	case current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded:
+		return 0, false
+	}
+
+	current = get(s, appsv1beta1.ConditionProgressing)
+	deadline := current.LastUpdateTime.Add(time.Duration(*md.Spec.ProgressDeadlineSeconds) * time.Second)
+	if !deadline.After(now.Time) {
+		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonProgressDeadlineExceeded,
+			fmt.Sprintf("MyDeployment %q has timed out progressing.", md.Name), now))
+		return 0, true
+	}
+	// Look again when the deadline expires (requeueStuckDeployment), whatever
+	// the condition's status: a resumed rollout is tracked too.
+	return deadline.Sub(now.Time) + time.Second, false
+}
+
+// progressed is Deployment's DeploymentProgressing: more pods updated, ready
+// or available, or fewer old pods, than the last status said.
+func progressed(old, s appsv1beta1.MyDeploymentStatus) bool {
+	oldOld := old.Replicas - old.UpdatedReplicas
+	newOld := s.Replicas - s.UpdatedReplicas
+	return s.UpdatedReplicas > old.UpdatedReplicas || newOld < oldOld ||
+		s.ReadyReplicas > old.ReadyReplicas || s.AvailableReplicas > old.AvailableReplicas
+}
+
+func hasDeadline(md *appsv1beta1.MyDeployment) bool {
+	return md.Spec.ProgressDeadlineSeconds != nil && *md.Spec.ProgressDeadlineSeconds != math.MaxInt32
+}
+
+func cond(t appsv1.DeploymentConditionType, st corev1.ConditionStatus, reason, msg string, now metav1.Time) appsv1.DeploymentCondition {
+	return appsv1.DeploymentCondition{Type: t, Status: st, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now}
+}
+
+// Get returns the condition of type t, or nil.
+func Get(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	return get(s, t)
+}
+
+func get(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// set is SetDeploymentCondition: same status and reason leaves the condition
+// as it is (timestamps included); same status keeps lastTransitionTime.
+func set(s *appsv1beta1.MyDeploymentStatus, c appsv1.DeploymentCondition) {
+	if cur := get(s, c.Type); cur != nil {
+		if cur.Status == c.Status && cur.Reason == c.Reason {
+			return
+		}
+		if cur.Status == c.Status {
+			c.LastTransitionTime = cur.LastTransitionTime
+		}
+		remove(s, c.Type)
+	}
+	s.Conditions = append(s.Conditions, c)
+}
+
+func remove(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType) {
+	kept := s.Conditions[:0:0]
+	for _, c := range s.Conditions {
+		if c.Type != t {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	s.Conditions = kept
+}
