@@ -7,7 +7,7 @@
 #   hack/local-cluster.sh up   [NAME] [KUBECONFIG_OUT]  start (idempotent), wait until healthy
 #   hack/local-cluster.sh down [NAME]                   stop, leave no process behind (idempotent)
 #
-# State lives in bin/kwok/clusters/NAME; the kubeconfig is copied to
+# State lives in bin/clusters/clusters/NAME; the kubeconfig is copied to
 # KUBECONFIG_OUT (default bin/local/kubeconfig). NODES (default 3) fake nodes.
 set -euo pipefail
 
@@ -17,10 +17,11 @@ cmd=${1:?usage: $0 up|down [NAME] [KUBECONFIG_OUT]}
 NAME=${2:-mydeployment}
 OUT=${3:-$BIN/local/kubeconfig}
 NODES=${NODES:-3}
-export KWOK_WORKDIR=$BIN/kwok
+export KWOK_WORKDIR=$BIN/clusters
 # kwokctl downloads kubectl unless it is told where ours is.
 export KWOK_KUBECTL_BINARY=$BIN/kubectl
 STATE=$KWOK_WORKDIR/clusters/$NAME
+mkdir -p "$KWOK_WORKDIR"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -80,7 +81,8 @@ up() {
   local have
   have=$("$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get nodes -o name 2>/dev/null | wc -l)
   if [ "$have" -lt "$NODES" ]; then
-    "$BIN/kwokctl" scale node --name "$NAME" --replicas "$NODES" >/dev/null
+    "$BIN/kwokctl" scale node --name "$NAME" --replicas "$NODES" >"$KWOK_WORKDIR/$NAME-scale.log" 2>&1 ||
+      { cat "$KWOK_WORKDIR/$NAME-scale.log" >&2; exit 1; }
   fi
   "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" wait --for=condition=Ready node --all --timeout=60s >/dev/null
   # The default service account is what pods of a fresh namespace need; wait for it.

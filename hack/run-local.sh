@@ -26,7 +26,11 @@ hack/local-cluster.sh up mydeployment "$KUBECONFIG"
 step "3/6 CRD"
 make --no-print-directory manifests >/dev/null
 "$BIN/kubectl" apply --server-side -f config/crd/bases >/dev/null
-"$BIN/kubectl" wait --for=condition=Established crd/mydeployments.apps.mydeployment.io --timeout=60s
+# Poll: kubectl wait fails outright while the new CRD has no conditions yet.
+for _ in $(seq 1 120); do
+  [ "$("$BIN/kubectl" get crd mydeployments.apps.mydeployment.io -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ] && break
+  sleep 0.5
+done
 
 step "4/6 manager"
 go build -o "$BIN/manager" ./cmd

@@ -5,6 +5,7 @@
 //     (maxProperties, value maxLength), without which kube-apiserver refuses
 //     the CEL rule that checks the selector matches the template labels
 //     ("estimated rule cost exceeds budget");
+//   - the strategy type's allowed values (Recreate, RollingUpdate);
 //   - Deployment's nested strategy defaults (type RollingUpdate; maxSurge and
 //     maxUnavailable 25% when rollingUpdate is given);
 //   - no descriptions under spec.template.spec (the PodSpec: `kubectl explain
@@ -82,6 +83,12 @@ func patchSpec(spec object) error {
 		m["maxProperties"] = maxLabels
 		values["maxLength"] = maxLabelValueBytes
 	}
+
+	strategyType, err := field(spec, "strategy", "type")
+	if err != nil {
+		return err
+	}
+	strategyType["enum"] = []any{"Recreate", "RollingUpdate"}
 
 	defaults := []struct {
 		path  []string

@@ -1,0 +1,164 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
+)
+
+// MyDeploymentReconciler drives a MyDeployment's pods towards its spec. It
+// only decides and wires: the planner (internal/rollout), the revision
+// history (internal/revision), pod writes (internal/podcontrol) and status
+// (internal/status) each live in their own package.
+type MyDeploymentReconciler struct {
+	client.Client
+	// APIReader reads around the cache where a stale read could do harm
+	// (adoption, revision collisions).
+	APIReader    client.Reader
+	Recorder     events.EventRecorder
+	Pods         podcontrol.Interface
+	Revisions    *revision.Store
+	Expectations *expectations.Store
+	Clock        clock.PassiveClock
+	// Workers is how many MyDeployments are reconciled in parallel.
+	Workers int
+}
+
+// +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile syncs one MyDeployment: observe, decide, act, then write status
+// once. Errors are returned (and retried with backoff) only when retrying can
+// help; a spec that can never work is reported as a condition and an event.
+func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	md := &appsv1beta1.MyDeployment{}
+	if err := r.Get(ctx, req.NamespacedName, md); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.String()) // its pods go with it (ownerRefs)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if md.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	s, err := r.observe(ctx, md)
+	if err != nil || s.invalid != nil || !s.settled {
+		return s.result(), r.reportInvalid(ctx, md, s, err)
+	}
+	syncErr := r.sync(ctx, s)
+	st := status.Compute(s.statusInput(syncErr == nil))
+	if st.DeadlineExceeded {
+		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
+			"MyDeployment %q has timed out progressing.", md.Name)
+	}
+	statusErr := r.patchStatus(ctx, md, st.Status)
+	return s.result(st.RequeueAfter), kerrors.NewAggregate([]error{syncErr, statusErr})
+}
+
+// SetupWithManager registers the controller: MyDeployments, the pods and
+// revisions they own, and orphan pods they could adopt.
+func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, controllerUIDIndex, indexByController); err != nil {
+		return fmt.Errorf("indexing pods by controller: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1beta1.MyDeployment{}).
+		Owns(&corev1.Pod{}).
+		Owns(&appsv1.ControllerRevision{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.ownersOfOrphan)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
+		Named("mydeployment").
+		Complete(r)
+}
+
+// ownersOfOrphan maps a pod with no controller to the MyDeployments whose
+// selector matches it, so they can adopt it.
+func (r *MyDeploymentReconciler) ownersOfOrphan(ctx context.Context, obj client.Object) []ctrl.Request {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || podcontrol.ControllerOf(pod) != nil || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	var list appsv1beta1.MyDeploymentList
+	if err := r.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
+		logf.FromContext(ctx).Error(err, "listing MyDeployments for an orphan pod", "pod", klog.KObj(pod))
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range list.Items {
+		if sel, err := selectorOf(&list.Items[i]); err == nil && sel.Matches(podLabels(pod)) {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// patchStatus writes status with a merge patch, only when it changed.
+func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, md *appsv1beta1.MyDeployment, st appsv1beta1.MyDeploymentStatus) error {
+	if statusEqual(md.Status, st) {
+		return nil
+	}
+	updated := md.DeepCopy()
+	updated.Status = st
+	if err := r.Status().Patch(ctx, updated, client.MergeFrom(md)); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// reportInvalid records a spec that can never work as a condition and an
+// event, without an error (a retry cannot fix it; a spec change requeues).
+func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1beta1.MyDeployment, s *scope, err error) error {
+	if err != nil || s.invalid == nil {
+		return err
+	}
+	if c := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); c == nil || c.Message != s.invalid.Error() {
+		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonInvalidSelector, "Sync", "%v", s.invalid)
+	}
+	st := md.Status.DeepCopy()
+	status.SetFailure(st, &status.Failure{Reason: appsv1beta1.ReasonInvalidSelector, Message: s.invalid.Error()}, s.now)
+	return r.patchStatus(ctx, md, *st)
+}
+
+// requeueUnsettled makes a MyDeployment waiting on its cache look again even
+// if no event comes, so a leaked expectation is found by its timeout.
+const requeueUnsettled = 30 * time.Second

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
+)
+
+// controllerUIDIndex indexes cached pods by the UID of their controller.
+const controllerUIDIndex = ".metadata.controllerUID"
+
+func indexByController(obj client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}
+
+// scope is everything one sync of a MyDeployment observed and decided.
+type scope struct {
+	md       *appsv1beta1.MyDeployment
+	key      string
+	now      time.Time
+	selector labels.Selector
+	// invalid is set when the spec can never work (the selector).
+	invalid error
+	// settled: the cache reflects every pod write of earlier syncs.
+	settled bool
+	// pods the MyDeployment controls (after adoption and release).
+	pods      []*corev1.Pod
+	revisions []*appsv1.ControllerRevision
+
+	current, update *appsv1.ControllerRevision
+	newRevision     bool
+	collisionCount  int32
+	maxSurge        int32
+	maxUnavailable  int32
+	plan            rollout.Plan
+	failure         *status.Failure
+}
+
+var errEmptySelector = errors.New("spec.selector: empty selector is invalid for a MyDeployment")
+
+func selectorOf(md *appsv1beta1.MyDeployment) (labels.Selector, error) {
+	if md.Spec.Selector == nil {
+		return nil, errEmptySelector
+	}
+	sel, err := metav1.LabelSelectorAsSelector(md.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	if sel.Empty() {
+		return nil, errEmptySelector
+	}
+	return sel, nil
+}
+
+// podLabels reads pod labels without copying them.
+func podLabels(pod *corev1.Pod) labels.Set { return pod.Labels }
+
+// observe reads the MyDeployment's world once: its revisions and pods from
+// the cache, and whether the cache has caught up with our earlier writes.
+func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment) (*scope, error) {
+	s := &scope{md: md, key: client.ObjectKeyFromObject(md).String(), now: r.Clock.Now()}
+	sel, err := selectorOf(md)
+	if err != nil {
+		s.invalid = err
+		return s, nil
+	}
+	s.selector = sel
+	if s.maxSurge, s.maxUnavailable, err = fenceposts(md); err != nil {
+		s.invalid = err
+		return s, nil
+	}
+
+	var owned corev1.PodList
+	if err := r.List(ctx, &owned, client.InNamespace(md.Namespace),
+		client.MatchingFields{controllerUIDIndex: string(md.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return s, fmt.Errorf("listing pods: %w", err)
+	}
+	s.pods = make([]*corev1.Pod, 0, len(owned.Items))
+	for i := range owned.Items {
+		s.pods = append(s.pods, &owned.Items[i])
+	}
+	exp := r.Expectations.Observe(s.key, s.pods, s.now)
+	if len(exp.Leaked) > 0 {
+		expectationLeaks.Add(float64(len(exp.Leaked)))
+		logf.FromContext(ctx).Info("expectations timed out; syncing anyway", "pods", exp.Leaked)
+	}
+	if s.settled = exp.Satisfied; !s.settled {
+		logf.FromContext(ctx).V(1).Info("waiting for the cache to observe earlier pod writes", "pending", exp.Waiting)
+		return s, nil
+	}
+
+	s.revisions, err = r.Revisions.List(ctx, md.Namespace, sel, md.UID)
+	if err != nil {
+		return s, fmt.Errorf("listing revisions: %w", err)
+	}
+	return s, nil
+}
+
+// fenceposts resolves maxSurge/maxUnavailable as Deployment does (Recreate:
+// 0/0; RollingUpdate without values: 25%/25%).
+func fenceposts(md *appsv1beta1.MyDeployment) (surge, unavailable int32, err error) {
+	if md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return 0, 0, nil
+	}
+	quarter := intstr.FromString("25%")
+	ms, mu := &quarter, &quarter
+	if ru := md.Spec.Strategy.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			ms = ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			mu = ru.MaxUnavailable
+		}
+	}
+	surge, unavailable, err = rollout.ResolveFenceposts(ms, mu, ptr.Deref(md.Spec.Replicas, 1))
+	if err != nil {
+		return 0, 0, fmt.Errorf("spec.strategy.rollingUpdate: %w", err)
+	}
+	return surge, unavailable, nil
+}
+
+// result is when to look at the MyDeployment again: the soonest of a pod
+// becoming available, the progress deadline, and (when unsettled) a safety
+// net for leaked expectations. Events requeue it earlier.
+func (s *scope) result(after ...time.Duration) ctrl.Result {
+	var d time.Duration
+	if s != nil && s.invalid == nil && !s.settled {
+		d = requeueUnsettled
+	}
+	if s != nil {
+		after = append(after, s.plan.RequeueAfter)
+	}
+	for _, a := range after {
+		if a > 0 && (d == 0 || a < d) {
+			d = a
+		}
+	}
+	return ctrl.Result{RequeueAfter: d}
+}
+
+// statusInput is the scope as the status computation needs it.
+func (s *scope) statusInput(synced bool) status.Input {
+	in := status.Input{
+		Object:         s.md,
+		Synced:         synced,
+		NewRevision:    s.newRevision,
+		CollisionCount: s.collisionCount,
+		LabelSelector:  s.selector.String(),
+		MaxUnavailable: s.maxUnavailable,
+		Failure:        s.failure,
+		Now:            s.now,
+	}
+	if s.update != nil {
+		in.UpdateRevision = s.update.Name
+		in.Counts = rollout.Count(s.pods, s.update.Name, s.md.Spec.MinReadySeconds, s.now)
+	}
+	if s.current != nil {
+		in.CurrentRevision = s.current.Name
+		in.CurrentReplicas = rollout.Count(s.pods, s.current.Name, s.md.Spec.MinReadySeconds, s.now).Updated
+	}
+	return in
+}
+
+func statusEqual(a, b appsv1beta1.MyDeploymentStatus) bool {
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// logPlan logs the plan once per sync at V(1).
+func logPlan(ctx context.Context, s *scope) {
+	if len(s.plan.Delete) == 0 && s.plan.Create == 0 {
+		return
+	}
+	victims := make([]klog.ObjectRef, 0, len(s.plan.Delete))
+	for _, p := range s.plan.Delete {
+		victims = append(victims, klog.KObj(p))
+	}
+	logf.FromContext(ctx).V(1).Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", victims,
+		"updateRevision", s.update.Name)
+}

@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+)
+
+// Name is the controller's name: its event source and log name.
+const Name = "mydeployment-controller"
+
+// CacheOptions are the manager's cache settings for this controller: pods
+// only if they carry both revision labels (ours, or orphans we could adopt),
+// no managedFields on anything cached, and only the given namespaces (all
+// when empty), as OLM's target namespaces say.
+func CacheOptions(namespaces []string) cache.Options {
+	ours := labels.NewSelector()
+	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
+		req, err := labels.NewRequirement(key, selection.Exists, nil)
+		if err != nil {
+			panic(err) // constant keys: cannot fail
+		}
+		ours = ours.Add(*req)
+	}
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: ours},
+		},
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
+// Setup builds the reconciler with its real collaborators and registers it
+// with mgr; workers MyDeployments are reconciled in parallel.
+func Setup(ctx context.Context, mgr ctrl.Manager, workers int) (*MyDeploymentReconciler, error) {
+	recorder := mgr.GetEventRecorder(Name)
+	r := &MyDeploymentReconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     recorder,
+		Pods:         &podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder},
+		Revisions:    &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Expectations: expectations.New(expectations.DefaultTimeout),
+		Clock:        clock.RealClock{},
+		Workers:      workers,
+	}
+	return r, r.SetupWithManager(ctx, mgr)
+}

@@ -1,0 +1,127 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// The suite runs the controller exactly as cmd/main.go wires it, against a
+// real kube-apiserver and etcd (envtest). There is no kubelet and no
+// scheduler: tests mark pods Ready themselves, as Kubernetes' own deployment
+// integration tests do, and unscheduled pods are deleted at once.
+
+var (
+	ctx       context.Context
+	cancel    context.CancelFunc
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+	scheme    = runtime.NewScheme()
+	// stopManager stops the running manager; startManager starts a new one.
+	stopManager context.CancelFunc
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Controller Suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.TODO())
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(appsv1beta1.AddToScheme(scheme)).To(Succeed())
+
+	By("bootstrapping test environment")
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		// Run from an IDE: use the binaries `make control-plane` built.
+		testEnv.BinaryAssetsDirectory = filepath.Join("..", "..", "bin", "k8s")
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	startManager()
+})
+
+var _ = AfterSuite(func() {
+	By("tearing down the test environment")
+	if stopManager != nil {
+		stopManager()
+	}
+	cancel()
+	Expect(testEnv.Stop()).To(Succeed())
+})
+
+// startManager runs a new manager with the production wiring until
+// stopManager is called.
+func startManager() {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  CacheOptions(nil),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlConfigForTests(),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	mctx, mcancel := context.WithCancel(ctx)
+	_, err = Setup(mctx, mgr, 4)
+	Expect(err).NotTo(HaveOccurred())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+	stopManager = func() {
+		mcancel()
+		Eventually(done, 30*time.Second).Should(BeClosed())
+	}
+}
+
+// ctrlConfigForTests lets the suite start a manager again after stopping one
+// (a restart) in the same process, where controller names must otherwise be unique.
+func ctrlConfigForTests() config.Controller {
+	return config.Controller{SkipNameValidation: ptr.To(true)}
+}

@@ -1,0 +1,284 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
+)
+
+// Event reasons of the controller (pod writes have podcontrol's).
+const (
+	EventScalingRevision = "ScalingRevision"
+	EventNewRevision     = "NewRevision"
+)
+
+// sync brings the revisions and pods towards the spec. It records what it
+// did in s (update revision, plan, failure) for the status, even on error.
+func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) error {
+	if err := r.syncRevisions(ctx, s); err != nil {
+		return err
+	}
+	if s.update == nil {
+		return nil // paused before its first revision: nothing to run yet
+	}
+	if err := r.claimPods(ctx, s); err != nil {
+		return err
+	}
+	template, err := revision.Template(s.update)
+	if err != nil {
+		return fmt.Errorf("decoding revision %s: %w", s.update.Name, err)
+	}
+	md := s.md
+	s.plan = rollout.Compute(rollout.Input{
+		Replicas:        ptr.Deref(md.Spec.Replicas, 1),
+		Recreate:        md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType,
+		MaxSurge:        s.maxSurge,
+		MaxUnavailable:  s.maxUnavailable,
+		MinReadySeconds: md.Spec.MinReadySeconds,
+		Paused:          md.Spec.Paused,
+		UpdateRevision:  s.update.Name,
+		Pods:            s.pods,
+		Now:             s.now,
+	})
+	logPlan(ctx, s)
+	actErr := r.act(ctx, s, template)
+	return kerrors.NewAggregate([]error{actErr, r.truncateHistory(ctx, s)})
+}
+
+// syncRevisions finds or records the update revision (paused: keeps the
+// one in status, so a template change does not roll) and the current one,
+// and keeps the revision number on the object up to date.
+func (r *MyDeploymentReconciler) syncRevisions(ctx context.Context, s *scope) error {
+	md := s.md
+	s.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
+	if md.Spec.Paused {
+		s.update = named(s.revisions, md.Status.UpdateRevision)
+		if s.current = named(s.revisions, md.Status.CurrentRevision); s.current == nil {
+			s.current = s.update
+		}
+		return nil
+	}
+	owner := revision.Owner{
+		Object:   md,
+		GVK:      appsv1beta1.GroupVersion.WithKind("MyDeployment"),
+		Selector: md.Spec.Selector,
+		Template: &md.Spec.Template,
+	}
+	before := s.revisions
+	current, update, cc, err := r.Revisions.Sync(ctx, owner, s.revisions, md.Status.CurrentRevision, s.collisionCount)
+	s.collisionCount = cc
+	if err != nil {
+		return fmt.Errorf("syncing revisions: %w", err)
+	}
+	s.current, s.update = current, update
+	if prev := named(before, update.Name); prev == nil || prev.Revision != update.Revision {
+		s.newRevision = true
+		s.revisions = append(slices.DeleteFunc(slices.Clone(before), func(r *appsv1.ControllerRevision) bool {
+			return r.Name == update.Name
+		}), update)
+		r.Recorder.Eventf(md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
+			"Revision %q is now revision %d", update.Name, update.Revision)
+	}
+	return r.setRevisionAnnotation(ctx, md, update.Revision)
+}
+
+// setRevisionAnnotation shows the update revision's number on the object,
+// like deployment.kubernetes.io/revision.
+func (r *MyDeploymentReconciler) setRevisionAnnotation(ctx context.Context, md *appsv1beta1.MyDeployment, number int64) error {
+	want := strconv.FormatInt(number, 10)
+	if md.Annotations[appsv1beta1.RevisionAnnotation] == want {
+		return nil
+	}
+	patched := md.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[appsv1beta1.RevisionAnnotation] = want
+	if err := r.Patch(ctx, patched, client.MergeFrom(md)); err != nil {
+		return fmt.Errorf("setting the revision annotation: %w", err)
+	}
+	md.Annotations = patched.Annotations
+	md.ResourceVersion = patched.ResourceVersion
+	return nil
+}
+
+func named(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
+	for _, r := range revs {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// claimPods releases owned pods the selector no longer matches and adopts
+// orphans that match both the selector and the update revision's template
+// (its hash label), as a ReplicaSet's ControllerRefManager does.
+func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error {
+	var errs []error
+	kept := s.pods[:0:0]
+	for _, pod := range s.pods {
+		if s.selector.Matches(podLabels(pod)) {
+			kept = append(kept, pod)
+			continue
+		}
+		if err := r.Pods.Release(ctx, s.md, pod); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.pods = kept
+
+	var candidates corev1.PodList
+	if err := r.List(ctx, &candidates, client.InNamespace(s.md.Namespace),
+		client.MatchingLabelsSelector{Selector: s.selector}, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	hash := s.update.Labels[revision.HashLabel]
+	var orphans []*corev1.Pod
+	for i := range candidates.Items {
+		pod := &candidates.Items[i]
+		if podcontrol.ControllerOf(pod) == nil && pod.DeletionTimestamp == nil &&
+			pod.Labels[appsv1beta1.PodTemplateHashLabel] == hash {
+			orphans = append(orphans, pod)
+		}
+	}
+	if len(orphans) > 0 {
+		// Adopt only for the object as it is now, not a deleted namesake.
+		fresh := &appsv1beta1.MyDeployment{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.md), fresh); err != nil {
+			return fmt.Errorf("re-reading before adoption: %w", err)
+		}
+		if fresh.UID != s.md.UID || fresh.DeletionTimestamp != nil {
+			return nil
+		}
+		for _, pod := range orphans {
+			if err := r.Pods.Adopt(ctx, s.md, pod); err != nil {
+				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			s.pods = append(s.pods, pod)
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// act carries out the plan: deletions, then creations in slow-start batches
+// (1, 2, 4, ...) so that a create refused for a systematic reason (quota,
+// admission) costs one request, not one per missing pod. Every successful
+// write is recorded as an expectation before the next sync may plan again.
+func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope, template *corev1.PodTemplateSpec) error {
+	var errs []error
+	if n := len(s.plan.Delete); n > 0 {
+		deleted := parallel(n, func(i int) error {
+			pod := s.plan.Delete[i]
+			if err := r.Pods.Delete(ctx, s.md, pod); err != nil {
+				return err
+			}
+			r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+			return nil
+		}, func(err error) { errs = append(errs, err) })
+		if len(errs) > 0 {
+			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
+		}
+		if deleted > 0 {
+			r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, EventScalingRevision, "Scale",
+				"Deleted %d pod(s): %s", deleted, s.plan.Reason)
+		}
+	}
+	if s.plan.Create > 0 {
+		created, err := slowStart(int(s.plan.Create), func() error {
+			pod, err := r.Pods.Create(ctx, s.md, template, s.update)
+			if err != nil {
+				return err
+			}
+			r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedCreate, Message: err.Error()}
+		}
+		if created > 0 {
+			r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, EventScalingRevision, "Scale",
+				"Created %d pod(s) of revision %q: %s", created, s.update.Name, s.plan.Reason)
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// truncateHistory deletes revisions beyond revisionHistoryLimit, never the
+// current, the update, or one a live pod still runs.
+func (r *MyDeploymentReconciler) truncateHistory(ctx context.Context, s *scope) error {
+	podRevisions := make([]string, 0, len(s.pods))
+	for _, pod := range s.pods {
+		podRevisions = append(podRevisions, pod.Labels[appsv1beta1.RevisionLabel])
+	}
+	live := revision.Live(s.current, s.update, podRevisions...)
+	var errs []error
+	for _, rev := range revision.TruncateCandidates(s.revisions, live, ptr.Deref(s.md.Spec.RevisionHistoryLimit, 10)) {
+		if err := r.Revisions.Delete(ctx, rev); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		logf.FromContext(ctx).Error(kerrors.NewAggregate(errs), "truncating revision history")
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// slowStart calls fn count times in batches of growing size (1, 2, 4, ...)
+// run in parallel, stopping after the first batch with an error. It returns
+// how many calls succeeded and the errors of the failed batch.
+func slowStart(count int, fn func() error) (int, error) {
+	done := 0
+	for batch := 1; done < count; batch *= 2 {
+		batch = min(batch, count-done)
+		var errs []error
+		ok := parallel(batch, func(int) error { return fn() }, func(err error) { errs = append(errs, err) })
+		done += ok
+		if len(errs) > 0 {
+			return done, kerrors.NewAggregate(errs)
+		}
+	}
+	return done, nil
+}
+
+// parallel runs fn(0..n-1) concurrently, passes each error to onErr (called
+// serially) and returns how many calls succeeded.
+func parallel(n int, fn func(int) error, onErr func(error)) int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for i := range n {
+		wg.Go(func() {
+			err := fn(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				onErr(err)
+				return
+			}
+			ok++
+		})
+	}
+	wg.Wait()
+	return ok
+}

@@ -1,0 +1,104 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/utils"
+)
+
+const namespace = "e2e-sample"
+
+var _ = Describe("MyDeployment on a local cluster", Ordered, func() {
+	BeforeAll(func() {
+		_, err := utils.Kubectl("create", "namespace", namespace)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	get := func(jsonpath string) func() string {
+		return func() string {
+			out, _ := utils.Kubectl("-n", namespace, "get", "md", "mydeployment-sample", "-o", "jsonpath="+jsonpath)
+			return out
+		}
+	}
+
+	It("runs the sample: pods scheduled on kwok nodes become Ready and status says so", func() {
+		_, err := utils.Kubectl("-n", namespace, "apply", "-f",
+			filepath.Join(projectDir, "config", "samples", "apps_v1beta1_mydeployment.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(get("{.status.availableReplicas}"), 2*time.Minute, time.Second).Should(Equal("3"))
+		out, err := utils.Kubectl("-n", namespace, "get", "pods", "-l", "app=web",
+			"-o", "jsonpath={range .items[*]}{.spec.nodeName} {.status.phase}{\"\\n\"}{end}")
+		Expect(err).NotTo(HaveOccurred())
+		lines := utils.GetNonEmptyLines(out)
+		Expect(lines).To(HaveLen(3))
+		for _, l := range lines {
+			Expect(l).To(MatchRegexp(`^\S+ Running$`), "scheduled on a fake node and running")
+		}
+		Expect(get(`{.status.conditions[?(@.type=="Available")].status}`)()).To(Equal("True"))
+		Eventually(get(`{.status.conditions[?(@.type=="Progressing")].reason}`), time.Minute, time.Second).
+			Should(Equal("NewRevisionAvailable"))
+	})
+
+	It("rolls the sample to a new image with kubectl, with revisions and no ReplicaSet", func() {
+		first := get("{.status.updateRevision}")()
+		_, err := utils.Kubectl("-n", namespace, "patch", "md", "mydeployment-sample", "--type=json",
+			"-p", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.28"}]`)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			return get("{.status.updatedReplicas}/{.status.availableReplicas}/{.status.replicas}/{.metadata.annotations.apps\\.mydeployment\\.io/revision}")()
+		}, 2*time.Minute, time.Second).Should(Equal("3/3/3/2"))
+		Eventually(get(`{.status.conditions[?(@.type=="Progressing")].reason}`), time.Minute, time.Second).
+			Should(Equal("NewRevisionAvailable"))
+		second := get("{.status.updateRevision}")()
+		Expect(second).NotTo(Equal(first))
+		Expect(get("{.status.currentRevision}")()).To(Equal(second))
+
+		images, err := utils.Kubectl("-n", namespace, "get", "pods", "-l", "app=web",
+			"-o", "jsonpath={range .items[*]}{.spec.containers[0].image}{\"\\n\"}{end}")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(utils.GetNonEmptyLines(images)).To(ConsistOf("nginx:1.28", "nginx:1.28", "nginx:1.28"))
+
+		revs, err := utils.Kubectl("-n", namespace, "get", "controllerrevisions", "-o", "name")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(utils.GetNonEmptyLines(revs)).To(ConsistOf("controllerrevision.apps/"+first, "controllerrevision.apps/"+second))
+		rs, err := utils.Kubectl("get", "replicasets", "-A", "-o", "name")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.TrimSpace(rs)).To(BeEmpty(), "MyDeployment creates no ReplicaSet")
+	})
+
+	It("scales with kubectl scale through the scale subresource", func() {
+		_, err := utils.Kubectl("-n", namespace, "scale", "md", "mydeployment-sample", "--replicas=5")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(get("{.status.availableReplicas}"), 2*time.Minute, time.Second).Should(Equal("5"))
+	})
+
+	It("deletes its pods and revisions with it (garbage collection)", func() {
+		_, err := utils.Kubectl("-n", namespace, "delete", "md", "mydeployment-sample", "--wait=true")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() []string {
+			out, _ := utils.Kubectl("-n", namespace, "get", "pods,controllerrevisions", "-o", "name")
+			return utils.GetNonEmptyLines(out)
+		}, 2*time.Minute, time.Second).Should(BeEmpty())
+	})
+})
