@@ -205,8 +205,18 @@ var _ = Describe("MyDeployment controller", func() {
 		complete(md)
 		first := get(md).Status.UpdateRevision
 
-		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		update(md, func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+			m.Annotations = map[string]string{appsv1beta1.ChangeCauseAnnotation: "upgrade to 1.28"}
+		})
 		complete(md)
+		second := get(md).Status.UpdateRevision
+		for _, r := range revisionsOf(md) {
+			if r.Name == second {
+				Expect(r.Annotations).To(HaveKeyWithValue(appsv1beta1.ChangeCauseAnnotation, "upgrade to 1.28"),
+					"the change cause is recorded on the revision it caused")
+			}
+		}
 		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.27" })
 		complete(md)
 

@@ -80,6 +80,9 @@ func (r *MyDeploymentReconciler) syncRevisions(ctx context.Context, s *scope) er
 		Selector: md.Spec.Selector,
 		Template: &md.Spec.Template,
 	}
+	if cause, ok := md.Annotations[appsv1beta1.ChangeCauseAnnotation]; ok {
+		owner.Annotations = map[string]string{appsv1beta1.ChangeCauseAnnotation: cause}
+	}
 	before := s.revisions
 	current, update, cc, err := r.Revisions.Sync(ctx, owner, s.revisions, md.Status.CurrentRevision, s.collisionCount)
 	s.collisionCount = cc

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,10 @@ type Owner struct {
 	Selector *metav1.LabelSelector
 	// Template is the pod template to record.
 	Template *corev1.PodTemplateSpec
+	// Annotations are copied onto a revision when it is created (for example
+	// kubernetes.io/change-cause, which rollout history shows); they are not
+	// part of its data, so they never make two revisions differ.
+	Annotations map[string]string
 }
 
 // New builds, without creating it, the revision of owner's template numbered
@@ -93,6 +98,7 @@ func New(owner Owner, revision int64, collisionCount int32) (*appsv1.ControllerR
 			Name:            Name(owner.Object.GetName(), hash),
 			Namespace:       owner.Object.GetNamespace(),
 			Labels:          revLabels,
+			Annotations:     maps.Clone(owner.Annotations),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner.Object, owner.GVK)},
 		},
 		Data:     runtime.RawExtension{Raw: data},
