@@ -42,6 +42,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
+	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -228,6 +229,16 @@ func main() {
 	if _, err := controller.Setup(ctx, mgr, workers); err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "MyDeployment")
 		os.Exit(1)
+	}
+	// The validating webhook needs a serving certificate and a
+	// ValidatingWebhookConfiguration that reaches it (OLM or cert-manager
+	// provide both in a cluster); a manager run on a host without them sets
+	// ENABLE_WEBHOOKS=false and relies on the CRD's own rules.
+	if os.Getenv("ENABLE_WEBHOOKS") != "false" {
+		if err := webhookv1beta1.SetupMyDeploymentWebhookWithManager(mgr); err != nil {
+			setupLog.Error(err, "unable to create webhook", "webhook", "MyDeployment")
+			os.Exit(1)
+		}
 	}
 	// +kubebuilder:scaffold:builder
 

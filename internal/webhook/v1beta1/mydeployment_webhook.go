@@ -1,0 +1,128 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package v1beta1 holds the MyDeployment admission webhook: it adds to the
+// CRD's own rules what they cannot check, that the pod template is a Pod
+// kube-apiserver would accept.
+package v1beta1
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// SetupMyDeploymentWebhookWithManager registers the validating webhook; its
+// dry-run Pod creates go through mgr's client.
+func SetupMyDeploymentWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &appsv1beta1.MyDeployment{}).
+		WithValidator(&MyDeploymentValidator{Client: mgr.GetClient()}).
+		Complete()
+}
+
+// +kubebuilder:webhook:path=/validate-apps-mydeployment-io-v1beta1-mydeployment,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.mydeployment.io,resources=mydeployments,verbs=create;update,versions=v1beta1,name=vmydeployment-v1beta1.kb.io,admissionReviewVersions=v1
+
+// MyDeploymentValidator refuses a MyDeployment whose pod template could
+// never become a Pod, as kube-apiserver refuses such a Deployment: it asks
+// kube-apiserver itself, with a server-side dry-run create of the Pod the
+// controller would make, so the rules are exactly the cluster's own.
+type MyDeploymentValidator struct {
+	Client client.Client
+}
+
+var _ admission.Validator[*appsv1beta1.MyDeployment] = &MyDeploymentValidator{}
+
+// ValidateCreate implements admission.Validator.
+func (v *MyDeploymentValidator) ValidateCreate(ctx context.Context, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
+	return v.validateTemplate(ctx, md)
+}
+
+// ValidateUpdate implements admission.Validator; an unchanged template is
+// not checked again (so scaling or pausing never fails on it).
+func (v *MyDeploymentValidator) ValidateUpdate(ctx context.Context, oldMD, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
+	if apiequality.Semantic.DeepEqual(oldMD.Spec.Template, md.Spec.Template) {
+		return nil, nil
+	}
+	return v.validateTemplate(ctx, md)
+}
+
+// ValidateDelete implements admission.Validator: deletion is always allowed.
+func (v *MyDeploymentValidator) ValidateDelete(context.Context, *appsv1beta1.MyDeployment) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validateTemplate dry-runs the create of md's pod. An Invalid answer is
+// returned as md's own Invalid error, each cause re-pathed under
+// spec.template. Any other refusal (quota, Pod Security admission, a
+// namespace being deleted) depends on the moment, not on the template: like
+// a Deployment, the MyDeployment is accepted, with a warning.
+func (v *MyDeploymentValidator) validateTemplate(ctx context.Context, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
+	t := md.Spec.Template.DeepCopy()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: md.Name + "-",
+			Namespace:    md.Namespace,
+			Labels:       t.Labels,
+			Annotations:  t.Annotations,
+			Finalizers:   t.Finalizers,
+		},
+		Spec: t.Spec,
+	}
+	err := v.Client.Create(ctx, pod, client.DryRunAll)
+	switch {
+	case err == nil:
+		return nil, nil
+	case apierrors.IsInvalid(err):
+		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("MyDeployment").GroupKind(), md.Name, templateErrors(err))
+	default:
+		logf.FromContext(ctx).Info("pod template dry run refused for a reason other than validity", "error", err.Error())
+		return admission.Warnings{fmt.Sprintf("a pod from spec.template would be refused now: %v", err)}, nil
+	}
+}
+
+// templateErrors turns the causes of a Pod's Invalid error into field errors
+// of the MyDeployment (spec.containers[0].image -> spec.template.spec...).
+func templateErrors(err error) field.ErrorList {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "template"), nil, err.Error())}
+	}
+	var errs field.ErrorList
+	for _, c := range status.Status().Details.Causes {
+		path := "spec.template." + c.Field
+		if c.Field == "" {
+			path = "spec.template"
+		}
+		// The cause message starts with its type ("Invalid value: "), which
+		// field.Error prints again: keep only what follows.
+		typ := field.ErrorType(c.Type)
+		msg := strings.TrimPrefix(strings.TrimPrefix(c.Message, typ.String()), ": ")
+		errs = append(errs, &field.Error{Type: typ, Field: path, Detail: msg, BadValue: field.OmitValueType{}})
+	}
+	return errs
+}

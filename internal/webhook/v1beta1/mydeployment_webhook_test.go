@@ -1,0 +1,109 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1beta1
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+func newMD(ns string) *appsv1beta1.MyDeployment {
+	labels := map[string]string{"app": "web"}
+	return &appsv1beta1.MyDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "web-"},
+		Spec: appsv1beta1.MyDeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+var _ = Describe("MyDeployment webhook", func() {
+	var ns string
+	BeforeEach(func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "webhook-"}}
+		Expect(k8sClient.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+	})
+
+	It("accepts a template kube-apiserver accepts as a Pod, and creates no Pod doing so", func() {
+		Expect(k8sClient.Create(ctx, newMD(ns))).To(Succeed())
+		var pods corev1.PodList
+		Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		Expect(pods.Items).To(BeEmpty(), "the check is a dry run")
+	})
+
+	DescribeTable("refuses a template that could never run, naming the field under spec.template",
+		func(change func(*corev1.PodSpec), field string) {
+			md := newMD(ns)
+			change(&md.Spec.Template.Spec)
+			err := k8sClient.Create(ctx, md)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring("admission webhook"))
+			Expect(err.Error()).To(ContainSubstring(field))
+			Expect(err.Error()).NotTo(MatchRegexp(`(Invalid value|Required value|Not found): (Invalid value|Required value|Not found)`),
+				"the reason is said once")
+		},
+		Entry("container name not a DNS label", func(s *corev1.PodSpec) { s.Containers[0].Name = "Web_1" },
+			"spec.template.spec.containers[0].name"),
+		Entry("dnsPolicy None without dnsConfig", func(s *corev1.PodSpec) { s.DNSPolicy = corev1.DNSNone },
+			"spec.template.spec.dnsConfig"),
+		Entry("image with surrounding spaces", func(s *corev1.PodSpec) { s.Containers[0].Image = " nginx " },
+			"spec.template.spec.containers[0].image"),
+		Entry("port out of range", func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000}}
+		}, "spec.template.spec.containers[0].ports[0].containerPort"),
+		Entry("mount of a volume that does not exist", func(s *corev1.PodSpec) {
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		}, "spec.template.spec.containers[0].volumeMounts[0].name"),
+		Entry("requests above limits", func(s *corev1.PodSpec) {
+			s.Containers[0].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			}
+		}, "spec.template.spec.containers[0].resources.requests"),
+		Entry("invalid environment variable name", func(s *corev1.PodSpec) {
+			s.Containers[0].Env = []corev1.EnvVar{{Name: "", Value: "x"}}
+		}, "spec.template.spec.containers[0].env[0].name"),
+	)
+
+	It("checks a changed template on update, and not an unchanged one", func() {
+		md := newMD(ns)
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		bad := md.DeepCopy()
+		bad.Spec.Template.Spec.Containers[0].Name = "Bad_Name"
+		err := k8sClient.Update(ctx, bad)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.template.spec.containers[0].name"))
+
+		scaled := md.DeepCopy()
+		scaled.Spec.Replicas = ptr.To[int32](3)
+		Expect(k8sClient.Update(ctx, scaled)).To(Succeed())
+	})
+})
