@@ -185,25 +185,22 @@ func complete(md *appsv1beta1.MyDeployment) {
 // watcher records every pod event of md's selector, as the API server
 // orders them, and checks the rollout invariants after each one.
 type watcher struct {
-	mu            sync.Mutex
-	pods          map[string]*corev1.Pod
-	created       map[string]bool
-	violations    []string
-	maxActive     int
-	minAvail      int
-	stop          func()
-	checkAvail    bool
-	surgeLimit    int
-	availFloor    int
-	sawOldWithNew bool
+	mu         sync.Mutex
+	pods       map[string]*corev1.Pod
+	created    map[string]bool
+	violations []string
+	stop       func()
+	checkAvail bool
+	surgeLimit int
+	availFloor int
 }
 
-// watchPods starts recording; limits are checked when > 0 / >= 0.
+// watchPods starts recording; surgeLimit is checked when > 0, availFloor
+// once armAvailability is called.
 func watchPods(md *appsv1beta1.MyDeployment, surgeLimit, availFloor int) *watcher {
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	w := &watcher{pods: map[string]*corev1.Pod{}, created: map[string]bool{}, minAvail: 1 << 30,
-		surgeLimit: surgeLimit, availFloor: availFloor}
+	w := &watcher{pods: map[string]*corev1.Pod{}, created: map[string]bool{}, surgeLimit: surgeLimit, availFloor: availFloor}
 	wi, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(md.Namespace),
 		client.MatchingLabels(md.Spec.Selector.MatchLabels))
 	Expect(err).NotTo(HaveOccurred())
@@ -241,7 +238,6 @@ func (w *watcher) observe(t watch.EventType, pod *corev1.Pod) {
 			avail++
 		}
 	}
-	w.maxActive = max(w.maxActive, active)
 	if w.surgeLimit > 0 && active > w.surgeLimit {
 		w.violations = append(w.violations, fmt.Sprintf("%d active pods > %d after %s %s", active, w.surgeLimit, t, pod.Name))
 	}
