@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -86,10 +87,15 @@ var _ = Describe("MyDeployment admission", func() {
 	It("refuses a selector change after creation", func() {
 		md := newMD(ns, "fixed", 1, "nginx:1.27")
 		Expect(k8sClient.Create(ctx, md)).To(Succeed())
-		cur := get(md)
-		cur.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fixed", "tier": "web"}}
-		cur.Spec.Template.Labels["tier"] = "web"
-		err := k8sClient.Update(ctx, cur)
+		// The controller writes the object too (its revision annotation): retry conflicts.
+		var err error
+		Eventually(func() bool {
+			cur := get(md)
+			cur.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fixed", "tier": "web"}}
+			cur.Spec.Template.Labels["tier"] = "web"
+			err = k8sClient.Update(ctx, cur)
+			return apierrors.IsConflict(err)
+		}, timeout, interval).Should(BeFalse())
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(And(ContainSubstring("spec.selector"), ContainSubstring("field is immutable")))
 	})

@@ -71,6 +71,18 @@ func update(md *appsv1beta1.MyDeployment, change func(*appsv1beta1.MyDeployment)
 	}, timeout, interval).Should(Succeed())
 }
 
+// updatePod re-reads pod, applies change and writes it, retrying on conflicts.
+func updatePod(pod *corev1.Pod, change func(*corev1.Pod)) {
+	Eventually(func() error {
+		cur := &corev1.Pod{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), cur); err != nil {
+			return err
+		}
+		change(cur)
+		return k8sClient.Update(ctx, cur)
+	}, timeout, interval).Should(Succeed())
+}
+
 // podsOf lists the pods md's selector matches (any owner), not terminating.
 func podsOf(md *appsv1beta1.MyDeployment) []corev1.Pod {
 	var list corev1.PodList

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,8 +260,7 @@ var _ = Describe("MyDeployment controller", func() {
 
 		By("orphaning a pod: the controller adopts it back instead of creating another")
 		victim := podsOf(md)[0]
-		victim.OwnerReferences = nil
-		Expect(k8sClient.Update(ctx, &victim)).To(Succeed())
+		updatePod(&victim, func(p *corev1.Pod) { p.OwnerReferences = nil })
 		Eventually(func() bool {
 			p := &corev1.Pod{}
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), p)).To(Succeed())
@@ -270,8 +270,7 @@ var _ = Describe("MyDeployment controller", func() {
 
 		By("relabelling a pod: it is released and replaced")
 		released := podsOf(md)[0]
-		released.Labels["app"] = "elsewhere"
-		Expect(k8sClient.Update(ctx, &released)).To(Succeed())
+		updatePod(&released, func(p *corev1.Pod) { p.Labels["app"] = "elsewhere" })
 		Eventually(func() bool {
 			p := &corev1.Pod{}
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&released), p)).To(Succeed())
@@ -294,6 +293,70 @@ var _ = Describe("MyDeployment controller", func() {
 			return string(metav1.GetControllerOf(p).UID)
 		}, 2*time.Second, interval).Should(Equal("1234"))
 		Expect(get(md).Status.Replicas).To(BeEquivalentTo(2))
+	})
+
+	It("counts a pod available only after minReadySeconds, by requeueing rather than waiting for an event", func() {
+		md := newMD(ns, "minready", 2, "nginx:1.27")
+		md.Spec.MinReadySeconds = 3
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(func() []corev1.Pod { return podsOf(md) }, timeout, interval).Should(HaveLen(2))
+		markAllReady(md)
+		Eventually(func() int32 { return get(md).Status.ReadyReplicas }, timeout, interval).Should(BeEquivalentTo(2))
+		Expect(get(md).Status.AvailableReplicas).To(BeZero(), "ready for less than minReadySeconds")
+		// Nothing changes from here on: only the controller's requeue can see the time pass.
+		Eventually(func() int32 { return get(md).Status.AvailableReplicas }, 10*time.Second, interval).Should(BeEquivalentTo(2))
+	})
+
+	It("reports a refused pod create as ReplicaFailure with the API server's error, and an event", func() {
+		By("an admission policy refusing this MyDeployment's pods")
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: "!has(object.metadata.labels) || !('app' in object.metadata.labels) || object.metadata.labels['app'] != 'refused'",
+					Message:    "pods of app=refused are not allowed here",
+				}},
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, policy)).To(Succeed()) })
+		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-", Labels: map[string]string{"app": "refused"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+		Eventually(func() error { return k8sClient.Create(ctx, probe.DeepCopy(), client.DryRunAll) }, timeout, interval).
+			Should(MatchError(ContainSubstring("not allowed here")), "the policy is enforced")
+
+		md := newMD(ns, "refused", 3, "nginx:1.27")
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(func() string {
+			if c := condition(get(md), appsv1beta1.ConditionReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
+				return c.Reason + ": " + c.Message
+			}
+			return ""
+		}, timeout, interval).Should(And(HavePrefix(appsv1beta1.ReasonFailedCreate+": "), ContainSubstring("not allowed here")))
+		Eventually(func() []string { return eventReasons(md) }, timeout, interval).Should(ContainElement("FailedCreate"))
+		Expect(podsOf(md)).To(BeEmpty())
+
+		By("the failure clears once pods can be created")
+		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+		Eventually(func() []corev1.Pod { return podsOf(md) }, 2*timeout, interval).Should(HaveLen(3))
+		Eventually(func() *appsv1.DeploymentCondition { return condition(get(md), appsv1beta1.ConditionReplicaFailure) },
+			timeout, interval).Should(BeNil())
 	})
 
 	It("creates no duplicate pod when the manager restarts in the middle of a scale-up", func() {
