@@ -51,7 +51,7 @@ control_plane() {
   ev=$(modversion "$TOOLS/etcd" go.etcd.io/etcd/server/v3)
   local out=$CACHE/kubernetes-$kv
   if [ ! -x "$out/kubectl" ]; then
-    log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $kv (cold: about 5 minutes)"
+    log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $kv (cold: 5-10 minutes on 2 cores)"
     local minor=${kv#v1.}; minor=${minor%%.*}
     local pkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version" x=""
     for p in $pkgs; do
