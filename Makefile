@@ -268,6 +268,11 @@ bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metada
 	sed -i '/^    createdAt: /d' bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
 	$(OPERATOR_SDK) bundle validate ./bundle
 
+.PHONY: bundle-validate
+bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework suite (OperatorHub, capabilities, categories, deprecated APIs, good practices).
+	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
+	go test ./test/olm/ -count=1
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image.
 	$(CONTAINER_BUILD) -f bundle.Dockerfile -t $(BUNDLE_IMG) .

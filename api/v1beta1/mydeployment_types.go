@@ -35,16 +35,19 @@ type MyDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Label selector for pods. Existing pods selected by it are adopted by
 	// this MyDeployment. It must match the pod template's labels and is
 	// immutable after creation.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Pod"}
 	Selector *metav1.LabelSelector `json:"selector"`
 
 	// Template describes the pods that will be created. Its only allowed
 	// restartPolicy is Always.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Template corev1.PodTemplateSpec `json:"template"`
 
 	// The deployment strategy to use to replace existing pods with new ones.
@@ -57,6 +60,7 @@ type MyDeploymentSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) >= 0 : string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxUnavailable"
 	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || type(self.rollingUpdate.maxUnavailable) == int || !string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$') || int(string(self.rollingUpdate.maxUnavailable).replace('%', '')) <= 100",message="must not be greater than 100%",fieldPath=".rollingUpdate.maxUnavailable"
 	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || !has(self.rollingUpdate.maxUnavailable) || !((type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) == 0 : string(self.rollingUpdate.maxSurge) == '0%') && (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) == 0 : string(self.rollingUpdate.maxUnavailable) == '0%'))",message="may not be 0 when `maxSurge` is 0",fieldPath=".rollingUpdate.maxUnavailable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Update Strategy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:updateStrategy"}
 	Strategy appsv1.DeploymentStrategy `json:"strategy,omitempty" patchStrategy:"retainKeys"`
 
 	// Minimum number of seconds for which a newly created pod should be ready
@@ -64,6 +68,7 @@ type MyDeploymentSpec struct {
 	// available. Defaults to 0 (available as soon as it is ready).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Min Ready Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 
 	// The number of old ControllerRevisions to retain to allow rollback.
@@ -71,11 +76,13 @@ type MyDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Revision History Limit",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
 	// Indicates that the MyDeployment is paused: template changes do not
 	// roll out; scaling still happens.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
 
 	// The maximum time in seconds for a MyDeployment to make progress before
@@ -84,6 +91,7 @@ type MyDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Progress Deadline Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
 
@@ -93,56 +101,68 @@ type MyDeploymentStatus struct {
 	// The generation observed by the controller; set only after a
 	// successful sync of that generation.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation",xDescriptors={"urn:alm:descriptor:text"}
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Total number of non-terminating pods targeted by this MyDeployment.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// Total number of non-terminating pods with a Ready condition.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
 	// Total number of non-terminating pods ready for at least minReadySeconds.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Available Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
 
 	// Total number of non-terminating pods created from updateRevision.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 
 	// Total number of non-terminating pods created from currentRevision.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	CurrentReplicas int32 `json:"currentReplicas,omitempty"`
 
 	// Total number of terminating pods (deletionTimestamp set, not yet
 	// Succeeded or Failed).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Terminating Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	TerminatingReplicas *int32 `json:"terminatingReplicas,omitempty"`
 
 	// Total number of pods still needed for the MyDeployment to be 100%
 	// available: desired replicas minus availableReplicas.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Unavailable Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	UnavailableReplicas int32 `json:"unavailableReplicas,omitempty"`
 
 	// Name of the ControllerRevision that the pods of the last completed
 	// rollout were created from.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current Revision",xDescriptors={"urn:alm:descriptor:text"}
 	CurrentRevision string `json:"currentRevision,omitempty"`
 
 	// Name of the ControllerRevision of the pod template in spec: new pods
 	// are created from it.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Update Revision",xDescriptors={"urn:alm:descriptor:text"}
 	UpdateRevision string `json:"updateRevision,omitempty"`
 
 	// Count of hash collisions of ControllerRevision names; part of the
 	// hash so that a collision produces a new name.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Collision Count",xDescriptors={"urn:alm:descriptor:text"}
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 
 	// The selector in string form, for the scale subresource (kubectl
 	// scale, HorizontalPodAutoscaler).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Label Selector",xDescriptors={"urn:alm:descriptor:text"}
 	LabelSelector string `json:"labelSelector,omitempty"`
 
 	// The latest available observations of the MyDeployment's state, with
@@ -150,6 +170,7 @@ type MyDeploymentStatus struct {
 	// +optional
 	// +patchMergeKey=type
 	// +patchStrategy=merge
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []appsv1.DeploymentCondition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
@@ -162,6 +183,7 @@ type MyDeploymentStatus struct {
 // +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="MyDeployment",resources={{Pod,v1,""},{ControllerRevision,v1,""}}
 
 // MyDeployment is a Deployment whose controller manages Pods directly,
 // without ReplicaSets, and records each pod template version in a
