@@ -273,6 +273,11 @@ bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework sui
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
 	go test ./test/olm/ -count=1
 
+.PHONY: scorecard-local
+scorecard-local: ## Run every scorecard test of the bundle offline (chroot: needs root) and fail unless all pass.
+	@hack/tools.sh scorecard-test
+	hack/scorecard-local.sh
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image.
 	$(CONTAINER_BUILD) -f bundle.Dockerfile -t $(BUNDLE_IMG) .
