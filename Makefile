@@ -129,7 +129,7 @@ test-unit: control-plane ## Run unit and envtest integration tests (everything b
 # tears it down afterwards, pass or fail.
 E2E_CLUSTER ?= mydeployment-e2e
 .PHONY: test-e2e
-test-e2e: build kwok-tools ## Run the e2e tests on a throwaway local cluster.
+test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local cluster.
 	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
 	KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m; \
 	  rc=$$?; hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
@@ -161,6 +161,10 @@ lint: ## Check formatting and run go vet.
 .PHONY: build
 build: manifests generate fmt vet ## Build manager binary.
 	go build -o bin/manager cmd/main.go
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin bin/kubectl-mydeployment (put it on PATH: kubectl mydeployment ...).
+	go build -o bin/kubectl-mydeployment ./cmd/kubectl-mydeployment
 
 .PHONY: run
 ENABLE_WEBHOOKS ?= false

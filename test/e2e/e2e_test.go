@@ -17,6 +17,7 @@ limitations under the License.
 package e2e
 
 import (
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -85,6 +86,32 @@ var _ = Describe("MyDeployment on a local cluster", Ordered, func() {
 		rs, err := utils.Kubectl("get", "replicasets", "-A", "-o", "name")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.TrimSpace(rs)).To(BeEmpty(), "MyDeployment creates no ReplicaSet")
+	})
+
+	It("lets the kubectl plugin follow a rollout, show history and undo it", func() {
+		plugin := func(args ...string) (string, error) {
+			return utils.Run(exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"),
+				append([]string{"-n", namespace}, args...)...))
+		}
+		out, err := plugin("rollout", "history", "mydeployment-sample")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(And(ContainSubstring("REVISION"), MatchRegexp(`(?m)^1\s`), MatchRegexp(`(?m)^2\s`)))
+
+		By("undoing to revision 1: the template goes back to nginx:1.27 and that revision is re-numbered")
+		out, err = plugin("rollout", "undo", "mydeployment-sample")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("rolled back"))
+		out, err = plugin("rollout", "status", "mydeployment-sample", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(`mydeployment "mydeployment-sample" successfully rolled out`))
+		Eventually(get("{.metadata.annotations.apps\\.mydeployment\\.io/revision}"), time.Minute, time.Second).Should(Equal("3"))
+		images, err := utils.Kubectl("-n", namespace, "get", "pods", "-l", "app=web",
+			"-o", "jsonpath={range .items[*]}{.spec.containers[0].image}{\"\\n\"}{end}")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(utils.GetNonEmptyLines(images)).To(ConsistOf("nginx:1.27", "nginx:1.27", "nginx:1.27"))
+		out, err = plugin("get", "mydeployment-sample")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("3/3"))
 	})
 
 	It("scales with kubectl scale through the scale subresource", func() {

@@ -1,0 +1,123 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+)
+
+func newHistoryCommand(f *factory, o *Options) *cobra.Command {
+	var rev int64
+	cmd := &cobra.Command{
+		Use:   "history NAME",
+		Short: "View rollout history",
+		Long:  "View previous rollout revisions and configurations.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if rev < 0 {
+				return fmt.Errorf("revision must be a positive integer: %v", rev)
+			}
+			t, err := f.target(args[0])
+			if err != nil {
+				return err
+			}
+			return t.history(cmd.Context(), o.Out, rev)
+		},
+	}
+	cmd.Flags().Int64Var(&rev, "revision", 0, "See the details, including podTemplate of the revision specified")
+	return cmd
+}
+
+// byNumber maps revision numbers to revisions; with duplicates the newest
+// (last in Store.List order) wins, as in kubectl's map.
+func byNumber(revs []*appsv1.ControllerRevision) map[int64]*appsv1.ControllerRevision {
+	m := make(map[int64]*appsv1.ControllerRevision, len(revs))
+	for _, r := range revs {
+		m[r.Revision] = r
+	}
+	return m
+}
+
+// history prints the REVISION/CHANGE-CAUSE table, or with rev > 0 the pod
+// template of that revision as YAML, after kubectl's header line.
+func (t *target) history(ctx context.Context, out io.Writer, rev int64) error {
+	md, err := t.get(ctx)
+	if err != nil {
+		return err
+	}
+	revs, err := t.revisions(ctx, md)
+	if err != nil {
+		return err
+	}
+	numbered := byNumber(revs)
+	if rev > 0 {
+		r, ok := numbered[rev]
+		if !ok {
+			return fmt.Errorf("unable to find the specified revision")
+		}
+		tmpl, err := revision.Template(r)
+		if err != nil {
+			return err
+		}
+		text, err := templateYAML(tmpl)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s with revision #%d\n%s", resourceString(md.Name), rev, text)
+		return nil
+	}
+	fmt.Fprintf(out, "%s \n", resourceString(md.Name))
+	if len(numbered) == 0 {
+		fmt.Fprintln(out, "No rollout history found.")
+		return nil
+	}
+	numbers := make([]int64, 0, len(numbered))
+	for n := range numbered {
+		numbers = append(numbers, n)
+	}
+	slices.Sort(numbers)
+	return tabbed(out, func(w io.Writer) {
+		fmt.Fprintf(w, "REVISION\tCHANGE-CAUSE\n")
+		for _, n := range numbers {
+			cause := numbered[n].Annotations[appsv1beta1.ChangeCauseAnnotation]
+			if cause == "" {
+				cause = "<none>"
+			}
+			fmt.Fprintf(w, "%d\t%s\n", n, cause)
+		}
+	})
+}
+
+// templateYAML renders a pod template for people.
+func templateYAML(tmpl *corev1.PodTemplateSpec) (string, error) {
+	b, err := yaml.Marshal(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("printing pod template: %w", err)
+	}
+	return string(b), nil
+}

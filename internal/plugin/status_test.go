@@ -1,0 +1,138 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plugin
+
+import (
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+var _ = Describe("rollout status", func() {
+	var (
+		ns string
+		md *appsv1beta1.MyDeployment
+	)
+	BeforeEach(func() {
+		ns = newNamespace()
+		md = createMD(ns, "web", "nginx:1", 5)
+	})
+
+	// observe plays the controller: status for the current generation.
+	observe := func(replicas, updated, available int32) {
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.ObservedGeneration = cur.Generation
+			cur.Status.Replicas = replicas
+			cur.Status.UpdatedReplicas = updated
+			cur.Status.ReadyReplicas = available
+			cur.Status.AvailableReplicas = available
+		})
+	}
+
+	DescribeTable("prints kubectl's message for each stage",
+		func(setup func(), want string) {
+			setup()
+			r := runPlugin(ns, "rollout", "status", "web", "--watch=false")
+			Expect(r.code).To(Equal(0), r.err)
+			Expect(r.out).To(Equal(want))
+			Expect(r.err).To(BeEmpty())
+		},
+		Entry("spec not observed", func() {},
+			"Waiting for deployment spec update to be observed...\n"),
+		Entry("new replicas being updated", func() { observe(5, 2, 2) },
+			`Waiting for mydeployment "web" rollout to finish: 2 out of 5 new replicas have been updated...`+"\n"),
+		Entry("old replicas pending termination", func() { observe(6, 5, 5) },
+			`Waiting for mydeployment "web" rollout to finish: 1 old replicas are pending termination...`+"\n"),
+		Entry("updated replicas becoming available", func() { observe(5, 5, 2) },
+			`Waiting for mydeployment "web" rollout to finish: 2 of 5 updated replicas are available...`+"\n"),
+		Entry("rolled out", func() { observe(5, 5, 5) },
+			`mydeployment "web" successfully rolled out`+"\n"),
+	)
+
+	It("watches until the rollout finishes, printing each new stage once", func() {
+		observe(5, 2, 2)
+		var out, errOut syncBuffer
+		wait := start(ns, &out, &errOut, "rollout", "status", "web", "--timeout", "30s")
+		Eventually(out.String).Should(ContainSubstring("2 out of 5 new replicas have been updated"))
+		observe(5, 5, 3)
+		Eventually(out.String).Should(ContainSubstring("3 of 5 updated replicas are available"))
+		observe(5, 5, 5)
+		Expect(wait()).To(Equal(0), errOut.String())
+		Expect(out.String()).To(Equal(
+			`Waiting for mydeployment "web" rollout to finish: 2 out of 5 new replicas have been updated...` + "\n" +
+				`Waiting for mydeployment "web" rollout to finish: 3 of 5 updated replicas are available...` + "\n" +
+				`mydeployment "web" successfully rolled out` + "\n"))
+	})
+
+	It("fails once the progress deadline is exceeded", func() {
+		observe(5, 2, 2)
+		var out, errOut syncBuffer
+		wait := start(ns, &out, &errOut, "rollout", "status", "web")
+		Eventually(out.String).Should(ContainSubstring("2 out of 5"))
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = append(cur.Status.Conditions,
+				progressing(corev1.ConditionFalse, appsv1beta1.ReasonProgressDeadlineExceeded))
+		})
+		Expect(wait()).To(Equal(1))
+		Expect(errOut.String()).To(Equal(`error: mydeployment "web" exceeded its progress deadline` + "\n"))
+	})
+
+	It("fails at once without --watch when the deadline was exceeded", func() {
+		observe(5, 2, 2)
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = []appsv1.DeploymentCondition{
+				progressing(corev1.ConditionFalse, appsv1beta1.ReasonProgressDeadlineExceeded)}
+		})
+		r := runPlugin(ns, "rollout", "status", "web", "--watch=false")
+		Expect(r.code).To(Equal(1))
+		Expect(r.out).To(BeEmpty())
+		Expect(r.err).To(Equal(`error: mydeployment "web" exceeded its progress deadline` + "\n"))
+	})
+
+	It("fails when --timeout passes first", func() {
+		observe(5, 5, 2)
+		r := runPlugin(ns, "rollout", "status", "web", "--timeout", "300ms")
+		Expect(r.code).To(Equal(1))
+		Expect(r.out).To(Equal(`Waiting for mydeployment "web" rollout to finish: 2 of 5 updated replicas are available...` + "\n"))
+		Expect(r.err).To(Equal("error: timed out waiting for the condition\n"))
+	})
+
+	It("checks --revision against the revision annotation", func() {
+		observe(5, 5, 5)
+		setAnnotation(md, appsv1beta1.RevisionAnnotation, "3")
+		r := runPlugin(ns, "rollout", "status", "web", "--revision", "2")
+		Expect(r.code).To(Equal(1))
+		Expect(r.err).To(Equal("error: desired revision (2) is different from the running revision (3)\n"))
+		// Annotating bumps no generation: still observed.
+		r = runPlugin(ns, "rollout", "status", "web", "--revision", "3")
+		Expect(r.code).To(Equal(0), r.err)
+		Expect(r.out).To(Equal(`mydeployment "web" successfully rolled out` + "\n"))
+	})
+
+	It("fails for a MyDeployment that does not exist", func() {
+		r := runPlugin(ns, "rollout", "status", "nope")
+		Expect(r.code).To(Equal(1))
+		Expect(r.err).To(HavePrefix("error: "))
+		Expect(strings.ToLower(r.err)).To(ContainSubstring(`"nope" not found`))
+	})
+})
