@@ -112,6 +112,27 @@ var _ = Describe("MyDeployment on a local cluster", Ordered, func() {
 		out, err = plugin("get", "mydeployment-sample")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("3/3"))
+
+		By("restarting: a new revision rolls out every pod again")
+		before, err := utils.Kubectl("-n", namespace, "get", "pods", "-l", "app=web", "-o", "name")
+		Expect(err).NotTo(HaveOccurred())
+		out, err = plugin("rollout", "restart", "mydeployment-sample")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("restarted"))
+		Eventually(get("{.metadata.annotations.apps\\.mydeployment\\.io/revision}"), time.Minute, time.Second).Should(Equal("4"))
+		out, err = plugin("rollout", "status", "mydeployment-sample", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("successfully rolled out"))
+		// Old pods may still be terminating when status reports success.
+		old := utils.GetNonEmptyLines(before)
+		Eventually(func(g Gomega) {
+			out, _ := utils.Kubectl("-n", namespace, "get", "pods", "-l", "app=web", "-o", "name")
+			after := utils.GetNonEmptyLines(out)
+			g.Expect(after).To(HaveLen(3))
+			for _, p := range after {
+				g.Expect(old).NotTo(ContainElement(p), "every pod was replaced")
+			}
+		}, time.Minute, time.Second).Should(Succeed())
 	})
 
 	It("scales with kubectl scale through the scale subresource", func() {
