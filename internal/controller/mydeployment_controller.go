@@ -24,6 +24,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -82,8 +83,13 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	s, err := r.observe(ctx, md)
-	if err != nil || s.invalid != nil || !s.settled {
-		return s.result(), r.reportInvalid(ctx, md, s, err)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case s.invalid != nil:
+		return ctrl.Result{}, r.reportInvalid(ctx, md, s)
+	case !s.settled:
+		return s.result(), nil
 	}
 	syncErr := r.sync(ctx, s)
 	st := status.Compute(s.statusInput(syncErr == nil))
@@ -125,7 +131,7 @@ func (r *MyDeploymentReconciler) ownersOfOrphan(ctx context.Context, obj client.
 	}
 	var reqs []ctrl.Request
 	for i := range list.Items {
-		if sel, err := selectorOf(&list.Items[i]); err == nil && sel.Matches(podLabels(pod)) {
+		if sel, err := selectorOf(&list.Items[i]); err == nil && sel.Matches(labels.Set(pod.Labels)) {
 			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
@@ -147,10 +153,7 @@ func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, md *appsv1beta
 
 // reportInvalid records a spec that can never work as a condition and an
 // event, without an error (a retry cannot fix it; a spec change requeues).
-func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1beta1.MyDeployment, s *scope, err error) error {
-	if err != nil || s.invalid == nil {
-		return err
-	}
+func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1beta1.MyDeployment, s *scope) error {
 	if c := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); c == nil || c.Message != s.invalid.Error() {
 		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonInvalidSelector, "Sync", "%v", s.invalid)
 	}

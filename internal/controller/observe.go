@@ -72,9 +72,6 @@ func selectorOf(md *appsv1beta1.MyDeployment) (labels.Selector, error) {
 	return sel, nil
 }
 
-// podLabels reads pod labels without copying them.
-func podLabels(pod *corev1.Pod) labels.Set { return pod.Labels }
-
 // observe reads the MyDeployment's world once: its revisions and pods from
 // the cache, and whether the cache has caught up with our earlier writes.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment) (*scope, error) {
@@ -144,13 +141,10 @@ func fenceposts(md *appsv1beta1.MyDeployment) (surge, unavailable int32, err err
 // net for leaked expectations. Events requeue it earlier.
 func (s *scope) result(after ...time.Duration) ctrl.Result {
 	var d time.Duration
-	if s != nil && s.invalid == nil && !s.settled {
+	if !s.settled {
 		d = requeueUnsettled
 	}
-	if s != nil {
-		after = append(after, s.plan.RequeueAfter)
-	}
-	for _, a := range after {
+	for _, a := range append(after, s.plan.RequeueAfter) {
 		if a > 0 && (d == 0 || a < d) {
 			d = a
 		}
@@ -176,7 +170,11 @@ func (s *scope) statusInput(synced bool) status.Input {
 	}
 	if s.current != nil {
 		in.CurrentRevision = s.current.Name
-		in.CurrentReplicas = rollout.Count(s.pods, s.current.Name, s.md.Spec.MinReadySeconds, s.now).Updated
+		in.CurrentReplicas = in.Counts.Updated
+		if s.update == nil || s.current.Name != s.update.Name {
+			// Mid-rollout only: count the current revision's pods too.
+			in.CurrentReplicas = rollout.Count(s.pods, s.current.Name, s.md.Spec.MinReadySeconds, s.now).Updated
+		}
 	}
 	return in
 }

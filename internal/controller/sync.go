@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,7 +138,7 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	var errs []error
 	kept := s.pods[:0:0]
 	for _, pod := range s.pods {
-		if s.selector.Matches(podLabels(pod)) {
+		if s.selector.Matches(labels.Set(pod.Labels)) {
 			kept = append(kept, pod)
 			continue
 		}

@@ -124,7 +124,7 @@ func SetFailure(s *appsv1beta1.MyDeploymentStatus, f *Failure, now time.Time) {
 // the deadline again and whether the deadline was newly exceeded.
 func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now metav1.Time) (time.Duration, bool) {
 	md := in.Object
-	current := get(s, appsv1beta1.ConditionProgressing)
+	current := Get(s, appsv1beta1.ConditionProgressing)
 	timedOut := current != nil && current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded
 	pausedCond := current != nil && current.Reason == appsv1beta1.ReasonPaused
 
@@ -142,12 +142,12 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 	case in.NewRevision:
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionCreated,
 			fmt.Sprintf("Created new revision %q", in.UpdateRevision), now))
-	case get(s, appsv1beta1.ConditionProgressing) == nil:
+	case Get(s, appsv1beta1.ConditionProgressing) == nil:
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonFoundNewRevision,
 			fmt.Sprintf("Found new revision %q", in.UpdateRevision), now))
 	}
 
-	current = get(s, appsv1beta1.ConditionProgressing)
+	current = Get(s, appsv1beta1.ConditionProgressing)
 	if s.Replicas == s.UpdatedReplicas && current.Reason == appsv1beta1.ReasonNewRevisionAvailable {
 		return 0, false // complete and still complete: nothing to track
 	}
@@ -169,7 +169,7 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 		return 0, false
 	}
 
-	current = get(s, appsv1beta1.ConditionProgressing)
+	current = Get(s, appsv1beta1.ConditionProgressing)
 	deadline := current.LastUpdateTime.Add(time.Duration(*md.Spec.ProgressDeadlineSeconds) * time.Second)
 	if !deadline.After(now.Time) {
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonProgressDeadlineExceeded,
@@ -200,10 +200,6 @@ func cond(t appsv1.DeploymentConditionType, st corev1.ConditionStatus, reason, m
 
 // Get returns the condition of type t, or nil.
 func Get(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	return get(s, t)
-}
-
-func get(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
 	for i := range s.Conditions {
 		if s.Conditions[i].Type == t {
 			return &s.Conditions[i]
@@ -215,7 +211,7 @@ func get(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType) *a
 // set is SetDeploymentCondition: same status and reason leaves the condition
 // as it is (timestamps included); same status keeps lastTransitionTime.
 func set(s *appsv1beta1.MyDeploymentStatus, c appsv1.DeploymentCondition) {
-	if cur := get(s, c.Type); cur != nil {
+	if cur := Get(s, c.Type); cur != nil {
 		if cur.Status == c.Status && cur.Reason == c.Reason {
 			return
 		}
