@@ -8,7 +8,8 @@
 #   hack/local-cluster.sh down [NAME]                   stop, leave no process behind (idempotent)
 #
 # State lives in bin/clusters/clusters/NAME; the kubeconfig is copied to
-# KUBECONFIG_OUT (default bin/local/kubeconfig). NODES (default 3) fake nodes.
+# KUBECONFIG_OUT (default bin/local/kubeconfig). NODES (default 3) fake nodes;
+# KWOKCTL_ARGS more flags for `kwokctl create cluster`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,6 +67,9 @@ up() {
     # route give ADVERTISE_ADDRESS (any non-loopback address of this host).
     local extra=()
     [ -n "${ADVERTISE_ADDRESS:-}" ] && extra+=(--extra-args "kube-apiserver=advertise-address=$ADVERTISE_ADDRESS")
+    # KWOKCTL_ARGS: more `kwokctl create cluster` flags (word-split), e.g.
+    # "--extra-args kube-apiserver=enable-aggregator-routing=true".
+    [ -n "${KWOKCTL_ARGS:-}" ] && read -r -a more <<<"$KWOKCTL_ARGS" && extra+=("${more[@]}")
     "$BIN/kwokctl" create cluster --name "$NAME" --runtime binary \
       --etcd-binary "$BIN/k8s/etcd" \
       --kube-apiserver-binary "$BIN/k8s/kube-apiserver" \

@@ -6,6 +6,7 @@
 #
 #   hack/tools.sh TOOL...   TOOL: controller-gen kustomize setup-envtest
 #                           operator-sdk scorecard-test opm kwok kwokctl
+#                           olm (olm, catalog-operator and bin/olm-crds)
 #                           control-plane (kube-apiserver, kube-controller-manager,
 #                           kube-scheduler, kubectl, etcd laid out in bin/k8s
 #                           for KUBEBUILDER_ASSETS)
@@ -93,6 +94,14 @@ for tool in "$@"; do
       v=$(modversion "$TOOLS/opm" github.com/operator-framework/operator-registry)
       build opm "$TOOLS/opm" "$v" github.com/operator-framework/operator-registry/cmd/opm -tags containers_image_openpgp \
         -ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=release-$v -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$v" ;;
+    olm)
+      # OLM's two operators (run as host processes by the OLM e2e) and its
+      # CRDs, linked from the module as bin/olm-crds.
+      v=$(modversion "$TOOLS/olm" github.com/operator-framework/operator-lifecycle-manager)
+      m=github.com/operator-framework/operator-lifecycle-manager
+      build olm "$TOOLS/olm" "$v" $m/cmd/olm -tags containers_image_openpgp -ldflags=-s\ -w
+      build catalog-operator "$TOOLS/olm" "$v" $m/cmd/catalog -tags containers_image_openpgp -ldflags=-s\ -w
+      ln -sfn "$(cd "$TOOLS/olm" && go list -m -f '{{.Dir}}' $m)/deploy/chart/crds" "$BIN/olm-crds" ;;
     kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;
     control-plane) control_plane ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
