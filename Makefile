@@ -3,7 +3,7 @@
 # To re-generate a bundle for another specific version without changing the standard setup, you can:
 # - use the VERSION as arg of the bundle target (e.g make bundle VERSION=0.0.2)
 # - use environment variables to overwrite this value (e.g export VERSION=0.0.2)
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
 
 # CHANNELS define the bundle channels used in the bundle.
 # Add a new line here if you would like to change its default config. (E.g CHANNELS = "candidate,fast,stable")
@@ -267,9 +267,13 @@ kwok-tools: control-plane ## Build kwok and kwokctl if necessary.
 bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metadata, then validate generated files.
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	rm -rf bundle/manifests # generate bundle never removes a manifest its input no longer has
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
 	# createdAt changes on every run; without it the bundle is a pure function of its sources.
 	sed -i '/^    createdAt: /d' bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
+	# The manager image, named where catalogs and disconnected mirrors look for it.
+	sed -i 's|^    containerImage: .*|    containerImage: $(IMG)|' bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
+	printf '  relatedImages:\n  - image: %s\n    name: manager\n' '$(IMG)' >>bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
 	$(OPERATOR_SDK) bundle validate ./bundle
 
 .PHONY: bundle-validate
@@ -293,12 +297,21 @@ bundle-push: ## Push the bundle image.
 # The image tag given to the resulting catalog image (e.g. make catalog-build CATALOG_IMG=example.com/operator-catalog:v0.2.0).
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 
-# The file-based catalog (FBC) of the current bundle, rendered with opm and
-# checked by opm validate; CATALOG_BUNDLE_IMAGE names the bundle image a
-# cluster pulls (empty: the bundle stays inline, as a local OLM needs).
+# The file-based catalog (FBC): every release recorded in catalog/releases
+# plus the current bundle/ (image BUNDLE_IMG), one stable channel in which each
+# version replaces the one before it, checked by opm validate.
+# CATALOG_INLINE=1 blanks the images (OLM then needs no unpack job: a local
+# cluster with no container runtime); CATALOG_UNTIL=x.y.z stops at x.y.z.
+CATALOG_BUNDLE_IMAGE ?= $(BUNDLE_IMG)
 .PHONY: catalog
-catalog: opm ## Render the file-based catalog of bundle/ into dist/catalog and validate it.
-	VERSION=$(VERSION) DEFAULT_CHANNEL=$(DEFAULT_CHANNEL) hack/catalog.sh
+catalog: opm ## Render the file-based catalog (released bundles + bundle/) into dist/catalog and validate it.
+	VERSION=$(VERSION) DEFAULT_CHANNEL=$(DEFAULT_CHANNEL) CATALOG_BUNDLE_IMAGE=$(CATALOG_BUNDLE_IMAGE) hack/catalog.sh
+
+# Record the current bundle as released (before bumping VERSION): the next
+# catalog keeps it as the version the new one replaces.
+.PHONY: catalog-release
+catalog-release: opm ## Record bundle/ (image BUNDLE_IMG) in catalog/releases, as the next version's upgrade source.
+	VERSION=$(VERSION) BUNDLE_IMG=$(BUNDLE_IMG) hack/catalog.sh release
 
 .PHONY: catalog-build
 catalog-build: catalog ## Build the catalog image (FROM scratch, configs only) with CONTAINER_TOOL.

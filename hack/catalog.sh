@@ -1,29 +1,71 @@
 #!/usr/bin/env bash
-# make catalog: a file-based catalog (FBC) of the current bundle in
-# dist/catalog: the package, the stable channel and the bundle rendered by opm,
-# then `opm validate`. CATALOG_BUNDLE_IMAGE sets the bundle's image (what a
-# cluster pulls); empty keeps the bundle inline with no image, the form OLM
-# installs without an unpack job (what a Docker-free local cluster needs).
+# The file-based catalog (FBC) of the operator, rendered with opm.
+#
+#   hack/catalog.sh          render catalog/releases/* plus the current bundle/
+#                            (VERSION) into CATALOG_DIR (default dist/catalog),
+#                            one stable channel: each version replaces the one
+#                            before it and skips every older one; opm validate.
+#   hack/catalog.sh release  record the current bundle/ as released: its render,
+#                            with image BUNDLE_IMG, goes to catalog/releases/.
+#
+# CATALOG_INLINE=1 blanks every bundle image: OLM then installs the bundle
+# content inline, with no unpack job (what a Docker-free local cluster needs).
+# CATALOG_UNTIL=x.y.z leaves out every version above x.y.z (an older catalog,
+# to test upgrades).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 VERSION=${VERSION:?VERSION is required}
 PACKAGE=mydeployment-operator
 CHANNEL=${DEFAULT_CHANNEL:-stable}
-OUT=dist/catalog/$PACKAGE
-rm -rf dist/catalog && mkdir -p "$OUT"
+RELEASES=catalog/releases
+OUT=${CATALOG_DIR:-dist/catalog}
+BUNDLE_DIR=${BUNDLE_DIR:-bundle}
+
+# render IMAGE: the olm.bundle blob of $BUNDLE_DIR with its image set.
+render() { bin/opm render "$BUNDLE_DIR" --output yaml | sed "s|^image: \"\"$|image: \"$1\"|"; }
+
+if [ "${1:-}" = release ]; then
+  mkdir -p "$RELEASES"
+  render "${BUNDLE_IMG:?BUNDLE_IMG is required}" >"$RELEASES/$PACKAGE.v$VERSION.yaml"
+  echo "released: $RELEASES/$PACKAGE.v$VERSION.yaml ($BUNDLE_IMG)"
+  exit 0
+fi
+
+# le A B: version A <= version B.
+le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" = "$1" ]; }
+until=${CATALOG_UNTIL:-$VERSION}
+
+rm -rf "$OUT" && mkdir -p "$OUT/$PACKAGE"
+blobs=$OUT/$PACKAGE/bundles.yaml
+: >"$blobs"
+versions=()
+for f in "$RELEASES"/$PACKAGE.v*.yaml; do
+  [ -f "$f" ] || continue
+  v=${f##*/$PACKAGE.v}; v=${v%.yaml}
+  [ "$v" = "$VERSION" ] && continue # the current bundle/ wins over a stale record
+  le "$v" "$until" || continue
+  versions+=("$v"); cat "$f" >>"$blobs"
+done
+if le "$VERSION" "$until"; then
+  versions+=("$VERSION"); render "${CATALOG_BUNDLE_IMAGE:-}" >>"$blobs"
+fi
+[ ${#versions[@]} -gt 0 ] || { echo "no bundle at or below $until" >&2; exit 1; }
+[ "${CATALOG_INLINE:-}" = 1 ] && sed -i 's|^image: .*$|image: ""|' "$blobs"
+mapfile -t versions < <(printf '%s\n' "${versions[@]}" | sort -V)
+
 {
   bin/opm init "$PACKAGE" --default-channel="$CHANNEL" --output yaml
-  cat <<YAML
----
-schema: olm.channel
-package: $PACKAGE
-name: $CHANNEL
-entries:
-- name: $PACKAGE.v$VERSION
-  skipRange: '<$VERSION'
-YAML
-  bin/opm render ./bundle --output yaml | sed "s|^image: \"\"$|image: \"${CATALOG_BUNDLE_IMAGE:-}\"|"
-} >"$OUT/index.yaml"
-bin/opm validate dist/catalog
-echo "catalog: dist/catalog ($PACKAGE v$VERSION in channel $CHANNEL)"
+  printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n' "$PACKAGE" "$CHANNEL"
+  prev=""
+  for v in "${versions[@]}"; do
+    echo "- name: $PACKAGE.v$v"
+    if [ -n "$prev" ]; then
+      echo "  replaces: $PACKAGE.v$prev"
+      echo "  skipRange: '>=${versions[0]} <$v'"
+    fi
+    prev=$v
+  done
+} >"$OUT/$PACKAGE/index.yaml"
+bin/opm validate "$OUT"
+echo "catalog: $OUT ($PACKAGE ${versions[*]} in channel $CHANNEL)"
