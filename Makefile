@@ -118,7 +118,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-e2e ## Run every test: unit, envtest integration (real kube-apiserver + etcd) and e2e on a local cluster.
+test: manifests generate fmt vet test-unit test-e2e test-olm ## Run every test: unit, envtest integration (real kube-apiserver + etcd) and e2e on a local cluster.
 
 .PHONY: test-unit
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
@@ -131,8 +131,22 @@ E2E_CLUSTER ?= mydeployment-e2e
 .PHONY: test-e2e
 test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local cluster.
 	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
-	KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m; \
-	  rc=$$?; hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+	rc=0; KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m || rc=$$?; \
+	  hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+
+# The OLM e2e: OLM's olm and catalog operators on a local cluster of their
+# own, the catalog served by opm; installs the previous release, then upgrades
+# to this one. kube-apiserver routes webhook calls to endpoints (pod IPs), so
+# the suite can serve the webhook from the host (it adds the operator pod's IP
+# to lo: needs root).
+OLM_CLUSTER ?= mydeployment-olm-e2e
+.PHONY: test-olm
+test-olm: build kwok-tools opm olm ## Install and upgrade the operator through a real OLM on a throwaway local cluster.
+	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
+	  hack/local-cluster.sh up $(OLM_CLUSTER) $(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig
+	rc=0; KUBECONFIG=$(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig VERSION=$(VERSION) PATH="$(LOCALBIN):$$PATH" \
+	  go test ./test/e2e/olm/ -v -ginkgo.v -timeout 20m || rc=$$?; \
+	  hack/local-cluster.sh down $(OLM_CLUSTER); exit $$rc
 
 ##@ Local cluster (no Docker: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as processes)
 
@@ -247,7 +261,7 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm control-plane kwok-tools
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm control-plane kwok-tools
 kustomize: ## Build kustomize if necessary.
 	@hack/tools.sh kustomize
 controller-gen: ## Build controller-gen if necessary.
@@ -258,6 +272,8 @@ operator-sdk: ## Build operator-sdk if necessary.
 	@hack/tools.sh operator-sdk
 opm: ## Build opm if necessary.
 	@hack/tools.sh opm
+olm: ## Build OLM's olm and catalog operators if necessary (bin/olm, bin/catalog-operator, bin/olm-crds).
+	@hack/tools.sh olm
 control-plane: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd if necessary (bin/k8s).
 	@hack/tools.sh control-plane
 kwok-tools: control-plane ## Build kwok and kwokctl if necessary.
