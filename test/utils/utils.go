@@ -35,7 +35,10 @@ func Run(cmd *exec.Cmd) (string, error) {
 		return "", err
 	}
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GO111MODULE=on")
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "GO111MODULE=on")
 	command := strings.Join(cmd.Args, " ")
 	_, _ = fmt.Fprintf(GinkgoWriter, "running: %q\n", command)
 	output, err := cmd.CombinedOutput()
@@ -66,12 +69,30 @@ func GetNonEmptyLines(output string) []string {
 	return res
 }
 
-// GetProjectDir returns the repository root (the e2e tests run from test/e2e).
+// GetProjectDir returns the repository root: the nearest directory above the
+// working directory (where go test runs a package) that holds PROJECT.
 func GetProjectDir() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return wd, fmt.Errorf("failed to get current working directory: %w", err)
 	}
-	wd = strings.ReplaceAll(wd, "/test/e2e", "")
-	return wd, nil
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "PROJECT")); err == nil {
+			return dir, nil
+		}
+		if dir == filepath.Dir(dir) {
+			return "", fmt.Errorf("no PROJECT file above %s", wd)
+		}
+	}
+}
+
+// KubectlStdin runs the project's kubectl with stdin as its input (apply -f -).
+func KubectlStdin(stdin string, args ...string) (string, error) {
+	dir, err := GetProjectDir()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(dir, "bin", "kubectl"), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	return Run(cmd)
 }

@@ -1,0 +1,176 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package olm
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/utils"
+)
+
+const pkg = "mydeployment-operator"
+
+// The operator is installed for two target namespaces (an OperatorGroup with
+// targetNamespaces: MultiNamespace); a third namespace is outside its reach.
+var targets = []string{"md-a", "md-b"}
+
+const outside = "md-c"
+
+func kubectl(args ...string) string {
+	out, err := utils.Kubectl(args...)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+	return out
+}
+
+func jsonpath(path string, args ...string) func() string {
+	return func() string {
+		out, _ := utils.Kubectl(append(append([]string{"get"}, args...), "-o", "jsonpath="+path)...)
+		return out
+	}
+}
+
+func apply(yaml string) {
+	out, err := utils.KubectlStdin(yaml, "apply", "-f", "-")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+}
+
+// podUIDs lists the MyDeployment pods of the target namespaces as namespace/name=uid.
+func podUIDs() []string {
+	var all []string
+	for _, ns := range targets {
+		out := kubectl("-n", ns, "get", "pods", "-l", "app=web", "-o",
+			`jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}={.metadata.uid}{"\n"}{end}`)
+		all = append(all, utils.GetNonEmptyLines(out)...)
+	}
+	sort.Strings(all)
+	return all
+}
+
+const invalid = `apiVersion: apps.mydeployment.io/v1beta1
+kind: MyDeployment
+metadata: {name: negative-cpu, namespace: %s}
+spec:
+  selector: {matchLabels: {app: bad}}
+  template:
+    metadata: {labels: {app: bad}}
+    spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "-1"}}}]}
+`
+
+var _ = Describe("the operator through OLM", Ordered, func() {
+	prev := ""
+	csv := func(v string) string { return pkg + ".v" + v }
+
+	BeforeAll(func() { prev = previousVersion() })
+
+	It("installs the previous release from the catalog through a Subscription", func() {
+		apply(fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata: {name: mydeployment-catalog, namespace: olm}
+spec: {sourceType: grpc, address: "%s", displayName: MyDeployment (local), publisher: e2e}
+`, registry.address()))
+		for _, ns := range append([]string{operatorNamespace, outside}, targets...) {
+			kubectl("create", "namespace", ns)
+		}
+		apply(fmt.Sprintf(`apiVersion: operators.coreos.com/v1
+kind: OperatorGroup
+metadata: {name: mydeployment, namespace: %s}
+spec: {targetNamespaces: [%s]}
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {name: %s, namespace: %s}
+spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace: olm, installPlanApproval: Automatic}
+`, operatorNamespace, strings.Join(targets, ", "), pkg, operatorNamespace, pkg))
+
+		By("waiting for the CSV to succeed")
+		Eventually(jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(prev)), 4*time.Minute, time.Second).
+			Should(Equal("Succeeded"))
+		Expect(jsonpath("{.status.installedCSV}", "-n", operatorNamespace, "subscription", pkg)()).To(Equal(csv(prev)))
+		plan := jsonpath("{.status.installPlanRef.name}", "-n", operatorNamespace, "subscription", pkg)()
+		Expect(plan).NotTo(BeEmpty())
+		Eventually(jsonpath("{.status.phase}", "-n", operatorNamespace, "installplan", plan), time.Minute, time.Second).
+			Should(Equal("Complete"))
+		Expect(jsonpath("{.status.bundleLookups}", "-n", operatorNamespace, "installplan", plan)()).To(BeEmpty(),
+			"the bundle came inline from the catalog: no unpack job")
+		Expect(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
+			"mydeployments.apps.mydeployment.io")()).To(Equal("True"))
+		Expect(jsonpath("{.status.availableReplicas}", "-n", operatorNamespace, "deployment", operatorDeployment)()).
+			To(Equal("1"))
+		Expect(jsonpath("{.items[*].metadata.labels.olm\\.owner}", "validatingwebhookconfigurations")()).
+			To(ContainSubstring(csv(prev)), "OLM made the validating webhook's configuration")
+	})
+
+	It("runs as OLM set it up: reconciles its target namespaces only, and serves the webhook", func() {
+		startManager()
+		for _, ns := range append([]string{outside}, targets...) {
+			kubectl("-n", ns, "apply", "-f", filepath.Join(projectDir, "config", "samples", "apps_v1beta1_mydeployment.yaml"))
+		}
+		for _, ns := range targets {
+			Eventually(jsonpath("{.status.availableReplicas}", "-n", ns, "md", "mydeployment-sample"),
+				2*time.Minute, time.Second).Should(Equal("3"), ns)
+		}
+		Consistently(func() string {
+			return jsonpath("{.status.observedGeneration}", "-n", outside, "md", "mydeployment-sample")() +
+				jsonpath("{.items[*].metadata.name}", "-n", outside, "pods")()
+		}, 5*time.Second, time.Second).Should(BeEmpty(), "no reconcile outside the OperatorGroup's namespaces")
+
+		By("the webhook refuses a pod template the API server would refuse, where OLM scoped it")
+		out, err := utils.KubectlStdin(fmt.Sprintf(invalid, targets[0]), "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("spec.template.spec.containers[0].resources.requests[cpu]"))
+		// The CRD's schema cannot see that; outside the OperatorGroup OLM's
+		// webhook configuration does not apply, and the same object gets in.
+		_, err = utils.KubectlStdin(fmt.Sprintf(invalid, outside), "apply", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), "only the webhook refuses it")
+	})
+
+	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
+		before := podUIDs()
+		Expect(before).To(HaveLen(3 * len(targets)))
+		generation := jsonpath("{.metadata.generation}", "-n", targets[0], "md", "mydeployment-sample")()
+
+		By("publishing a catalog in which " + csv(version) + " replaces " + csv(prev))
+		registry.publish(filepath.Join(workDir, "catalog-new"))
+		Eventually(jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version)), 4*time.Minute, time.Second).
+			Should(Equal("Succeeded"))
+		Expect(jsonpath("{.spec.replaces}", "-n", operatorNamespace, "csv", csv(version))()).To(Equal(csv(prev)))
+		Eventually(jsonpath("{.items[*].metadata.name}", "-n", operatorNamespace, "csv"), time.Minute, time.Second).
+			Should(Equal(csv(version)), "the old CSV is gone")
+		Expect(jsonpath("{.status.installedCSV}", "-n", operatorNamespace, "subscription", pkg)()).To(Equal(csv(version)))
+
+		By("the running workloads did not notice")
+		Expect(podUIDs()).To(Equal(before))
+		Expect(jsonpath("{.metadata.generation}", "-n", targets[0], "md", "mydeployment-sample")()).To(Equal(generation))
+
+		By("the new operator pod takes over: scaling works and the webhook still guards admission")
+		startManager()
+		kubectl("-n", targets[0], "scale", "md", "mydeployment-sample", "--replicas=4")
+		Eventually(jsonpath("{.status.availableReplicas}", "-n", targets[0], "md", "mydeployment-sample"),
+			2*time.Minute, time.Second).Should(Equal("4"))
+		Expect(podUIDs()).To(ContainElements(before), "scaling up kept every pod")
+		out, err := utils.KubectlStdin(fmt.Sprintf(invalid, targets[1]), "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("spec.template.spec.containers[0].resources.requests[cpu]"))
+	})
+})
