@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -36,6 +37,9 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 )
+
+// ocClient reads and writes OperatorConditions.
+var ocClient client.Client
 
 // The suite's manager runs the controller, which records into
 // controller-runtime's registry. These specs start a second manager as
@@ -62,8 +66,11 @@ var _ = Describe("Deep insights and upgrade safety", Ordered, func() {
 			CRDs: []*apiextensionsv1.CustomResourceDefinition{crds.OperatorCondition()},
 		})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(apiv2.AddToScheme(scheme)).To(Succeed())
-		Expect(k8sClient.Create(ctx, &apiv2.OperatorCondition{
+		// A client of its own: adding types to the suite's scheme would race
+		// with the running manager reading it.
+		ocClient, err = client.New(cfg, client.Options{Scheme: upgrade.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ocClient.Create(ctx, &apiv2.OperatorCondition{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: conditionName},
 		})).To(Succeed())
 
@@ -333,7 +340,7 @@ func upgradeableMessage(key types.NamespacedName) string {
 
 func upgradeableCondition(key types.NamespacedName) (*metav1.Condition, error) {
 	oc := &apiv2.OperatorCondition{}
-	if err := k8sClient.Get(ctx, key, oc); err != nil {
+	if err := ocClient.Get(ctx, key, oc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
