@@ -56,11 +56,11 @@ type MyDeploymentReconciler struct {
 	Pods         podcontrol.Interface
 	Revisions    *revision.Store
 	Expectations *expectations.Store
-	// Metrics records each sync's outcome as Prometheus series.
-	Metrics *metrics.Recorder
-	Clock   clock.PassiveClock
+	Clock        clock.PassiveClock
 	// Workers is how many MyDeployments are reconciled in parallel.
 	Workers int
+	// Metrics records each sync's outcome as Prometheus series.
+	Metrics *metrics.Recorder
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;update;patch
