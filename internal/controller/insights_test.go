@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/operator-framework/api/crds"
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	dto "github.com/prometheus/client_model/go"
@@ -31,8 +32,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
@@ -181,6 +184,38 @@ var _ = Describe("Deep insights and upgrade safety", Ordered, func() {
 		Expect(series("mydeployment_pod_write_failures_total", "operation", "create")()).To(BeEquivalentTo(0))
 		Expect(series("mydeployment_rollout_duration_seconds_count")()).To(BeEquivalentTo(2))
 		Eventually(upgradeable(condKey), timeout, interval).Should(Equal("True/" + upgrade.ReasonSettled))
+	})
+
+	It("stays quiet without its OperatorCondition: one log line, no error, a slow retry", func() {
+		var lines []string
+		logger := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{})
+		r := &upgrade.Reporter{
+			Reader:    k8sClient,
+			Condition: upgrade.NewObjectCondition(ocClient, types.NamespacedName{Namespace: ns, Name: "absent"}, apiv2.ConditionType(apiv2.Upgradeable)),
+		}
+		for range 3 {
+			res, err := r.Reconcile(logf.IntoContext(ctx, logger), reconcile.Request{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.RequeueAfter).To(Equal(upgrade.DefaultRetryAbsent))
+		}
+		Expect(lines).To(HaveLen(1))
+		Expect(lines[0]).To(ContainSubstring("no OperatorCondition"))
+	})
+
+	It("logs one line and reports nothing when not installed by OLM", func() {
+		Expect(os.Unsetenv(upgrade.ConditionNameEnv)).To(Succeed())
+		DeferCleanup(os.Setenv, upgrade.ConditionNameEnv, conditionName)
+		var lines []string
+		logger := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{})
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+			Scheme: scheme, Logger: logger, Metrics: metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0", Controller: ctrlConfigForTests(),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(upgrade.Setup(mgr, nil)).To(Succeed())
+		Expect(lines).To(HaveLen(1))
+		Expect(lines[0]).To(ContainSubstring("not reporting Upgradeable to OLM"))
+		Expect(lines[0]).To(ContainSubstring(upgrade.ConditionNameEnv + " is not set"))
 	})
 
 	It("drops every series of a MyDeployment once it is deleted", func() {
