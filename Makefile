@@ -118,11 +118,17 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-e2e test-olm ## Run every test: unit, envtest integration (real kube-apiserver + etcd) and e2e on a local cluster.
+test: manifests generate fmt vet test-unit test-rules test-e2e test-olm ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, e2e on a local cluster, and install + upgrade through OLM.
 
 .PHONY: test-unit
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
+
+# Prometheus' rule parser (promtool check rules) on config/prometheus, in a
+# module of its own so the Prometheus server's dependencies stay out of go.mod.
+.PHONY: test-rules
+test-rules: ## Check config/prometheus/rules.yaml with Prometheus' rule parser.
+	cd test/prometheus && go vet ./... && go test ./... -count=1
 
 # The e2e suite gets a local cluster of its own (not the one `make local-up`
 # starts for you), drives the built manager binary and kubectl against it, and

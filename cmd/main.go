@@ -44,6 +44,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
+	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	// +kubebuilder:scaffold:imports
 )
@@ -228,8 +229,14 @@ func main() {
 		os.Exit(1)
 	}
 
-	if _, err := controller.Setup(ctx, mgr, workers); err != nil {
+	reconciler, err := controller.Setup(ctx, mgr, workers)
+	if err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "MyDeployment")
+		os.Exit(1)
+	}
+	// Under OLM (OPERATOR_CONDITION_NAME), hold operator upgrades while rollouts run.
+	if err := upgrade.Setup(mgr, reconciler.Expectations.Pending); err != nil {
+		setupLog.Error(err, "unable to report Upgradeable")
 		os.Exit(1)
 	}
 	// The validating webhook needs a serving certificate and a

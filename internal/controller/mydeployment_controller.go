@@ -37,6 +37,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -58,6 +59,8 @@ type MyDeploymentReconciler struct {
 	Clock        clock.PassiveClock
 	// Workers is how many MyDeployments are reconciled in parallel.
 	Workers int
+	// Metrics records each sync's outcome as Prometheus series.
+	Metrics *metrics.Recorder
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;update;patch
@@ -75,6 +78,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Get(ctx, req.NamespacedName, md); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.String()) // its pods go with it (ownerRefs)
+			r.Metrics.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -93,6 +97,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	syncErr := r.sync(ctx, s)
 	st := status.Compute(s.statusInput(syncErr == nil))
+	r.Metrics.Record(s.observation(st))
 	if st.DeadlineExceeded {
 		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
 			"MyDeployment %q has timed out progressing.", md.Name)

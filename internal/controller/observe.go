@@ -98,7 +98,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	}
 	exp := r.Expectations.Observe(s.key, s.pods, s.now)
 	if len(exp.Leaked) > 0 {
-		expectationLeaks.Add(float64(len(exp.Leaked)))
+		r.Metrics.ExpectationTimeouts(md, len(exp.Leaked))
 		logf.FromContext(ctx).Info("expectations timed out; syncing anyway", "pods", exp.Leaked)
 	}
 	if s.settled = exp.Satisfied; !s.settled {

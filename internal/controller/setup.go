@@ -13,6 +13,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
@@ -56,9 +57,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, workers int) (*MyDeploymentRec
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
 		Recorder:     recorder,
-		Pods:         &podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder},
+		Pods:         metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
 		Revisions:    &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 		Expectations: expectations.New(expectations.DefaultTimeout),
+		Metrics:      metrics.NewRecorder(),
 		Clock:        clock.RealClock{},
 		Workers:      workers,
 	}

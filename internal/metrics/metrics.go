@@ -1,0 +1,103 @@
+// Package metrics exposes what the MyDeployment controller sees and does as
+// Prometheus metrics on the manager's /metrics endpoint (controller-runtime's
+// registry): per MyDeployment (labels namespace and name) the numbers
+// kube-state-metrics gives for a Deployment, the rollout state and duration,
+// and counters of pod writes, failures, deadlines and leaked expectations.
+// Every series of a MyDeployment is deleted when the object is gone.
+//
+// The controller feeds it with one [Recorder.Record] per sync, from the
+// status it computed; pod writes are counted by wrapping its pod control
+// ([InstrumentPods]).
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Label names of every per-MyDeployment series.
+const (
+	LabelNamespace = "namespace"
+	LabelName      = "name"
+)
+
+var objectLabels = []string{LabelNamespace, LabelName}
+
+func gauge(name, help string, extra ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append(objectLabels, extra...))
+}
+
+func counter(name, help string, extra ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(objectLabels, extra...))
+}
+
+var (
+	specReplicas = gauge("mydeployment_spec_replicas",
+		"Desired number of pods (spec.replicas).")
+	statusReplicas = gauge("mydeployment_status_replicas",
+		"Non-terminating pods of the MyDeployment (status.replicas).")
+	readyReplicas = gauge("mydeployment_status_replicas_ready",
+		"Pods with a Ready condition (status.readyReplicas).")
+	availableReplicas = gauge("mydeployment_status_replicas_available",
+		"Pods ready for at least minReadySeconds (status.availableReplicas).")
+	updatedReplicas = gauge("mydeployment_status_replicas_updated",
+		"Pods of the update revision (status.updatedReplicas).")
+	unavailableReplicas = gauge("mydeployment_status_replicas_unavailable",
+		"Pods missing for the MyDeployment to be fully available (status.unavailableReplicas).")
+	currentRevision = gauge("mydeployment_status_current_revision",
+		"Number of the ControllerRevision most pods run until a rollout completes (status.currentRevision).")
+	updateRevision = gauge("mydeployment_status_update_revision",
+		"Number of the ControllerRevision being rolled out (status.updateRevision).")
+	generation = gauge("mydeployment_metadata_generation",
+		"Generation of the MyDeployment's spec.")
+	observedGeneration = gauge("mydeployment_status_observed_generation",
+		"Generation last acted upon by the controller (status.observedGeneration).")
+	paused = gauge("mydeployment_spec_paused",
+		"1 if the MyDeployment is paused (spec.paused), else 0.")
+	conditionStatus = gauge("mydeployment_status_condition",
+		"1 for the status (true, false, unknown) each condition of the MyDeployment has, 0 for the others.",
+		"condition", "status")
+	rolloutInProgress = gauge("mydeployment_rollout_in_progress",
+		"1 while a rollout or scale is not complete (as kubectl rollout status judges), else 0.")
+	rolloutDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mydeployment_rollout_duration_seconds",
+		Help:    "Time from a new revision until every desired pod of it is available (Progressing reason NewRevisionAvailable).",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
+	}, objectLabels)
+	podsCreated = counter("mydeployment_pods_created_total",
+		"Pods the controller created.")
+	podsDeleted = counter("mydeployment_pods_deleted_total",
+		"Pods the controller deleted.")
+	podWriteFailures = counter("mydeployment_pod_write_failures_total",
+		"Pod creations or deletions the API server refused (operation=create|delete); they set ReplicaFailure.",
+		"operation")
+	deadlineExceeded = counter("mydeployment_progress_deadline_exceeded_total",
+		"Times a rollout made no progress for progressDeadlineSeconds (Progressing=False, ProgressDeadlineExceeded).")
+	expectationTimeouts = counter("mydeployment_expectation_timeouts_total",
+		"Pod creations or deletions not observed in the cache before the expectations timeout (leaked expectations).")
+)
+
+// perObject lists every collector with namespace and name labels: the series
+// a deleted MyDeployment leaves behind.
+var perObject = []*prometheus.MetricVec{
+	specReplicas.MetricVec, statusReplicas.MetricVec, readyReplicas.MetricVec, availableReplicas.MetricVec,
+	updatedReplicas.MetricVec, unavailableReplicas.MetricVec, currentRevision.MetricVec, updateRevision.MetricVec,
+	generation.MetricVec, observedGeneration.MetricVec, paused.MetricVec, conditionStatus.MetricVec,
+	rolloutInProgress.MetricVec, rolloutDuration.MetricVec, podsCreated.MetricVec, podsDeleted.MetricVec,
+	podWriteFailures.MetricVec, deadlineExceeded.MetricVec, expectationTimeouts.MetricVec,
+}
+
+// Collectors returns every collector of this package, for a registry of
+// one's own (tests); init registers them with controller-runtime's.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		specReplicas, statusReplicas, readyReplicas, availableReplicas, updatedReplicas, unavailableReplicas,
+		currentRevision, updateRevision, generation, observedGeneration, paused, conditionStatus,
+		rolloutInProgress, rolloutDuration, podsCreated, podsDeleted, podWriteFailures, deadlineExceeded,
+		expectationTimeouts,
+	}
+}
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(Collectors()...)
+}

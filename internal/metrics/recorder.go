@@ -1,0 +1,159 @@
+package metrics
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
+)
+
+// Observation is how one sync of a MyDeployment ended.
+type Observation struct {
+	// Object is the MyDeployment as the sync read it (spec, generation).
+	Object *appsv1beta1.MyDeployment
+	// Status is the status the sync computed (written or not).
+	Status *appsv1beta1.MyDeploymentStatus
+	// Current and Update are the revisions named in Status; nil if none yet.
+	Current, Update *appsv1.ControllerRevision
+	// NewRevision: the sync created (or re-numbered, for a rollback) the
+	// update revision: a rollout starts now.
+	NewRevision bool
+	// DeadlineExceeded: the status newly reports ProgressDeadlineExceeded.
+	DeadlineExceeded bool
+	Now              time.Time
+}
+
+// conditionTypes are the conditions a MyDeployment can have.
+var conditionTypes = []appsv1.DeploymentConditionType{
+	appsv1beta1.ConditionAvailable, appsv1beta1.ConditionProgressing, appsv1beta1.ConditionReplicaFailure,
+}
+
+var conditionStatuses = []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}
+
+// Recorder turns observations into series. It remembers when each rollout
+// under way started, to observe its duration when it completes. Safe for
+// concurrent use; a nil Recorder records nothing.
+type Recorder struct {
+	mu       sync.Mutex
+	rollouts map[types.NamespacedName]time.Time
+}
+
+// NewRecorder returns a Recorder that times no rollout yet.
+func NewRecorder() *Recorder {
+	return &Recorder{rollouts: map[types.NamespacedName]time.Time{}}
+}
+
+// Record sets the MyDeployment's gauges from o and, when o completes a
+// rollout, observes its duration. A rollout already under way when the
+// operator started is timed from its update revision's creation.
+func (r *Recorder) Record(o Observation) {
+	if r == nil || o.Object == nil || o.Status == nil {
+		return
+	}
+	md, st := o.Object, o.Status
+	key := types.NamespacedName{Namespace: md.Namespace, Name: md.Name}
+	lv := []string{md.Namespace, md.Name}
+
+	specReplicas.WithLabelValues(lv...).Set(float64(ptr.Deref(md.Spec.Replicas, 1)))
+	statusReplicas.WithLabelValues(lv...).Set(float64(st.Replicas))
+	readyReplicas.WithLabelValues(lv...).Set(float64(st.ReadyReplicas))
+	availableReplicas.WithLabelValues(lv...).Set(float64(st.AvailableReplicas))
+	updatedReplicas.WithLabelValues(lv...).Set(float64(st.UpdatedReplicas))
+	unavailableReplicas.WithLabelValues(lv...).Set(float64(st.UnavailableReplicas))
+	generation.WithLabelValues(lv...).Set(float64(md.Generation))
+	observedGeneration.WithLabelValues(lv...).Set(float64(st.ObservedGeneration))
+	paused.WithLabelValues(lv...).Set(boolValue(md.Spec.Paused))
+	if o.Current != nil {
+		currentRevision.WithLabelValues(lv...).Set(float64(o.Current.Revision))
+	}
+	if o.Update != nil {
+		updateRevision.WithLabelValues(lv...).Set(float64(o.Update.Revision))
+	}
+	for _, t := range conditionTypes {
+		c := status.Get(st, t)
+		if c == nil {
+			conditionStatus.DeletePartialMatch(map[string]string{LabelNamespace: md.Namespace, LabelName: md.Name, "condition": string(t)})
+			continue
+		}
+		for _, s := range conditionStatuses {
+			conditionStatus.WithLabelValues(md.Namespace, md.Name, string(t), strings.ToLower(string(s))).Set(boolValue(c.Status == s))
+		}
+	}
+	// Counters start at zero, so increase() sees their first event.
+	podsCreated.WithLabelValues(lv...)
+	podsDeleted.WithLabelValues(lv...)
+	podWriteFailures.WithLabelValues(md.Namespace, md.Name, opCreate)
+	podWriteFailures.WithLabelValues(md.Namespace, md.Name, opDelete)
+	expectationTimeouts.WithLabelValues(lv...)
+	deadlines := deadlineExceeded.WithLabelValues(lv...)
+	if o.DeadlineExceeded {
+		deadlines.Inc()
+	}
+
+	complete := status.RolloutComplete(md, st)
+	rolloutInProgress.WithLabelValues(lv...).Set(boolValue(!complete))
+	if d, ok := r.timeRollout(key, o, complete); ok {
+		rolloutDuration.WithLabelValues(lv...).Observe(d.Seconds())
+	}
+}
+
+// timeRollout tracks the rollout of key; it returns its duration when o
+// completes it.
+func (r *Recorder) timeRollout(key types.NamespacedName, o Observation, complete bool) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start, timing := r.rollouts[key]
+	switch {
+	case o.NewRevision:
+		start, timing = o.Now, true
+	case !timing && !complete && o.Update != nil && o.Status.CurrentRevision != o.Status.UpdateRevision:
+		// Found under way (the operator restarted mid-rollout).
+		start, timing = o.Update.CreationTimestamp.Time, true
+	}
+	if !timing {
+		return 0, false
+	}
+	if !complete {
+		r.rollouts[key] = start
+		return 0, false
+	}
+	delete(r.rollouts, key)
+	return max(0, o.Now.Sub(start)), true
+}
+
+// ExpectationTimeouts counts n leaked expectations of md.
+func (r *Recorder) ExpectationTimeouts(md *appsv1beta1.MyDeployment, n int) {
+	if r == nil || n <= 0 {
+		return
+	}
+	expectationTimeouts.WithLabelValues(md.Namespace, md.Name).Add(float64(n))
+}
+
+// Forget deletes every series of the MyDeployment key (it was deleted) and
+// stops timing its rollout.
+func (r *Recorder) Forget(key types.NamespacedName) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.rollouts, key)
+	r.mu.Unlock()
+	labels := map[string]string{LabelNamespace: key.Namespace, LabelName: key.Name}
+	for _, v := range perObject {
+		v.DeletePartialMatch(labels)
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,26 @@
+package status
+
+import (
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// RolloutComplete reports whether st shows md fully rolled out, as `kubectl
+// rollout status` judges a Deployment: md's generation observed, every
+// desired replica updated, every updated one available, and no pod of an
+// older revision left. A scale that is not finished counts as not complete.
+func RolloutComplete(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentStatus) bool {
+	desired := ptr.Deref(md.Spec.Replicas, 1)
+	return st.ObservedGeneration >= md.Generation &&
+		st.UpdatedReplicas >= desired &&
+		st.Replicas <= st.UpdatedReplicas &&
+		st.AvailableReplicas >= st.UpdatedReplicas
+}
+
+// DeadlineExceeded reports whether st says the rollout made no progress for
+// progressDeadlineSeconds (Progressing=False, ProgressDeadlineExceeded).
+func DeadlineExceeded(st *appsv1beta1.MyDeploymentStatus) bool {
+	c := Get(st, appsv1beta1.ConditionProgressing)
+	return c != nil && c.Reason == appsv1beta1.ReasonProgressDeadlineExceeded
+}
