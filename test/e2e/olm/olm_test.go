@@ -145,13 +145,41 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Expect(err).NotTo(HaveOccurred(), "only the webhook refuses it")
 	})
 
+	It("holds the upgrade while a rollout runs: the operator reports Upgradeable=False to OLM", func() {
+		upgradeable := jsonpath(`{.spec.conditions[?(@.type=="Upgradeable")].status}`,
+			"-n", operatorNamespace, "operatorcondition", csv(prev))
+		Eventually(upgradeable, time.Minute, time.Second).Should(Equal("True"), "settled before the rollout")
+
+		By("starting a slow rollout (each new pod counts as available only after 10 s)")
+		kubectl("-n", targets[0], "patch", "md", "mydeployment-sample", "--type=merge", "-p",
+			`{"spec":{"minReadySeconds":10,"template":{"metadata":{"annotations":{"e2e/rollout":"slow"}}}}}`)
+		Eventually(upgradeable, 30*time.Second, 500*time.Millisecond).Should(Equal("False"))
+
+		By("publishing a catalog in which " + csv(version) + " replaces " + csv(prev) + ": OLM must wait")
+		registry.publish(filepath.Join(workDir, "catalog-new"))
+		// OLM creates the new CSV (the old one shows Replacing) but holds it
+		// Pending: the operator's Deployment keeps running the old version.
+		image := jsonpath("{.spec.template.spec.containers[0].image}", "-n", operatorNamespace, "deployment", operatorDeployment)
+		oldImage := image()
+		Expect(oldImage).To(HaveSuffix(":v" + prev))
+		Eventually(jsonpath("{.status.reason}", "-n", operatorNamespace, "csv", csv(version)), time.Minute, time.Second).
+			Should(Equal("OperatorConditionNotUpgradeable"))
+		Consistently(func() string {
+			return jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))() + " " + image()
+		}, 5*time.Second, time.Second).Should(Equal("Pending "+oldImage), "no upgrade while Upgradeable=False")
+
+		By("the rollout completes, the operator says Upgradeable=True again")
+		Eventually(jsonpath("{.status.updatedReplicas}/{.status.availableReplicas}", "-n", targets[0], "md", "mydeployment-sample"),
+			2*time.Minute, time.Second).Should(Equal("3/3"))
+		Eventually(upgradeable, time.Minute, time.Second).Should(Equal("True"))
+	})
+
 	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
 		before := podUIDs()
 		Expect(before).To(HaveLen(3 * len(targets)))
 		generation := jsonpath("{.metadata.generation}", "-n", targets[0], "md", "mydeployment-sample")()
 
-		By("publishing a catalog in which " + csv(version) + " replaces " + csv(prev))
-		registry.publish(filepath.Join(workDir, "catalog-new"))
+		By("OLM goes on with the upgrade it held")
 		Eventually(jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version)), 4*time.Minute, time.Second).
 			Should(Equal("Succeeded"))
 		Expect(jsonpath("{.spec.replaces}", "-n", operatorNamespace, "csv", csv(version))()).To(Equal(csv(prev)))
