@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
@@ -15,14 +16,22 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
-// loadBundle reads the committed bundle/, fresh for each caller to break.
+// committed is bundle/, read once.
+var committed = sync.OnceValues(func() (*apimanifests.Bundle, error) {
+	return apimanifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
+})
+
+// loadBundle returns the committed bundle/ with a CSV of its own for the
+// caller to break (the CRDs are shared: callers must not modify them).
 func loadBundle(t *testing.T) *apimanifests.Bundle {
 	t.Helper()
-	b, err := apimanifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
+	b, err := committed()
 	if err != nil {
 		t.Fatalf("reading bundle/: %v", err)
 	}
-	return b
+	cp := *b
+	cp.CSV = b.CSV.DeepCopy()
+	return &cp
 }
 
 // TestBundlePasses: the committed bundle passes every test, as
