@@ -87,9 +87,12 @@ for tool in "$@"; do
     setup-envtest) build setup-envtest "$TOOLS/build" "$(modversion "$TOOLS/build" sigs.k8s.io/controller-runtime/tools/setup-envtest)" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
     operator-sdk|scorecard-test)
       v=$(modversion "$TOOLS/operator-sdk" github.com/operator-framework/operator-sdk)
+      # Built with a newer operator-framework/api than it pins (its validators
+      # fixed a false deprecation warning on events.k8s.io): part of the key.
+      api=$(modversion "$TOOLS/operator-sdk" github.com/operator-framework/api)
       pkg=github.com/operator-framework/operator-sdk/cmd/operator-sdk
       [ "$tool" = scorecard-test ] && pkg=github.com/operator-framework/operator-sdk/images/scorecard-test
-      build "$tool" "$TOOLS/operator-sdk" "$v" "$pkg" -tags containers_image_openpgp -ldflags "$(sdk_ldflags "$v")" ;;
+      build "$tool" "$TOOLS/operator-sdk" "$v-api$api" "$pkg" -tags containers_image_openpgp -ldflags "$(sdk_ldflags "$v")" ;;
     opm)
       v=$(modversion "$TOOLS/opm" github.com/operator-framework/operator-registry)
       build opm "$TOOLS/opm" "$v" github.com/operator-framework/operator-registry/cmd/opm -tags containers_image_openpgp \
