@@ -57,6 +57,23 @@ down() {
   rm -rf "$STATE"
 }
 
+# create [kwokctl flags...]: one attempt at starting the cluster, healthy or not.
+create() {
+  "$BIN/kwokctl" create cluster --name "$NAME" --runtime binary \
+    --etcd-binary "$BIN/k8s/etcd" \
+    --kube-apiserver-binary "$BIN/k8s/kube-apiserver" \
+    --kube-controller-manager-binary "$BIN/k8s/kube-controller-manager" \
+    --kube-scheduler-binary "$BIN/k8s/kube-scheduler" \
+    --kwok-controller-binary "$BIN/kwok" \
+    --kubeconfig "" --wait 60s "$@" >"$KWOK_WORKDIR/$NAME-create.log" 2>&1 ||
+    { cat "$KWOK_WORKDIR/$NAME-create.log" >&2; return 1; }
+  # create exits 0 even when the apiserver never came up: check ourselves.
+  for _ in $(seq 1 120); do healthy && return 0; sleep 0.5; done
+  log "kube-apiserver of $NAME is not ready"
+  tail -5 "$STATE"/logs/kube-apiserver.log >&2 || true
+  return 1
+}
+
 up() {
   if healthy; then
     log "cluster $NAME is already up"
@@ -70,17 +87,15 @@ up() {
     # KWOKCTL_ARGS: more `kwokctl create cluster` flags (word-split), e.g.
     # "--extra-args kube-apiserver=enable-aggregator-routing=true".
     [ -n "${KWOKCTL_ARGS:-}" ] && read -r -a more <<<"$KWOKCTL_ARGS" && extra+=("${more[@]}")
-    "$BIN/kwokctl" create cluster --name "$NAME" --runtime binary \
-      --etcd-binary "$BIN/k8s/etcd" \
-      --kube-apiserver-binary "$BIN/k8s/kube-apiserver" \
-      --kube-controller-manager-binary "$BIN/k8s/kube-controller-manager" \
-      --kube-scheduler-binary "$BIN/k8s/kube-scheduler" \
-      --kwok-controller-binary "$BIN/kwok" \
-      --kubeconfig "" --wait 60s "${extra[@]}" >"$KWOK_WORKDIR/$NAME-create.log" 2>&1 ||
-      { cat "$KWOK_WORKDIR/$NAME-create.log" >&2; exit 1; }
-    # create exits 0 even when the apiserver never came up: check ourselves.
-    for _ in $(seq 1 120); do healthy && break; sleep 0.5; done
-    healthy || { log "kube-apiserver of $NAME is not ready; logs in $STATE/logs"; tail -20 "$STATE"/logs/kube-apiserver.log >&2 || true; exit 1; }
+    # kwokctl picks free ports, but another cluster starting at the same
+    # moment can take one before our component binds it: try again, fresh.
+    local attempt
+    for attempt in 1 2 3; do
+      create "${extra[@]}" && break
+      [ $attempt = 3 ] && { log "cluster $NAME did not come up; logs in $STATE/logs"; exit 1; }
+      log "cluster $NAME did not come up (attempt $attempt); starting it again"
+      down
+    done
   fi
   local have
   have=$("$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get nodes -o name 2>/dev/null | wc -l)
