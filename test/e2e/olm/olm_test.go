@@ -201,4 +201,44 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("spec.template.spec.containers[0].resources.requests[cpu]"))
 	})
+
+	It("installs in OwnNamespace and AllNamespaces mode too, watching what each OperatorGroup says", func() {
+		stopManager()
+		By("uninstalling the MultiNamespace install (CRD and MyDeployments stay, as OLM leaves them)")
+		kubectl("-n", operatorNamespace, "delete", "subscription", pkg)
+		kubectl("-n", operatorNamespace, "delete", "csv", csv(version))
+		kubectl("-n", operatorNamespace, "delete", "operatorgroup", "mydeployment")
+		Eventually(jsonpath("{.items[*].metadata.name}", "-n", operatorNamespace, "deployments"), time.Minute, time.Second).
+			Should(BeEmpty())
+
+		for _, mode := range []struct{ ns, targets, watch string }{
+			{ns: "md-own", targets: "[md-own]", watch: "md-own"}, // OwnNamespace
+			{ns: "md-all", targets: "", watch: ""},               // AllNamespaces
+		} {
+			By("installing into " + mode.ns + " with targetNamespaces " + mode.targets)
+			kubectl("create", "namespace", mode.ns)
+			spec := "{}"
+			if mode.targets != "" {
+				spec = "{targetNamespaces: " + mode.targets + "}"
+			}
+			apply(fmt.Sprintf(`apiVersion: operators.coreos.com/v1
+kind: OperatorGroup
+metadata: {name: mydeployment, namespace: %[1]s}
+spec: %[2]s
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {name: %[3]s, namespace: %[1]s}
+spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespace: olm}
+`, mode.ns, spec, pkg))
+			Eventually(jsonpath("{.status.phase}", "-n", mode.ns, "csv", csv(version)), 4*time.Minute, time.Second).
+				Should(Equal("Succeeded"))
+			Eventually(jsonpath(`{.items[*].metadata.annotations.olm\.targetNamespaces}`, "-n", mode.ns, "pods",
+				"-l", "control-plane=controller-manager"), time.Minute, time.Second).Should(Equal(mode.watch),
+				"the operator pod's WATCH_NAMESPACE (empty: all namespaces)")
+			kubectl("-n", mode.ns, "delete", "subscription", pkg)
+			kubectl("-n", mode.ns, "delete", "csv", csv(version))
+			kubectl("-n", mode.ns, "delete", "operatorgroup", "mydeployment")
+		}
+	})
 })
