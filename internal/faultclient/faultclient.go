@@ -137,7 +137,7 @@ func (f *faulty) delay(ctx context.Context) {
 	}
 	Injected.Add(1)
 	d := time.Duration(rand.Int64N(int64(f.cfg.MaxDelay))) + 1
-	logf.FromContext(ctx).V(1).Info(LogMessage, "verb", "read", "delay", d.String())
+	logf.FromContext(ctx).Info(LogMessage, "verb", "read", "delay", d.String())
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
