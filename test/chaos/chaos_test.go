@@ -37,6 +37,7 @@ var (
 	report = flag.String("chaos.report", "", "write the figures into this Markdown file, between its chaos markers")
 
 	projectDir, logDir string
+	managerKubeconfig  string
 	suite              *env
 	figures            = &figureBook{}
 )
@@ -103,6 +104,8 @@ func TestMain(m *testing.M) {
 	case err := <-watchErr:
 		must(err)
 	}
+	managerKubeconfig, err = installRBAC(ctx)
+	must(err)
 	start := time.Now()
 	code := m.Run()
 	cancel()

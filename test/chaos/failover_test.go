@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,7 +25,10 @@ const (
 func TestLeaderFailover(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "chaos-failover")
-	args := []string{"--leader-elect", "--leader-election-namespace=" + ns,
+	// The lease lives where config/ grants the manager leases: its own namespace.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: managerNamespace}}
+	_ = suite.c.Delete(ctx, lease) // left by an earlier run on this cluster
+	args := []string{"--leader-elect", "--leader-election-namespace=" + managerNamespace,
 		"--leader-elect-lease-duration=" + leaseDuration.String(), "--leader-elect-renew-deadline=3s",
 		"--leader-elect-retry-period=" + retryPeriod.String()}
 	managers := []*manager{newManager("leader-a", nil, args...), newManager("leader-b", nil, args...)}
@@ -36,7 +40,7 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	holder := func() string {
 		var l coordinationv1.Lease
-		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: leaseName}, &l); err != nil || l.Spec.HolderIdentity == nil {
+		if err := suite.c.Get(ctx, client.ObjectKeyFromObject(lease), &l); err != nil || l.Spec.HolderIdentity == nil {
 			return ""
 		}
 		return *l.Spec.HolderIdentity
@@ -63,11 +67,14 @@ func TestLeaderFailover(t *testing.T) {
 	var takeovers []time.Duration
 	var rollouts int64
 	start := time.Now()
+	eventually(t, 3*leaseDuration, "a manager leads", func() error {
+		if m, _ := leader(); m == nil {
+			return fmt.Errorf("no manager holds the lease; logs:\n%s\n%s", managers[0].tail(20), managers[1].tail(20))
+		}
+		return nil
+	})
 	for f := range failovers {
 		old, standby := leader()
-		if old == nil {
-			t.Fatalf("no manager holds the lease; logs:\n%s\n%s", managers[0].tail(20), managers[1].tail(20))
-		}
 		oldHolder := holder()
 		// Start a rollout on every MyDeployment and kill the leader once one
 		// of them runs pods of two revisions.

@@ -13,7 +13,8 @@ import (
 )
 
 // manager is the built bin/manager run as a host process, as `make run`
-// does; every start logs to a file of its own under bin/chaos/logs.
+// does, as the service account config/ deploys it with (managerKubeconfig
+// impersonates it); every start logs to a file of its own under bin/chaos/logs.
 type manager struct {
 	name  string
 	args  []string
@@ -28,7 +29,7 @@ type manager struct {
 
 func newManager(name string, env []string, args ...string) *manager {
 	base := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
-	return &manager{name: name, args: append(base, args...), env: append([]string{"ENABLE_WEBHOOKS=false"}, env...)}
+	return &manager{name: name, args: append(base, args...), env: append([]string{"ENABLE_WEBHOOKS=false", "KUBECONFIG=" + managerKubeconfig}, env...)}
 }
 
 // start runs a new process; the previous one must have exited.
