@@ -170,32 +170,30 @@ func faultsOf(ms ...*manager) (writes, reads int) {
 	return writes, reads
 }
 
-// TestRestarts: rollouts and scale changes over many MyDeployments while the
-// manager is SIGKILLed at random moments and restarted.
-func TestRestarts(t *testing.T) {
-	ctx := context.Background()
-	ns := newNamespace(t, "chaos-restarts")
-	m := newManager("restarts", nil)
-	if err := m.start(); err != nil {
-		t.Fatal(err)
-	}
-	defer m.stop()
-	minKills := scale(4, 20)
-	var kills, midRollout atomic.Int64
-	stop := make(chan struct{})
+// killer SIGKILLs m at random moments (every 0.5-3 s) and restarts it
+// after 0-0.5 s, until stop is called; it counts kills and those that
+// landed while a change was in flight.
+type killer struct {
+	kills, midRollout atomic.Int64
+	stop              func()
+}
+
+func startKiller(t *testing.T, m *manager) *killer {
+	k := &killer{}
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
 			select {
-			case <-stop:
+			case <-done:
 				return
 			case <-time.After(time.Duration(500+rand.IntN(2500)) * time.Millisecond):
 			}
 			if suite.inFlight.Load() > 0 {
-				midRollout.Add(1)
+				k.midRollout.Add(1)
 			}
 			m.kill()
-			kills.Add(1)
+			k.kills.Add(1)
 			time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
 			if err := m.start(); err != nil {
 				t.Errorf("restarting the manager: %v", err)
@@ -203,21 +201,51 @@ func TestRestarts(t *testing.T) {
 			}
 		}
 	})
+	k.stop = func() { close(done); wg.Wait() }
+	return k
+}
+
+// tortureWithKills runs the workload while a killer restarts the manager
+// (with faults, if any), until the changes and at least minKills are done.
+func tortureWithKills(t *testing.T, name, phase string, mds, changes, minKills int, env ...string) {
+	ctx := context.Background()
+	ns := newNamespace(t, "chaos-"+name)
+	m := newManager(name, env)
+	if err := m.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop()
+	k := startKiller(t, m)
 	start := time.Now()
-	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(4, 10), changes: scale(10, 100),
-		moreWhen: func() bool { return kills.Load() < int64(minKills) }})
-	close(stop)
-	wg.Wait()
-	figures.add(phaseFigures{name: "restarts (SIGKILL)", mds: scale(4, 10), res: res, kills: int(kills.Load()),
-		duration: time.Since(start)})
-	figures.note("restarts: %d of the %d kills landed while a rollout or scale change was in flight", midRollout.Load(), kills.Load())
+	res := suite.runWorkload(ctx, t, workload{ns: ns, count: mds, changes: changes,
+		moreWhen: func() bool { return k.kills.Load() < int64(minKills) }})
+	k.stop()
+	writes, reads := faultsOf(m)
+	figures.add(phaseFigures{name: phase, mds: mds, res: res, kills: int(k.kills.Load()),
+		writeFaults: writes, readFaults: reads, duration: time.Since(start)})
+	figures.note("%s: %d of the %d kills landed while a rollout or scale change was in flight",
+		phase, k.midRollout.Load(), k.kills.Load())
 	if len(res.failures) > 0 {
 		t.Fatalf("rollouts that did not complete:\n%s\nmanager log:\n%s", strings.Join(res.failures, "\n"), m.tail(40))
 	}
-	if kills.Load() < int64(minKills) {
-		t.Fatalf("only %d kills, want at least %d", kills.Load(), minKills)
+	if k.kills.Load() < int64(minKills) {
+		t.Fatalf("only %d kills, want at least %d", k.kills.Load(), minKills)
 	}
 	requireNoViolations(t)
+}
+
+// TestRestarts: rollouts and scale changes over many MyDeployments while the
+// manager is SIGKILLed at random moments and restarted.
+func TestRestarts(t *testing.T) {
+	tortureWithKills(t, "restarts", "restarts (SIGKILL)", scale(4, 10), scale(10, 100), scale(4, 20))
+}
+
+// TestRestartsWithAPIFaults (full run only): both at once.
+func TestRestartsWithAPIFaults(t *testing.T) {
+	if !*full {
+		t.Skip("full run only (make chaos)")
+	}
+	tortureWithKills(t, "restarts-faults", "restarts + API faults", 8, 60, 15, faultclient.EnvVar+"=writes=0.1,reads=0.2,delay=200ms")
 }
 
 // TestAPIFaults: the same workload with 10% of the manager's writes failing
