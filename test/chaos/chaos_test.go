@@ -141,6 +141,12 @@ func newNamespace(t *testing.T, name string) string {
 	if err := suite.c.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
+	// Each phase starts on an idle cluster: its MyDeployments go when it ends
+	// (the garbage collector then deletes their pods: no bounds from then on).
+	t.Cleanup(func() {
+		suite.w.untrackNamespace(ns.Name)
+		_ = suite.c.Delete(context.Background(), ns)
+	})
 	return ns.Name
 }
 

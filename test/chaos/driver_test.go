@@ -238,12 +238,15 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 						next.replicas = 1 + rng.IntN(6)
 					}
 				}
-				start := time.Now()
+				start, prev := time.Now(), d.cur
 				if err := e.change(ctx, d, next); err != nil {
 					fail(err)
 					return
 				}
 				took := time.Since(start)
+				if took > 8*time.Second {
+					t.Logf("slow change: %s/%s %+v -> %+v took %v (from %s)", d.ns, d.name, prev, next, took, start.Format("15:04:05.000"))
+				}
 				mu.Lock()
 				if rollout {
 					res.rollouts++

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +29,8 @@ type manager struct {
 }
 
 func newManager(name string, env []string, args ...string) *manager {
-	base := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
+	level := cmp.Or(os.Getenv("CHAOS_MANAGER_LOG_LEVEL"), "info") // debug: the plan of every sync
+	base := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=" + level}
 	return &manager{name: name, args: append(base, args...), env: append([]string{"ENABLE_WEBHOOKS=false", "KUBECONFIG=" + managerKubeconfig}, env...)}
 }
 

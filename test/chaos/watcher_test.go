@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -210,6 +211,17 @@ func (w *watcher) untrack(owner types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.owners, owner)
+}
+
+// untrackNamespace stops checking every MyDeployment of ns (it is being deleted).
+func (w *watcher) untrackNamespace(ns string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uid, b := range w.owners {
+		if strings.HasPrefix(b.name, ns+"/") {
+			delete(w.owners, uid)
+		}
+	}
 }
 
 // podView is what the driver needs to know about an owner's pods now.
