@@ -68,8 +68,12 @@ func (b *figureBook) markdown() string {
 			}
 			take = fmt.Sprintf("%d (%s)", p.failovers, round(worst))
 		}
+		slowest := "-" // not measured (failover rounds run three rollouts at once)
+		if p.res.slowest > 0 {
+			slowest = round(p.res.slowest)
+		}
 		fmt.Fprintf(&s, "| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", p.name, p.mds, p.res.rollouts, p.res.scales,
-			p.kills, p.writeFaults, p.readFaults, take, round(p.res.slowest), round(p.duration))
+			p.kills, p.writeFaults, p.readFaults, take, slowest, round(p.duration))
 		rollouts += p.res.rollouts
 		scales += p.res.scales
 		kills += p.kills
