@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,8 +23,10 @@ import (
 )
 
 // EnvVar switches fault injection on, e.g.
-// "writes=0.1,reads=0.2,delay=200ms": fail 10% of writes (half of them as
-// conflicts), delay 20% of reads by up to 200ms. Unset or empty: off.
+// "writes=0.1,reads=0.2,delay=200ms,lost=0.05": fail 10% of writes (half of
+// them as conflicts), delay 20% of reads by up to 200ms, and answer 5% of
+// the creates and deletes that did succeed with a timeout, as when a reply
+// is lost. Unset or empty: off.
 const EnvVar = "MYDEPLOYMENT_FAULT_INJECTION"
 
 // LogMessage is logged once per injected fault, so a test can count them.
@@ -39,6 +40,9 @@ type Config struct {
 	ReadDelay float64
 	// MaxDelay bounds a read delay (uniform in (0, MaxDelay]).
 	MaxDelay time.Duration
+	// LostReply is the probability that a create or delete the API server
+	// carried out is reported to the caller as a timeout.
+	LostReply float64
 }
 
 // Parse reads a Config from the EnvVar syntax; empty gives (nil, nil).
@@ -61,6 +65,8 @@ func Parse(spec string) (*Config, error) {
 			c.ReadDelay, err = probability(v)
 		case "delay":
 			c.MaxDelay, err = time.ParseDuration(v)
+		case "lost":
+			c.LostReply, err = probability(v)
 		default:
 			err = fmt.Errorf("unknown key %q", k)
 		}
@@ -98,9 +104,6 @@ func Wrap(inner client.Client, c Config) client.Client {
 	return &faulty{Client: inner, cfg: c}
 }
 
-// Injected counts the faults injected by every client of this process.
-var Injected atomic.Int64
-
 type faulty struct {
 	client.Client
 	cfg Config
@@ -113,7 +116,6 @@ func (f *faulty) fail(ctx context.Context, verb string, obj runtime.Object) erro
 	if f.cfg.WriteFailure <= 0 || rand.Float64() >= f.cfg.WriteFailure {
 		return nil
 	}
-	Injected.Add(1)
 	var gvk schema.GroupVersionKind
 	name := ""
 	if o, ok := obj.(client.Object); ok && o != nil {
@@ -131,11 +133,22 @@ func (f *faulty) fail(ctx context.Context, verb string, obj runtime.Object) erro
 	return err
 }
 
+// lose decides whether the reply to a successful write is lost; if so it
+// returns the timeout the caller sees instead.
+func (f *faulty) lose(ctx context.Context, verb string, obj client.Object) error {
+	if f.cfg.LostReply <= 0 || rand.Float64() >= f.cfg.LostReply {
+		return nil
+	}
+	gvk, _ := f.GroupVersionKindFor(obj)
+	err := apierrors.NewServerTimeout(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}, verb, 1)
+	logf.FromContext(ctx).Info(LogMessage, "verb", verb, "kind", gvk.Kind, "name", obj.GetName(), "error", "reply lost: "+err.Error())
+	return err
+}
+
 func (f *faulty) delay(ctx context.Context) {
 	if f.cfg.ReadDelay <= 0 || f.cfg.MaxDelay <= 0 || rand.Float64() >= f.cfg.ReadDelay {
 		return
 	}
-	Injected.Add(1)
 	d := time.Duration(rand.Int64N(int64(f.cfg.MaxDelay))) + 1
 	logf.FromContext(ctx).Info(LogMessage, "verb", "read", "delay", d.String())
 	select {
@@ -165,14 +178,20 @@ func (f *faulty) Create(ctx context.Context, obj client.Object, opts ...client.C
 	if err := f.fail(ctx, "create", obj); err != nil {
 		return err
 	}
-	return f.Client.Create(ctx, obj, opts...)
+	if err := f.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return f.lose(ctx, "create", obj)
 }
 
 func (f *faulty) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	if err := f.fail(ctx, "delete", obj); err != nil {
 		return err
 	}
-	return f.Client.Delete(ctx, obj, opts...)
+	if err := f.Client.Delete(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return f.lose(ctx, "delete", obj)
 }
 
 func (f *faulty) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {

@@ -251,15 +251,19 @@ func TestRestartsWithAPIFaults(t *testing.T) {
 	if !*full {
 		t.Skip("full run only (make chaos)")
 	}
-	tortureWithKills(t, "restarts-faults", "restarts + API faults", 8, 60, 15, faultclient.EnvVar+"=writes=0.1,reads=0.2,delay=200ms")
+	tortureWithKills(t, "restarts-faults", "restarts + API faults", 8, 60, 15, faults)
 }
 
-// TestAPIFaults: the same workload with 10% of the manager's writes failing
-// (InternalError or Conflict) and 20% of its reads delayed up to 200ms.
+// faults: 10% of the manager's writes fail (InternalError or Conflict), 5%
+// of its creates and deletes succeed but answer a timeout (a lost reply),
+// 20% of its reads are delayed up to 200ms.
+var faults = faultclient.EnvVar + "=writes=0.1,lost=0.05,reads=0.2,delay=200ms"
+
+// TestAPIFaults: the same workload under those faults.
 func TestAPIFaults(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "chaos-faults")
-	m := newManager("faults", []string{faultclient.EnvVar + "=writes=0.1,reads=0.2,delay=200ms"})
+	m := newManager("faults", []string{faults})
 	if err := m.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +271,7 @@ func TestAPIFaults(t *testing.T) {
 	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(3, 8), changes: scale(6, 60)})
 	m.stop()
 	writes, reads := faultsOf(m)
-	figures.add(phaseFigures{name: "API faults (10% writes fail, 20% reads delayed)", mds: scale(3, 8), res: res,
+	figures.add(phaseFigures{name: "API faults (10% writes fail, 5% replies lost, 20% reads delayed)", mds: scale(3, 8), res: res,
 		writeFaults: writes, readFaults: reads, duration: time.Since(start)})
 	if len(res.failures) > 0 {
 		t.Fatalf("rollouts that did not complete:\n%s\nmanager log:\n%s", strings.Join(res.failures, "\n"), m.tail(40))
