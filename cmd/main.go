@@ -36,6 +36,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -44,6 +45,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
+	"github.com/mydeployment-io/mydeployment-operator/internal/faultclient"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	// +kubebuilder:scaffold:imports
@@ -74,6 +76,8 @@ func main() {
 	var workers int
 	var qps float64
 	var burst int
+	var leaseDuration, renewDeadline, retryPeriod time.Duration
+	var leaderElectionNamespace string
 	flag.IntVar(&workers, "workers", 5, "How many MyDeployments are reconciled in parallel "+
 		"(kube-controller-manager's --concurrent-deployment-syncs defaults to 5).")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Client-side rate limit (requests per second) towards the API server.")
@@ -84,6 +88,15 @@ func main() {
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false,
 		"Enable leader election for controller manager. "+
 			"Enabling this will ensure there is only one active controller manager.")
+	// controller-runtime's defaults; the chaos suite shortens them to test failover quickly.
+	flag.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a non-leader waits before it may take over an unrenewed lease.")
+	flag.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader retries renewing before it gives up leadership.")
+	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often leader election clients retry.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election lease; empty: the manager's own namespace (in a cluster).")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
 	flag.StringVar(&webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
@@ -204,6 +217,17 @@ func main() {
 	setupLog.Info("watching", "namespaces", namespaces, "workers", workers, "qps", qps, "burst", burst)
 
 	ctx := ctrl.SetupSignalHandler()
+	// Fault injection for the chaos suite only (test/chaos); nothing sets it in production.
+	faults, err := faultclient.FromEnv()
+	if err != nil {
+		setupLog.Error(err, "bad fault injection setting")
+		os.Exit(1)
+	}
+	var newClient client.NewClientFunc
+	if faults != nil {
+		setupLog.Info("FAULT INJECTION ENABLED", "config", *faults)
+		newClient = faultclient.NewClientFunc(*faults)
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(namespaces),
@@ -212,6 +236,13 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         enableLeaderElection,
 		LeaderElectionID:       "d2cb53c1.mydeployment.io",
+		// nil unless fault injection is on: then the chaos suite's faulty client.
+		NewClient: newClient,
+		// leader election timing and namespace (a manager run outside a cluster needs one)
+		LeaderElectionNamespace: leaderElectionNamespace,
+		LeaseDuration:           &leaseDuration,
+		RenewDeadline:           &renewDeadline,
+		RetryPeriod:             &retryPeriod,
 		// LeaderElectionReleaseOnCancel defines if the leader should step down voluntarily
 		// when the Manager ends. This requires the binary to immediately end when the
 		// Manager is stopped, otherwise, this setting is unsafe. Setting this significantly

@@ -28,6 +28,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,7 +61,31 @@ var _ admission.Validator[*appsv1beta1.MyDeployment] = &MyDeploymentValidator{}
 
 // ValidateCreate implements admission.Validator.
 func (v *MyDeploymentValidator) ValidateCreate(ctx context.Context, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
+	if errs := validateSelector(md); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("MyDeployment").GroupKind(), md.Name, errs)
+	}
 	return v.validateTemplate(ctx, md)
+}
+
+// validateSelector checks what the CRD's rules cannot (they see only
+// matchLabels): the selector's syntax, matchExpressions included, and that it
+// selects the template's labels, as Deployment's validation does. The
+// selector is immutable (a CRD rule), so only a create needs this.
+func validateSelector(md *appsv1beta1.MyDeployment) field.ErrorList {
+	path := field.NewPath("spec", "selector")
+	errs := metav1validation.ValidateLabelSelector(md.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, path)
+	if len(errs) > 0 || md.Spec.Selector == nil {
+		return errs
+	}
+	sel, err := metav1.LabelSelectorAsSelector(md.Spec.Selector)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, md.Spec.Selector, err.Error())}
+	}
+	if !sel.Empty() && !sel.Matches(labels.Set(md.Spec.Template.Labels)) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "template", "metadata", "labels"),
+			md.Spec.Template.Labels, "`selector` does not match template `labels`"))
+	}
+	return errs
 }
 
 // ValidateUpdate implements admission.Validator; an unchanged template is

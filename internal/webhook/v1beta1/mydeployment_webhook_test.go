@@ -21,7 +21,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,39 +58,7 @@ var _ = Describe("MyDeployment webhook", func() {
 		Expect(pods.Items).To(BeEmpty(), "the check is a dry run")
 	})
 
-	DescribeTable("refuses a template that could never run, naming the field under spec.template",
-		func(change func(*corev1.PodSpec), field string) {
-			md := newMD(ns)
-			change(&md.Spec.Template.Spec)
-			err := k8sClient.Create(ctx, md)
-			Expect(err).To(HaveOccurred())
-			Expect(err.Error()).To(ContainSubstring("admission webhook"))
-			Expect(err.Error()).To(ContainSubstring(field))
-			Expect(err.Error()).NotTo(MatchRegexp(`(Invalid value|Required value|Not found): (Invalid value|Required value|Not found)`),
-				"the reason is said once")
-		},
-		Entry("container name not a DNS label", func(s *corev1.PodSpec) { s.Containers[0].Name = "Web_1" },
-			"spec.template.spec.containers[0].name"),
-		Entry("dnsPolicy None without dnsConfig", func(s *corev1.PodSpec) { s.DNSPolicy = corev1.DNSNone },
-			"spec.template.spec.dnsConfig"),
-		Entry("image with surrounding spaces", func(s *corev1.PodSpec) { s.Containers[0].Image = " nginx " },
-			"spec.template.spec.containers[0].image"),
-		Entry("port out of range", func(s *corev1.PodSpec) {
-			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000}}
-		}, "spec.template.spec.containers[0].ports[0].containerPort"),
-		Entry("mount of a volume that does not exist", func(s *corev1.PodSpec) {
-			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-		}, "spec.template.spec.containers[0].volumeMounts[0].name"),
-		Entry("requests above limits", func(s *corev1.PodSpec) {
-			s.Containers[0].Resources = corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
-			}
-		}, "spec.template.spec.containers[0].resources.requests"),
-		Entry("invalid environment variable name", func(s *corev1.PodSpec) {
-			s.Containers[0].Env = []corev1.EnvVar{{Name: "", Value: "x"}}
-		}, "spec.template.spec.containers[0].env[0].name"),
-	)
+	// The templates it refuses are rows of the admission table (admission_table_test.go).
 
 	It("checks a changed template on update, and not an unchanged one", func() {
 		md := newMD(ns)

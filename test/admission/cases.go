@@ -1,0 +1,241 @@
+// Package admission is the table of invalid MyDeployments that admission
+// must refuse, each with the field its message must name. Two envtest
+// suites run it against a real kube-apiserver: internal/controller runs the
+// rows the CRD's own schema and CEL rules refuse (no webhook installed), and
+// internal/webhook/v1beta1 runs every row with the validating webhook
+// installed, as a cluster has it.
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// By says which part of admission refuses a row.
+type By int
+
+const (
+	// CRD: the CRD's OpenAPI schema, its CEL rules or the API server's
+	// object metadata checks; no webhook needed.
+	CRD By = iota
+	// Webhook: only the validating webhook refuses it.
+	Webhook
+)
+
+// Case is one invalid MyDeployment.
+type Case struct {
+	Name string
+	// Change makes Valid's object invalid (typed fields).
+	Change func(*appsv1beta1.MyDeployment)
+	// Raw changes the object as JSON, for values a typed field cannot hold
+	// (numbers beyond int32, wrong types); applied after Change.
+	Raw func(obj map[string]any)
+	// Update: create the valid object first, then apply the change as an update.
+	Update bool
+	// Field must appear in the error; Why too (case-insensitive).
+	Field, Why string
+	By         By
+}
+
+// Submit sends the case's object to the API server in namespace ns (for an
+// Update case: creates the valid object, then updates it) and returns the
+// refusal; err is set when the setup failed or the object was accepted.
+func (c Case) Submit(ctx context.Context, cl client.Client, ns string) (refusal, err error) {
+	md := Valid(ns, "bad")
+	if c.Update {
+		if err := cl.Create(ctx, md); err != nil {
+			return nil, fmt.Errorf("creating the valid object: %w", err)
+		}
+	}
+	if c.Change != nil {
+		c.Change(md)
+	}
+	var obj client.Object = md
+	if c.Raw != nil {
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(md)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: raw}
+		u.SetGroupVersionKind(appsv1beta1.GroupVersion.WithKind("MyDeployment"))
+		c.Raw(u.Object)
+		obj = u
+	}
+	if c.Update {
+		refusal = cl.Update(ctx, obj)
+	} else {
+		refusal = cl.Create(ctx, obj)
+	}
+	if refusal == nil {
+		return nil, fmt.Errorf("%q was accepted", c.Name)
+	}
+	return refusal, nil
+}
+
+// Valid returns a MyDeployment every admission step accepts.
+func Valid(ns, name string) *appsv1beta1.MyDeployment {
+	return &appsv1beta1.MyDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1beta1.MyDeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+func rolling(surge, unavailable intstr.IntOrString) func(*appsv1beta1.MyDeployment) {
+	return func(m *appsv1beta1.MyDeployment) {
+		m.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
+	}
+}
+
+func spec(obj map[string]any) map[string]any { return obj["spec"].(map[string]any) }
+
+func podSpec(f func(*corev1.PodSpec)) func(*appsv1beta1.MyDeployment) {
+	return func(m *appsv1beta1.MyDeployment) { f(&m.Spec.Template.Spec) }
+}
+
+// Cases returns the whole table.
+func Cases() []Case {
+	return []Case{
+		// Selector.
+		{Name: "no selector", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Selector = nil },
+			Field: "spec.selector", Why: "Required"},
+		{Name: "empty selector", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Selector = &metav1.LabelSelector{} },
+			Field: "spec.selector", Why: "empty selector"},
+		{Name: "selector not matching the template labels", Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Labels = map[string]string{"app": "other"}
+		}, Field: "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "template without labels", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Labels = nil },
+			Field: "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "label value too long", Change: func(m *appsv1beta1.MyDeployment) {
+			long := strings.Repeat("x", 64)
+			m.Spec.Selector.MatchLabels["app"], m.Spec.Template.Labels["app"] = long, long
+		}, Field: "spec.selector.matchLabels.app", Why: "may not be more than 63"},
+		{Name: "selector changed after creation", Update: true, Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "tier": "front"}}
+			m.Spec.Template.Labels["tier"] = "front"
+		}, Field: "spec.selector", Why: "field is immutable"},
+		{Name: "matchExpressions with an unknown operator", Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near", Values: []string{"web"}}}
+		}, Field: "spec.selector.matchExpressions[0].operator", Why: "not a valid selector operator", By: Webhook},
+		{Name: "matchExpressions In without values", Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn}}
+		}, Field: "spec.selector.matchExpressions[0].values", Why: "must be specified", By: Webhook},
+		{Name: "matchExpressions not matching the template labels", Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{
+				{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"front"}}}
+		}, Field: "spec.template.metadata.labels", Why: "does not match template", By: Webhook},
+		{Name: "selector label key not a qualified name", Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Selector.MatchLabels["bad key"] = "x"
+			m.Spec.Template.Labels["bad key"] = "x"
+		}, Field: "spec.selector.matchLabels", Why: "name part must consist of", By: Webhook},
+
+		// Numbers.
+		{Name: "negative replicas", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Replicas = ptr.To[int32](-1) },
+			Field: "spec.replicas", Why: "greater than or equal to 0"},
+		{Name: "replicas beyond int32", Raw: func(o map[string]any) { spec(o)["replicas"] = int64(1) << 40 },
+			Field: "spec.replicas", Why: "format int32"},
+		{Name: "replicas not a number", Raw: func(o map[string]any) { spec(o)["replicas"] = "three" },
+			Field: "spec.replicas", Why: "must be of type integer"},
+		{Name: "negative minReadySeconds", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.MinReadySeconds = -1 },
+			Field: "spec.minReadySeconds", Why: "greater than or equal to 0"},
+		{Name: "minReadySeconds beyond int32", Raw: func(o map[string]any) { spec(o)["minReadySeconds"] = int64(1) << 33 },
+			Field: "spec.minReadySeconds", Why: "format int32"},
+		{Name: "negative revisionHistoryLimit", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.RevisionHistoryLimit = ptr.To[int32](-1) },
+			Field: "spec.revisionHistoryLimit", Why: "greater than or equal to 0"},
+		{Name: "progressDeadlineSeconds 0", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.ProgressDeadlineSeconds = ptr.To[int32](0) },
+			Field: "spec.progressDeadlineSeconds", Why: "greater than or equal to 1"},
+		{Name: "progressDeadlineSeconds not above minReadySeconds", Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.MinReadySeconds, m.Spec.ProgressDeadlineSeconds = 10, ptr.To[int32](10)
+		}, Field: "spec.progressDeadlineSeconds", Why: "greater than minReadySeconds"},
+
+		// Strategy.
+		{Name: "maxSurge and maxUnavailable both 0", Change: rolling(intstr.FromInt32(0), intstr.FromInt32(0)),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0 when `maxSurge` is 0"},
+		{Name: "maxSurge and maxUnavailable both 0%", Change: rolling(intstr.FromString("0%"), intstr.FromString("0%")),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0"},
+		{Name: "maxSurge and maxUnavailable both set to 0 by an update", Update: true,
+			Change: rolling(intstr.FromInt32(0), intstr.FromInt32(0)),
+			Field:  "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0"},
+		{Name: "negative maxSurge", Change: rolling(intstr.FromInt32(-1), intstr.FromInt32(1)),
+			Field: "spec.strategy.rollingUpdate.maxSurge", Why: "non-negative integer or a percent"},
+		{Name: "maxSurge not a percent", Change: rolling(intstr.FromString("25"), intstr.FromInt32(1)),
+			Field: "spec.strategy.rollingUpdate.maxSurge", Why: "non-negative integer or a percent"},
+		{Name: "negative percent maxUnavailable", Change: rolling(intstr.FromInt32(1), intstr.FromString("-5%")),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "non-negative integer or a percent"},
+		{Name: "maxUnavailable over 100%", Change: rolling(intstr.FromInt32(1), intstr.FromString("101%")),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "not be greater than 100%"},
+		{Name: "maxSurge a fraction", Raw: func(o map[string]any) {
+			spec(o)["strategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": 1.5}}
+		}, Field: "spec.strategy.rollingUpdate.maxSurge", Why: "must be of type"},
+		{Name: "rollingUpdate with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			one := intstr.FromInt32(1)
+			m.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &one}}
+		}, Field: "spec.strategy.rollingUpdate", Why: "may not be specified when strategy `type` is 'Recreate'"},
+		{Name: "unknown strategy type", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Strategy.Type = "BlueGreen" },
+			Field: "spec.strategy.type", Why: "Unsupported value"},
+
+		// Names.
+		{Name: "name longer than 253 characters", Change: func(m *appsv1beta1.MyDeployment) { m.Name = strings.Repeat("a", 254) },
+			Field: "metadata.name", Why: "must be no more than 253 characters"},
+		{Name: "name not a DNS subdomain", Change: func(m *appsv1beta1.MyDeployment) { m.Name = "Web_1" },
+			Field: "metadata.name", Why: "a lowercase RFC 1123 subdomain"},
+
+		// Pod template: the CRD's rules.
+		{Name: "restartPolicy Never", Change: podSpec(func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever }),
+			Field: "spec.template.spec.restartPolicy", Why: `only "Always"`},
+		{Name: "no containers", Change: podSpec(func(s *corev1.PodSpec) { s.Containers = nil }),
+			Field: "spec.template.spec.containers", Why: "Required"},
+
+		// Pod template: what only a Pod's validation knows (the webhook's dry run).
+		{Name: "container name not a DNS label", Change: podSpec(func(s *corev1.PodSpec) { s.Containers[0].Name = "Web_1" }),
+			Field: "spec.template.spec.containers[0].name", By: Webhook},
+		{Name: "dnsPolicy None without dnsConfig", Change: podSpec(func(s *corev1.PodSpec) { s.DNSPolicy = corev1.DNSNone }),
+			Field: "spec.template.spec.dnsConfig", By: Webhook},
+		{Name: "image with surrounding spaces", Change: podSpec(func(s *corev1.PodSpec) { s.Containers[0].Image = " nginx " }),
+			Field: "spec.template.spec.containers[0].image", By: Webhook},
+		{Name: "empty image", Change: podSpec(func(s *corev1.PodSpec) { s.Containers[0].Image = "" }),
+			Field: "spec.template.spec.containers[0].image", Why: "Required", By: Webhook},
+		{Name: "port out of range", Change: podSpec(func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000}}
+		}), Field: "spec.template.spec.containers[0].ports[0].containerPort", By: Webhook},
+		{Name: "mount of a volume that does not exist", Change: podSpec(func(s *corev1.PodSpec) {
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		}), Field: "spec.template.spec.containers[0].volumeMounts[0].name", By: Webhook},
+		{Name: "requests above limits", Change: podSpec(func(s *corev1.PodSpec) {
+			s.Containers[0].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			}
+		}), Field: "spec.template.spec.containers[0].resources.requests", By: Webhook},
+		{Name: "invalid environment variable name", Change: podSpec(func(s *corev1.PodSpec) {
+			s.Containers[0].Env = []corev1.EnvVar{{Name: "", Value: "x"}}
+		}), Field: "spec.template.spec.containers[0].env[0].name", By: Webhook},
+		{Name: "template label value with spaces", Change: func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Labels["tier"] = "front end"
+		}, Field: "spec.template.metadata.labels", Why: "Invalid value", By: Webhook},
+		{Name: "duplicate container names", Change: podSpec(func(s *corev1.PodSpec) {
+			s.Containers = append(s.Containers, s.Containers[0])
+		}), Field: "spec.template.spec.containers[1]", Why: "Duplicate value"},
+	}
+}

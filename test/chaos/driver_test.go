@@ -1,0 +1,264 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// strategies the driver gives its MyDeployments, in turn.
+var strategies = []appsv1.DeploymentStrategy{
+	rolling(intstr.FromInt32(1), intstr.FromInt32(0)),
+	rolling(intstr.FromInt32(0), intstr.FromInt32(1)),
+	rolling(intstr.FromString("25%"), intstr.FromString("25%")),
+	{Type: appsv1.RecreateDeploymentStrategyType},
+	rolling(intstr.FromInt32(2), intstr.FromInt32(1)),
+	rolling(intstr.FromString("50%"), intstr.FromString("0%")),
+}
+
+func rolling(surge, unavailable intstr.IntOrString) appsv1.DeploymentStrategy {
+	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
+}
+
+// spec is the part of a MyDeployment the driver changes.
+type spec struct {
+	replicas int
+	image    int // the template's image tag: changing it is a rollout
+}
+
+// tracked is one MyDeployment the driver owns.
+type tracked struct {
+	name, ns  string
+	uid       types.UID
+	strategy  appsv1.DeploymentStrategy
+	cur       spec
+	converged bool // once converged, availability is checked
+}
+
+func (d *tracked) recreate() bool { return d.strategy.Type == appsv1.RecreateDeploymentStrategyType }
+
+// fenceposts resolves maxSurge/maxUnavailable for replicas as Deployment
+// documents it (surge rounds up, unavailable down; both 0 means 0/1),
+// written here independently of the controller's own code.
+func (d *tracked) fenceposts(replicas int) (surge, unavailable int) {
+	if d.recreate() {
+		return 0, 0
+	}
+	surge, _ = intstr.GetScaledValueFromIntOrPercent(d.strategy.RollingUpdate.MaxSurge, replicas, true)
+	unavailable, _ = intstr.GetScaledValueFromIntOrPercent(d.strategy.RollingUpdate.MaxUnavailable, replicas, false)
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+	return surge, min(unavailable, replicas)
+}
+
+// inFlight are the bounds while the MyDeployment moves from a to b.
+func (d *tracked) inFlight(a, b spec) bounds {
+	sa, ua := d.fenceposts(a.replicas)
+	sb, ub := d.fenceposts(b.replicas)
+	return bounds{
+		name:           d.ns + "/" + d.name,
+		maxActive:      max(a.replicas, b.replicas) + max(sa, sb),
+		maxPerRevision: max(a.replicas, b.replicas),
+		minAvailable:   min(a.replicas, b.replicas) - max(ua, ub),
+		checkAvailable: d.converged && !d.recreate(),
+		recreate:       d.recreate(),
+	}
+}
+
+// steady are the bounds once it has converged on b: nothing may be created.
+func (d *tracked) steady(b spec) bounds {
+	_, ub := d.fenceposts(b.replicas)
+	return bounds{
+		name: d.ns + "/" + d.name, maxActive: b.replicas, maxPerRevision: b.replicas,
+		minAvailable: b.replicas - ub, checkAvailable: !d.recreate(), recreate: d.recreate(),
+	}
+}
+
+func image(gen int) string { return fmt.Sprintf("registry.chaos.local/app:v%d", gen) }
+
+func (d *tracked) object(s spec) *appsv1beta1.MyDeployment {
+	labels := map[string]string{"app": d.name, suiteLabel: "true"}
+	return &appsv1beta1.MyDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns},
+		Spec: appsv1beta1.MyDeploymentSpec{
+			Replicas: ptr.To(int32(s.replicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": d.name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "app", Image: image(s.image)}},
+					// kwok deletes pods at once; keep a real grace period out of the way.
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+				},
+			},
+			Strategy: d.strategy,
+		},
+	}
+}
+
+// create creates the MyDeployment and waits until it has converged.
+func (e *env) create(ctx context.Context, d *tracked, s spec) error {
+	md := d.object(s)
+	if err := e.c.Create(ctx, md); err != nil {
+		return err
+	}
+	d.uid = md.UID
+	e.w.setBounds(d.uid, d.inFlight(spec{}, s))
+	if err := e.waitConverged(ctx, d, s); err != nil {
+		return err
+	}
+	d.cur, d.converged = s, true
+	e.w.setBounds(d.uid, d.steady(s))
+	return nil
+}
+
+// change moves the MyDeployment to s and waits for the change to complete:
+// bounds loosen before the write and tighten once converged.
+func (e *env) change(ctx context.Context, d *tracked, s spec) error {
+	e.inFlight.Add(1)
+	defer e.inFlight.Add(-1)
+	e.w.setBounds(d.uid, d.inFlight(d.cur, s))
+	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns}}
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil,
+		`{"spec":{"replicas":%d,"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, s.replicas, image(s.image)))
+	if err := e.c.Patch(ctx, md, patch); err != nil {
+		return err
+	}
+	if err := e.waitConverged(ctx, d, s); err != nil {
+		return err
+	}
+	d.cur = s
+	e.w.setBounds(d.uid, d.steady(s))
+	return nil
+}
+
+// waitConverged waits until the pods (as the watcher sees them) and the
+// status both say the MyDeployment runs s and nothing else.
+func (e *env) waitConverged(ctx context.Context, d *tracked, s spec) error {
+	deadline := time.Now().Add(e.changeTimeout)
+	var last string
+	for time.Now().Before(deadline) {
+		v := e.w.view(d.uid)
+		md := &appsv1beta1.MyDeployment{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: d.name}, md); err == nil {
+			st := md.Status
+			r := int32(s.replicas)
+			wantRevs := 1
+			if s.replicas == 0 {
+				wantRevs = 0
+			}
+			last = fmt.Sprintf("pods active=%d ready=%d terminating=%d revisions=%v; status gen=%d/%d replicas=%d updated=%d available=%d update=%s current=%s",
+				v.active, v.ready, v.terminating, v.revisions, st.ObservedGeneration, md.Generation,
+				st.Replicas, st.UpdatedReplicas, st.AvailableReplicas, st.UpdateRevision, st.CurrentRevision)
+			if v.active == s.replicas && v.ready == s.replicas && v.terminating == 0 && len(v.revisions) == wantRevs &&
+				(wantRevs == 0 || v.revisions[0] == st.UpdateRevision) &&
+				st.ObservedGeneration == md.Generation && st.Replicas == r && st.UpdatedReplicas == r &&
+				st.AvailableReplicas == r && st.ReadyReplicas == r && st.CurrentRevision == st.UpdateRevision &&
+				md.Spec.Template.Spec.Containers[0].Image == image(s.image) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s/%s did not converge on %+v within %v: %s", d.ns, d.name, s, e.changeTimeout, last)
+}
+
+// workload is a phase's set of MyDeployments and how many changes to make.
+type workload struct {
+	ns       string
+	count    int // MyDeployments
+	changes  int // rollouts + scale changes to complete, over all of them
+	moreWhen func() bool
+}
+
+// workloadResult are its figures.
+type workloadResult struct {
+	rollouts, scales int64
+	slowest          time.Duration
+	total            time.Duration
+	failures         []string
+}
+
+// runWorkload creates the MyDeployments, then has each make random changes
+// (60% rollouts, 40% scale changes) one after another, waiting for each to
+// complete, until w.changes are done and w.moreWhen (if any) says stop.
+func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloadResult {
+	t.Helper()
+	var res workloadResult
+	var mu sync.Mutex
+	var claimed atomic.Int64
+	claim := func() bool {
+		if int(claimed.Load()) < w.changes || (w.moreWhen != nil && w.moreWhen()) {
+			claimed.Add(1)
+			return true
+		}
+		return false
+	}
+	var wg sync.WaitGroup
+	for i := range w.count {
+		d := &tracked{name: fmt.Sprintf("md-%02d", i), ns: w.ns, strategy: strategies[i%len(strategies)]}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+			fail := func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				res.failures = append(res.failures, err.Error())
+			}
+			if err := e.create(ctx, d, spec{replicas: 2 + i%4, image: 1}); err != nil {
+				fail(err)
+				return
+			}
+			for claim() {
+				next := d.cur
+				rollout := rng.IntN(10) < 6
+				if rollout {
+					next.image++
+				} else {
+					for next.replicas == d.cur.replicas {
+						next.replicas = 1 + rng.IntN(6)
+					}
+				}
+				start, prev := time.Now(), d.cur
+				if err := e.change(ctx, d, next); err != nil {
+					fail(err)
+					return
+				}
+				took := time.Since(start)
+				if took > 8*time.Second {
+					t.Logf("slow change: %s/%s %+v -> %+v took %v (from %s)", d.ns, d.name, prev, next, took, start.Format("15:04:05.000"))
+				}
+				mu.Lock()
+				if rollout {
+					res.rollouts++
+				} else {
+					res.scales++
+				}
+				res.total += took
+				res.slowest = max(res.slowest, took)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
