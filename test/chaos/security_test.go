@@ -123,10 +123,8 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 			{"events.k8s.io", "events", "create,patch"},
 		},
 		// Leader election: the lease and its events (core events, client-go's recorder).
-		// configmaps is the scaffold's: controller-runtime has locked on leases only
-		// since v0.16, so it is unused (listed so that dropping it is a visible change).
+		// No configmaps: controller-runtime has locked on leases only since v0.16.
 		"Role/mydeployment-operator-leader-election-role": {
-			{"", "configmaps", "create,delete,get,list,patch,update,watch"},
 			{"coordination.k8s.io", "leases", "create,delete,get,list,patch,update,watch"},
 			{"", "events", "create,patch"},
 		},
