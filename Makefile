@@ -118,11 +118,11 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-e2e ## Run every test: unit, envtest integration (real kube-apiserver + etcd) and e2e on a local cluster.
+test: manifests generate fmt vet test-unit test-e2e test-bench ## Run every test: unit, envtest integration (real kube-apiserver + etcd), e2e on a local cluster and the benchmark's smoke run.
 
 .PHONY: test-unit
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/bench) -coverprofile cover.out
 
 # The e2e suite gets a local cluster of its own (not the one `make local-up`
 # starts for you), drives the built manager binary and kubectl against it, and
@@ -133,6 +133,24 @@ test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local clus
 	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
 	KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m; \
 	  rc=$$?; hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+
+##@ Benchmark
+
+# make bench runs raw client vs Deployment vs MyDeployment on a cluster of its
+# own (kwokctl, deleted afterwards) and writes docs/benchmarks/. BENCH_SIZE:
+# full (200 x 50 = 10,000 pods), small (20 x 20), tiny (3 x 4); BENCH_ARGS
+# adds flags, e.g. BENCH_ARGS="--objects 100 --replicas 20 --nodes 4".
+BENCH_SIZE ?= full
+BENCH_ARGS ?=
+BENCH_CLUSTER ?= mydeployment-bench
+.PHONY: bench
+bench: build kwok-tools ## Benchmark scale-out, rolling update, scale-in and rest against Deployment and a raw client (BENCH_SIZE=full|small).
+	BENCH_LOAD_AT_START="$$(cut -d' ' -f1-3 /proc/loadavg)" go run ./test/bench --size $(BENCH_SIZE) --cluster $(BENCH_CLUSTER) --out docs/benchmarks $(BENCH_ARGS)
+
+# The smoke run of make test: tiny size, its own cluster, outputs in a temp dir.
+.PHONY: test-bench
+test-bench: build kwok-tools ## Smoke-run the benchmark (3 x 4 pods): outputs written, invariants kept, 0 writes at rest.
+	BENCH_SMOKE=1 BENCH_CLUSTER=$(E2E_CLUSTER)-bench go test ./test/bench/ -count=1 -v -timeout 5m
 
 ##@ Local cluster (no Docker: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as processes)
 
