@@ -24,7 +24,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -143,9 +145,14 @@ func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, md *appsv1beta
 	if statusEqual(md.Status, st) {
 		return nil
 	}
-	updated := md.DeepCopy()
-	updated.Status = st
-	if err := r.Status().Patch(ctx, updated, client.MergeFrom(md)); err != nil {
+	// Diff the status alone: marshalling the whole object (its pod template)
+	// twice per write was a tenth of the manager's CPU.
+	patch, err := client.MergeFrom(&appsv1beta1.MyDeployment{Status: md.Status}).Data(&appsv1beta1.MyDeployment{Status: st})
+	if err != nil {
+		return fmt.Errorf("computing the status patch: %w", err)
+	}
+	target := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace}}
+	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("patching status: %w", err)
 	}
 	return nil
