@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -84,6 +85,7 @@ func parseFlags(args []string) (*config, error) {
 	name := fs.String("cluster", "mydeployment-bench", "kwokctl cluster name (deleted and recreated)")
 	root := fs.String("root", ".", "the repository (bin/ holds the binaries, config/crd the CRD)")
 	timeout := fs.Duration("timeout", 0, "limit for each scenario (0: the preset's)")
+	parties := fs.String("parties", "raw,deployment,mydeployment", "which parties run, in this order (for profiling one of them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -113,7 +115,12 @@ func parseFlags(args []string) (*config, error) {
 	cfg.QPS, cfg.Burst, cfg.Workers = *qps, *burst, *workers
 	cfg.SyncPeriodS = cfg.SyncPeriod.Seconds()
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
-	cfg.Parties = []string{partyRaw, partyDeployment, partyMyDeployment}
+	for _, p := range strings.Split(*parties, ",") {
+		if p = strings.TrimSpace(p); p != partyRaw && p != partyDeployment && p != partyMyDeployment {
+			return nil, fmt.Errorf("unknown party %q in --parties", p)
+		}
+		cfg.Parties = append(cfg.Parties, strings.TrimSpace(p))
+	}
 	var err error
 	if cfg.root, err = filepath.Abs(*root); err != nil {
 		return nil, err

@@ -60,6 +60,8 @@ type window struct {
 	Violations                       int
 	ViolationExamples                []string
 	Reconciles                       float64 // our manager's reconciles in the window (steady state)
+	// Seconds from the start to the newest pod's appearance and the last pod becoming ready.
+	LastNewPodS, LastReadyPodS float64
 }
 
 // bench is one run: the cluster, its clients, and what was measured.
@@ -228,6 +230,7 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	logf("%s: %s", ps.name, scenario)
+	ps.pods.mark()
 	w.Start = time.Now()
 	err := fn(ctx, ps)
 	w.End = time.Now()
@@ -243,7 +246,9 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	if err != nil {
 		return err
 	}
-	logf("%s: %s took %.2fs (%s)", ps.name, scenario, w.End.Sub(w.Start).Seconds(), ps.pods.summary())
+	w.LastNewPodS, w.LastReadyPodS = ps.pods.since(w.Start)
+	logf("%s: %s took %.2fs, last pod created at %.2fs, last ready at %.2fs (%s)", ps.name, scenario,
+		w.End.Sub(w.Start).Seconds(), w.LastNewPodS, w.LastReadyPodS, ps.pods.summary())
 	return nil
 }
 

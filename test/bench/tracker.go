@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,10 @@ type tracker struct {
 	mu   sync.Mutex
 	pods map[types.UID]podState
 	objs map[string]*counts
+
+	// lastNew and lastReady are when the newest pod appeared and the last
+	// pod became ready, since the last mark (where a scenario's time goes).
+	lastNew, lastReady time.Time
 
 	bounds     *bounds
 	violations int
@@ -88,7 +93,13 @@ func (t *tracker) observe(obj any, deleted bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	prev := t.pods[pod.UID]
+	prev, known := t.pods[pod.UID]
+	if !known && !deleted {
+		t.lastNew = time.Now()
+	}
+	if next.ready && !prev.ready {
+		t.lastReady = time.Now()
+	}
 	t.apply(prev, -1)
 	t.apply(next, +1)
 	if deleted {
@@ -186,4 +197,24 @@ func (t *tracker) settled() bool {
 		}
 	}
 	return true
+}
+
+// mark starts a new timeline; since reports, relative to start, when the
+// newest pod appeared and the last one became ready.
+func (t *tracker) mark() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastNew, t.lastReady = time.Time{}, time.Time{}
+}
+
+func (t *tracker) since(start time.Time) (lastNew, lastReady float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.lastNew.IsZero() {
+		lastNew = t.lastNew.Sub(start).Seconds()
+	}
+	if !t.lastReady.IsZero() {
+		lastReady = t.lastReady.Sub(start).Seconds()
+	}
+	return lastNew, lastReady
 }
