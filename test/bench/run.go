@@ -87,7 +87,12 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	defer cl.down()
 	logf("starting cluster %s (%d nodes, client qps %v / burst %d, %d workers)", cfg.cluster, cfg.Nodes, cfg.QPS, cfg.Burst, cfg.Workers)
 	if err := cl.up(ctx, cfg); err != nil {
-		return nil, err
+		// Other clusters on the machine may take a port kwokctl picked
+		// meanwhile: one fresh try.
+		logf("cluster did not come up (%v); trying once more", err)
+		if err := cl.up(ctx, cfg); err != nil {
+			return nil, err
+		}
 	}
 	b := &bench{cfg: cfg, cl: cl}
 	if err := b.clients(); err != nil {
