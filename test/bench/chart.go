@@ -86,9 +86,9 @@ func barChart(title string, legend []string, groups []barGroup) ([]byte, error) 
 
 func fmtSeconds(v float64) string {
 	if v >= 100 {
-		return fmt.Sprintf("%.0fs", v)
+		return fmt.Sprintf("%.0f", v)
 	}
-	return fmt.Sprintf("%.1fs", v)
+	return fmt.Sprintf("%.1f", v)
 }
 
 func fill(img *image.RGBA, r image.Rectangle, c color.RGBA) {
