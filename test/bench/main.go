@@ -41,7 +41,7 @@ type config struct {
 	Parties     []string      `json:"parties"`
 	WaitCleanup bool          `json:"wait_cleanup"`
 
-	out, cluster, root string
+	out, cluster, root, render string
 }
 
 // sizes are the presets: full is the issue's 10,000 pods, small a quick
@@ -62,6 +62,13 @@ func main() {
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.render != "" {
+		if err := render(cfg.render, cfg.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	res, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -85,6 +92,7 @@ func parseFlags(args []string) (*config, error) {
 	name := fs.String("cluster", "mydeployment-bench", "kwokctl cluster name (deleted and recreated)")
 	root := fs.String("root", ".", "the repository (bin/ holds the binaries, config/crd the CRD)")
 	timeout := fs.Duration("timeout", 0, "limit for each scenario (0: the preset's)")
+	renderFrom := fs.String("render", "", "no run: rewrite README.md's results and chart.png in --out from this results.json")
 	parties := fs.String("parties", "raw,deployment,mydeployment", "which parties run, in this order (for profiling one of them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -128,7 +136,7 @@ func parseFlags(args []string) (*config, error) {
 	if cfg.out, err = filepath.Abs(*out); err != nil {
 		return nil, err
 	}
-	cfg.cluster = *name
+	cfg.cluster, cfg.render = *name, *renderFrom
 	return &cfg, nil
 }
 
