@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -90,16 +91,30 @@ func requester(ua string) string {
 	return whoOther
 }
 
-// countRequests reads the audit log and counts, for each window, the
-// requests received inside it.
+// countRequests reads the audit log, with the backups kube-apiserver
+// rotated it into (every 100 MB: audit-<time>.log beside it), and counts,
+// for each window, the requests received inside it.
 func countRequests(path string, windows []*window) ([]requests, error) {
 	out := make([]requests, len(windows))
 	for i := range out {
 		out[i] = requests{}
 	}
+	backups, err := filepath.Glob(strings.TrimSuffix(path, ".log") + "-*.log")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range append(backups, path) {
+		if err := countFile(p, windows, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func countFile(path string, windows []*window, out []requests) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		return fmt.Errorf("audit log: %w", err)
 	}
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
@@ -124,5 +139,5 @@ func countRequests(path string, windows []*window) ([]requests, error) {
 			}
 		}
 	}
-	return out, sc.Err()
+	return sc.Err()
 }

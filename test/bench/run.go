@@ -124,7 +124,7 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("BENCH_KEEP_AUDIT") != "" { // for digging into one run's timeline
+	if os.Getenv("BENCH_KEEP_AUDIT") != "" { // for digging into one run's timeline (newest file only)
 		if data, err := os.ReadFile(cl.auditLog); err == nil {
 			_ = writeFile(filepath.Join(cfg.out, "audit.log"), data)
 		}
