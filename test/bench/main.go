@@ -1,0 +1,152 @@
+// Command bench measures, in one run on one local cluster, how fast and how
+// cheaply three parties bring N objects x R replicas of pods through
+// scale-out, a rolling update, scale-in and a quiet period: a plain client
+// creating the pods itself (the API server's limit), kube-controller-
+// manager's Deployment and ReplicaSet controllers, and our manager with
+// MyDeployments. Every client runs at the same QPS/burst and worker count.
+// It writes results.json, a Markdown table (README.md) and a PNG chart.
+//
+//	go run ./test/bench --size small --out docs/benchmarks
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// config is one benchmark run's settings.
+type config struct {
+	Size        string        `json:"size"`
+	Objects     int           `json:"objects"`
+	Replicas    int           `json:"replicas"`
+	Nodes       int           `json:"nodes"`
+	PodsPerNode int           `json:"pods_per_node"`
+	QPS         float64       `json:"client_qps"`
+	Burst       int           `json:"client_burst"`
+	Workers     int           `json:"workers"`
+	SyncPeriod  time.Duration `json:"-"`
+	SyncPeriodS float64       `json:"manager_sync_period_s"`
+	KwokPodWork int           `json:"kwok_pod_workers"`
+	Timeout     time.Duration `json:"-"`
+	Parties     []string      `json:"parties"`
+	WaitCleanup bool          `json:"wait_cleanup"`
+
+	out, cluster, root, render string
+}
+
+// sizes are the presets: full is the issue's 10,000 pods, small a quick
+// run, tiny the smoke test of `make test`.
+var sizes = map[string]config{
+	"full":  {Objects: 200, Replicas: 50, Nodes: 10, PodsPerNode: 2000, SyncPeriod: 30 * time.Second, Timeout: 15 * time.Minute, WaitCleanup: true},
+	"small": {Objects: 20, Replicas: 20, Nodes: 2, PodsPerNode: 2000, SyncPeriod: 10 * time.Second, Timeout: 5 * time.Minute, WaitCleanup: true},
+	"tiny":  {Objects: 3, Replicas: 4, Nodes: 1, PodsPerNode: 200, SyncPeriod: 2 * time.Second, Timeout: 2 * time.Minute},
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// client-go's reflectors log through controller-runtime's logger: keep them quiet.
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.render != "" {
+		if err := render(cfg.render, cfg.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	res, err := run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	logf("wrote %s (scale-out %.1fs raw / %.1fs Deployment / %.1fs MyDeployment)", cfg.out,
+		deref(res.ScaleOut.RawS), deref(res.ScaleOut.DeploymentS), deref(res.ScaleOut.MyDeploymentS))
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	size := fs.String("size", "small", "preset: full (200 x 50), small (20 x 20) or tiny (3 x 4)")
+	objects := fs.Int("objects", 0, "objects per party (0: the preset's)")
+	replicas := fs.Int("replicas", 0, "replicas per object (0: the preset's)")
+	nodes := fs.Int("nodes", 0, "kwok nodes (0: the preset's)")
+	qps := fs.Float64("qps", 500, "client QPS of every party (kube-controller-manager, kube-scheduler, our manager, the raw client)")
+	burst := fs.Int("burst", 1000, "client burst of every party")
+	workers := fs.Int("workers", 5, "kube-controller-manager's deployment and replicaset workers, our manager's --workers")
+	syncPeriod := fs.Duration("sync-period", 0, "our manager's --sync-period; steady state lasts two of them (0: the preset's)")
+	out := fs.String("out", "docs/benchmarks", "where results.json, README.md and chart.png go")
+	name := fs.String("cluster", "mydeployment-bench", "kwokctl cluster name (deleted and recreated)")
+	root := fs.String("root", ".", "the repository (bin/ holds the binaries, config/crd the CRD)")
+	timeout := fs.Duration("timeout", 0, "limit for each scenario (0: the preset's)")
+	renderFrom := fs.String("render", "", "no run: rewrite README.md's results and chart.png in --out from this results.json")
+	parties := fs.String("parties", "raw,deployment,mydeployment", "which parties run, in this order (for profiling one of them)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	cfg, ok := sizes[*size]
+	if !ok {
+		return nil, fmt.Errorf("unknown --size %q (full, small, tiny)", *size)
+	}
+	cfg.Size = *size
+	for dst, v := range map[*int]int{&cfg.Objects: *objects, &cfg.Replicas: *replicas, &cfg.Nodes: *nodes} {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	if *syncPeriod > 0 {
+		cfg.SyncPeriod = *syncPeriod
+	}
+	if *timeout > 0 {
+		cfg.Timeout = *timeout
+	}
+	if cfg.Replicas < 2 {
+		return nil, fmt.Errorf("--replicas must be at least 2 (scale-in halves it)")
+	}
+	// Room for every pod of a rolling update (replicas + 25% surge) with slack.
+	if need := cfg.Objects * (cfg.Replicas + cfg.Replicas/4 + 1) * 2; cfg.Nodes*cfg.PodsPerNode < need {
+		cfg.PodsPerNode = (need + cfg.Nodes - 1) / cfg.Nodes
+	}
+	cfg.QPS, cfg.Burst, cfg.Workers = *qps, *burst, *workers
+	cfg.SyncPeriodS = cfg.SyncPeriod.Seconds()
+	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
+	for _, p := range strings.Split(*parties, ",") {
+		if p = strings.TrimSpace(p); p != partyRaw && p != partyDeployment && p != partyMyDeployment {
+			return nil, fmt.Errorf("unknown party %q in --parties", p)
+		}
+		cfg.Parties = append(cfg.Parties, strings.TrimSpace(p))
+	}
+	var err error
+	if cfg.root, err = filepath.Abs(*root); err != nil {
+		return nil, err
+	}
+	if cfg.out, err = filepath.Abs(*out); err != nil {
+		return nil, err
+	}
+	cfg.cluster, cfg.render = *name, *renderFrom
+	return &cfg, nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,423 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// results is results.json: one object per scenario keyed by name, and the
+// process figures at the top level (the issue names the keys).
+type results struct {
+	ScaleOut      scenario `json:"scale_out"`
+	RollingUpdate scenario `json:"rolling_update"`
+	ScaleIn       scenario `json:"scale_in"`
+	SteadyState   scenario `json:"steady_state"`
+
+	// Peak RSS (VmHWM) over each process's life in the run.
+	ManagerPeakRSSMiB float64 `json:"manager_peak_rss_mib"`
+	KCMPeakRSSMiB     float64 `json:"kcm_peak_rss_mib"`
+	// CPU seconds: our manager over its whole life (the MyDeployment party);
+	// kube-controller-manager over the whole run (all parties and cleanups).
+	ManagerCPUS float64 `json:"manager_cpu_s"`
+	KCMCPUS     float64 `json:"kcm_cpu_s"`
+	// The same, counted only inside each party's own measured windows.
+	KCMCPUDeploymentWindowsS   float64 `json:"kcm_cpu_deployment_windows_s"`
+	ManagerCPUMyDeploymentWinS float64 `json:"manager_cpu_mydeployment_windows_s"`
+	APIServerCPUS              float64 `json:"apiserver_cpu_s"`
+
+	Targets  []target          `json:"targets"`
+	Machine  map[string]string `json:"machine"`
+	Versions map[string]string `json:"versions"`
+	Settings *config           `json:"settings"`
+	RunS     float64           `json:"run_s"`
+	Date     string            `json:"date"`
+}
+
+// scenario is one scenario's figures, side by side.
+type scenario struct {
+	Objects  int `json:"objects"`
+	Replicas int `json:"replicas"`
+	// Wall time from the first request to done (nil: does not apply).
+	RawS          *float64 `json:"raw_s"`
+	DeploymentS   *float64 `json:"deployment_s"`
+	MyDeploymentS *float64 `json:"mydeployment_s"`
+	// Pods created, replaced or deleted per second.
+	PodsPerS map[string]float64 `json:"pods_per_s,omitempty"`
+
+	MyDeploymentOverDeployment *float64 `json:"mydeployment_over_deployment"`
+	MyDeploymentOverRaw        *float64 `json:"mydeployment_over_raw"`
+
+	// RollingUpdate invariant breaches the watcher saw (MyDeployment; Deployment's beside it).
+	InvariantViolations           *int     `json:"invariant_violations"`
+	DeploymentInvariantViolations *int     `json:"deployment_invariant_violations,omitempty"`
+	ViolationExamples             []string `json:"violation_examples,omitempty"`
+	DeploymentViolationExamples   []string `json:"deployment_violation_examples,omitempty"`
+	// Writes at rest (steady state): by our manager; by kcm's deployment and replicaset controllers.
+	WritesAtRest           *int     `json:"writes_at_rest"`
+	DeploymentWritesAtRest *int     `json:"deployment_writes_at_rest,omitempty"`
+	SteadyWindowS          *float64 `json:"steady_window_s,omitempty"`
+	ReconcilesAtRest       *float64 `json:"mydeployment_reconciles_at_rest,omitempty"`
+
+	// API requests by the party's own client(s), by verb and by verb+resource.
+	Requests map[string]map[string]int `json:"requests"`
+	// Every request the API server received in the window, from anyone.
+	RequestsAll map[string]int `json:"requests_all"`
+	// CPU seconds in the window: party -> process -> seconds.
+	CPUS map[string]map[string]float64 `json:"cpu_s"`
+}
+
+type target struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+	Met   bool    `json:"met"`
+}
+
+// actor is whose requests count as the party's own.
+var actor = map[string]string{partyRaw: whoRaw, partyDeployment: whoKCMDeploy, partyMyDeployment: whoManager}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+func (b *bench) results(reqs []requests, runTime time.Duration) *results {
+	cfg := b.cfg
+	res := &results{Settings: cfg, RunS: round(runTime.Seconds(), 1), Date: time.Now().UTC().Format(time.RFC3339)}
+	byName := map[string]*scenario{scaleOut: &res.ScaleOut, rollingUpdate: &res.RollingUpdate, scaleIn: &res.ScaleIn, steadyState: &res.SteadyState}
+	pods := map[string]int{scaleOut: cfg.Objects * cfg.Replicas, rollingUpdate: cfg.Objects * cfg.Replicas,
+		scaleIn: cfg.Objects * (cfg.Replicas - cfg.Replicas/2)}
+	for _, s := range byName {
+		s.Objects, s.Replicas = cfg.Objects, cfg.Replicas
+		s.Requests, s.RequestsAll, s.CPUS = map[string]map[string]int{}, map[string]int{}, map[string]map[string]float64{}
+	}
+	for i, w := range b.windows {
+		s := byName[w.Scenario]
+		secs := round(w.End.Sub(w.Start).Seconds(), 2)
+		if w.Scenario != steadyState {
+			switch w.Party {
+			case partyRaw:
+				s.RawS = &secs
+			case partyDeployment:
+				s.DeploymentS = &secs
+			case partyMyDeployment:
+				s.MyDeploymentS = &secs
+			}
+			if s.PodsPerS == nil {
+				s.PodsPerS = map[string]float64{}
+			}
+			s.PodsPerS[w.Party] = round(float64(pods[w.Scenario])/w.End.Sub(w.Start).Seconds(), 1)
+		}
+		s.Requests[w.Party] = reqs[i][actor[w.Party]]
+		if s.Requests[w.Party] == nil {
+			s.Requests[w.Party] = map[string]int{}
+		}
+		s.RequestsAll[w.Party] = reqs[i].total(allRequesters)
+		s.CPUS[w.Party] = map[string]float64{"kube-controller-manager": round(w.KCMCPU, 2),
+			"kube-apiserver": round(w.APIServerCPU, 2), "manager": round(w.ManagerCPU, 2)}
+		switch {
+		case w.Scenario == rollingUpdate && w.Party == partyMyDeployment:
+			v := w.Violations
+			s.InvariantViolations, s.ViolationExamples = &v, w.ViolationExamples
+		case w.Scenario == rollingUpdate && w.Party == partyDeployment:
+			v := w.Violations
+			s.DeploymentInvariantViolations, s.DeploymentViolationExamples = &v, w.ViolationExamples
+		case w.Scenario == steadyState && w.Party == partyMyDeployment:
+			rec := w.Reconciles
+			s.ReconcilesAtRest, s.SteadyWindowS = &rec, &secs
+			// An audit log with nothing in the window (kwok's heartbeats always
+			// are) proves nothing: no figure rather than a false 0.
+			if reqs[i].total(allRequesters) > 0 {
+				n := reqs[i].writes(whoManager)
+				s.WritesAtRest = &n
+			}
+		case w.Scenario == steadyState && w.Party == partyDeployment:
+			n := reqs[i].writes(whoKCMDeploy)
+			s.DeploymentWritesAtRest = &n
+		}
+		if w.Party == partyDeployment {
+			res.KCMCPUDeploymentWindowsS += w.KCMCPU
+		}
+		if w.Party == partyMyDeployment {
+			res.ManagerCPUMyDeploymentWinS += w.ManagerCPU
+		}
+	}
+	for _, s := range byName {
+		if s.MyDeploymentS != nil && s.DeploymentS != nil && *s.DeploymentS > 0 {
+			v := round(*s.MyDeploymentS / *s.DeploymentS, 3)
+			s.MyDeploymentOverDeployment = &v
+		}
+		if s.MyDeploymentS != nil && s.RawS != nil && *s.RawS > 0 {
+			v := round(*s.MyDeploymentS / *s.RawS, 3)
+			s.MyDeploymentOverRaw = &v
+		}
+	}
+	res.KCMCPUDeploymentWindowsS = round(res.KCMCPUDeploymentWindowsS, 2)
+	res.ManagerCPUMyDeploymentWinS = round(res.ManagerCPUMyDeploymentWinS, 2)
+	res.ManagerPeakRSSMiB = round(b.managerEnd.PeakRSSMiB, 1)
+	res.ManagerCPUS = round(b.managerEnd.CPUSeconds, 2)
+	res.KCMPeakRSSMiB = round(b.kcmEnd.PeakRSSMiB, 1)
+	res.KCMCPUS = round(b.kcmEnd.CPUSeconds-b.kcmStart.CPUSeconds, 2)
+	res.APIServerCPUS = round(b.apiEnd.CPUSeconds-b.apiStart.CPUSeconds, 2)
+	res.Targets = targets(res)
+	res.Machine = machine()
+	res.Versions = b.versions()
+	return res
+}
+
+func targets(r *results) []target {
+	var ts []target
+	add := func(name string, v *float64, limit float64) {
+		if v != nil {
+			ts = append(ts, target{name, *v, limit, *v <= limit})
+		}
+	}
+	ratio := func(a, b float64) *float64 {
+		if b == 0 {
+			return nil
+		}
+		v := round(a/b, 3)
+		return &v
+	}
+	add("scale_out mydeployment/raw", r.ScaleOut.MyDeploymentOverRaw, 1.10)
+	add("scale_out mydeployment/deployment", r.ScaleOut.MyDeploymentOverDeployment, 0.8)
+	add("rolling_update mydeployment/deployment", r.RollingUpdate.MyDeploymentOverDeployment, 0.8)
+	if v := r.RollingUpdate.InvariantViolations; v != nil {
+		f := float64(*v)
+		add("rolling_update invariant violations", &f, 0)
+	}
+	if v := r.SteadyState.WritesAtRest; v != nil {
+		f := float64(*v)
+		add("steady_state writes by the manager", &f, 0)
+	}
+	add("manager CPU / kcm CPU (whole run)", ratio(r.ManagerCPUS, r.KCMCPUS), 0.5)
+	add("manager CPU / kcm CPU (own party's windows)", ratio(r.ManagerCPUMyDeploymentWinS, r.KCMCPUDeploymentWindowsS), 0.5)
+	add("manager peak RSS / kcm peak RSS", ratio(r.ManagerPeakRSSMiB, r.KCMPeakRSSMiB), 0.5)
+	return ts
+}
+
+func machine() map[string]string {
+	m := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "os": runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m["cpu"] = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if l, _, ok := strings.Cut(string(b), "\n"); ok {
+			m["memory"] = strings.Join(strings.Fields(l)[1:], " ")
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m["kernel"] = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m["load_average_at_end"] = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	if v := os.Getenv("BENCH_LOAD_AT_START"); v != "" {
+		m["load_average_at_start"] = v
+	}
+	return m
+}
+
+func (b *bench) versions() map[string]string {
+	v := map[string]string{"go": runtime.Version(), "kwok": "v0.8.0", "etcd": "v3.7.3"}
+	if out, err := b.cl.kubectlOut(contextBackground(), "version", "-o", "json"); err == nil {
+		var kv struct {
+			Server struct {
+				GitVersion string `json:"gitVersion"`
+			} `json:"serverVersion"`
+		}
+		if json.Unmarshal([]byte(out), &kv) == nil {
+			v["kubernetes"] = kv.Server.GitVersion
+		}
+	}
+	if out, err := exec.Command("git", "-C", b.cfg.root, "describe", "--always", "--dirty").Output(); err == nil {
+		v["mydeployment-operator"] = strings.TrimSpace(string(out))
+	}
+	return v
+}
+
+// write puts results.json, chart.png and the results section of README.md in dir.
+func (r *results) write(dir string) error {
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "results.json"), append(js, '\n')); err != nil {
+		return err
+	}
+	png, err := barChart(fmt.Sprintf("%d x %d pods: seconds (lower is better)", r.Settings.Objects, r.Settings.Replicas),
+		[]string{"raw client", "Deployment", "MyDeployment"},
+		[]barGroup{
+			{"scale-out", []*float64{r.ScaleOut.RawS, r.ScaleOut.DeploymentS, r.ScaleOut.MyDeploymentS}},
+			{"rolling update", []*float64{r.RollingUpdate.RawS, r.RollingUpdate.DeploymentS, r.RollingUpdate.MyDeploymentS}},
+			{"scale-in", []*float64{r.ScaleIn.RawS, r.ScaleIn.DeploymentS, r.ScaleIn.MyDeploymentS}},
+		})
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "chart.png"), png); err != nil {
+		return err
+	}
+	return updateReadme(filepath.Join(dir, "README.md"), r.markdown())
+}
+
+const (
+	beginMarker = "<!-- BEGIN GENERATED RESULTS (go run ./test/bench) -->"
+	endMarker   = "<!-- END GENERATED RESULTS -->"
+)
+
+// updateReadme replaces the generated section of path (or writes one).
+func updateReadme(path, section string) error {
+	body := "# Benchmarks\n\n" + beginMarker + "\n" + endMarker + "\n"
+	if old, err := os.ReadFile(path); err == nil && strings.Contains(string(old), beginMarker) && strings.Contains(string(old), endMarker) {
+		body = string(old)
+	}
+	i, j := strings.Index(body, beginMarker), strings.Index(body, endMarker)
+	return writeFile(path, []byte(body[:i+len(beginMarker)]+"\n"+section+body[j:]))
+}
+
+func cell(v *float64, unit string) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f%s", *v, unit)
+}
+
+func icell(v *int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprint(*v)
+}
+
+func (r *results) markdown() string {
+	var sb strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
+	s := r.Settings
+	p("\nRun %s: %d objects x %d replicas = %d pods per party, %d kwok nodes; whole run %.0f s.\n\n",
+		r.Date, s.Objects, s.Replicas, s.Objects*s.Replicas, s.Nodes, r.RunS)
+	p("![wall time per scenario](chart.png)\n\n")
+	p("| scenario | raw client | Deployment | MyDeployment | MyDeployment / Deployment | MyDeployment / raw | pods/s (raw / Deployment / MyDeployment) | invariant violations (MyDeployment / Deployment) |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range []struct {
+		name string
+		s    *scenario
+	}{{"scale-out", &r.ScaleOut}, {"rolling update", &r.RollingUpdate}, {"scale-in to half", &r.ScaleIn}} {
+		pps := func(k string) string {
+			if v, ok := sc.s.PodsPerS[k]; ok {
+				return fmt.Sprintf("%.0f", v)
+			}
+			return "n/a"
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s |\n", sc.name,
+			cell(sc.s.RawS, " s"), cell(sc.s.DeploymentS, " s"), cell(sc.s.MyDeploymentS, " s"),
+			cell(sc.s.MyDeploymentOverDeployment, "x"), cell(sc.s.MyDeploymentOverRaw, "x"),
+			pps(partyRaw), pps(partyDeployment), pps(partyMyDeployment),
+			icell(sc.s.InvariantViolations), icell(sc.s.DeploymentInvariantViolations))
+	}
+	st := r.SteadyState
+	p("| steady state (%s s, two resyncs of the manager) | | writes: %s | writes: %s (%s reconciles) | | | | |\n\n",
+		cell(st.SteadyWindowS, ""), icell(st.DeploymentWritesAtRest), icell(st.WritesAtRest), cell(st.ReconcilesAtRest, ""))
+
+	p("Processes over the run:\n\n| | peak RSS | CPU seconds (whole life in the run) | CPU seconds (own party's windows) |\n|---|---|---|---|\n")
+	p("| our manager | %.1f MiB | %.2f | %.2f |\n", r.ManagerPeakRSSMiB, r.ManagerCPUS, r.ManagerCPUMyDeploymentWinS)
+	p("| kube-controller-manager | %.1f MiB | %.2f | %.2f |\n", r.KCMPeakRSSMiB, r.KCMCPUS, r.KCMCPUDeploymentWindowsS)
+	p("| kube-apiserver | | %.2f | |\n\n", r.APIServerCPUS)
+
+	p("API requests by the party's own client (raw: the benchmark's pod client; Deployment: kube-controller-manager's deployment and replicaset controllers; MyDeployment: our manager), from the audit log; `all` is every request the API server received in the window (scheduler, kwok and the benchmark's watches included):\n\n")
+	if r.ScaleOut.RequestsAll == nil {
+		p("*Not available for this run* (its audit log was rotated at 100 MB and only the newest file was read; fixed since).\n\n")
+	}
+	p("| scenario | party | requests by verb | all |\n|---|---|---|---|\n")
+	for _, sc := range []struct {
+		name string
+		s    *scenario
+	}{{"scale-out", &r.ScaleOut}, {"rolling update", &r.RollingUpdate}, {"scale-in", &r.ScaleIn}, {"steady state", &r.SteadyState}} {
+		for _, party := range s.Parties {
+			verbs, ok := sc.s.Requests[party]
+			if !ok {
+				continue
+			}
+			p("| %s | %s | %s | %d |\n", sc.name, party, verbSummary(verbs), sc.s.RequestsAll[party])
+		}
+	}
+	p("\nTargets:\n\n| target | value | limit | met |\n|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		met := "yes"
+		if !t.Met {
+			met = "**no**"
+		}
+		p("| %s | %g | %g | %s |\n", t.Name, t.Value, t.Limit, met)
+	}
+	p("\nMachine: ")
+	writeMap(&sb, r.Machine)
+	p(".\nVersions: ")
+	writeMap(&sb, r.Versions)
+	p(".\nSettings: client QPS %g / burst %d for every party (kube-controller-manager, kube-scheduler, our manager, the raw client); "+
+		"kube-controller-manager --concurrent-deployment-syncs=%d --concurrent-replicaset-syncs=%d, our manager --workers %d; "+
+		"kwok pod workers %d (its default) for every party; %d nodes holding %d pods each; RollingUpdate 25%%/25%%; "+
+		"our manager --sync-period %gs.\n",
+		s.QPS, s.Burst, s.Workers, s.Workers, s.Workers, s.KwokPodWork, s.Nodes, s.PodsPerNode, s.SyncPeriodS)
+	return sb.String()
+}
+
+func verbSummary(m map[string]int) string {
+	var keys []string
+	for k := range m {
+		if !strings.Contains(k, " ") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func writeMap(sb *strings.Builder, m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(sb, "%s %s", k, m[k])
+	}
+}
+
+func contextBackground() context.Context { return context.Background() }
+
+// render rewrites the outputs in dir from a results.json of an earlier run.
+func render(path, dir string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var r results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return r.write(dir)
+}

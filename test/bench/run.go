@@ -1,0 +1,570 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// The parties, in the order they run.
+const (
+	partyRaw          = "raw"
+	partyDeployment   = "deployment"
+	partyMyDeployment = "mydeployment"
+)
+
+// The scenarios.
+const (
+	scaleOut      = "scale_out"
+	rollingUpdate = "rolling_update"
+	scaleIn       = "scale_in"
+	steadyState   = "steady_state"
+)
+
+// User agents of the benchmark's own clients, so the audit log tells them apart.
+const (
+	uaRaw    = "mydeployment-bench-raw"
+	uaDriver = "mydeployment-bench-driver"
+)
+
+const (
+	imageV1 = "registry.example/bench-app:v1"
+	imageV2 = "registry.example/bench-app:v2"
+)
+
+// window is one party's run of one scenario.
+type window struct {
+	Party, Scenario string
+	Start, End      time.Time
+	// CPU seconds spent in the window by kube-controller-manager, our manager, kube-apiserver.
+	KCMCPU, ManagerCPU, APIServerCPU float64
+	Violations                       int
+	ViolationExamples                []string
+	Reconciles                       float64 // our manager's reconciles in the window (steady state)
+	// Seconds from the start to the newest pod's appearance and the last pod becoming ready.
+	LastNewPodS, LastReadyPodS float64
+}
+
+// bench is one run: the cluster, its clients, and what was measured.
+type bench struct {
+	cfg     *config
+	cl      *cluster
+	rest    *rest.Config
+	scheme  *runtime.Scheme
+	driver  client.Client
+	raw     kubernetes.Interface
+	driverK kubernetes.Interface
+	windows []*window
+	mgr     *managerProc
+	// lifetime stats of the processes we compare
+	kcmStart, apiStart procSample
+	kcmEnd, apiEnd     procSample
+	managerEnd         procSample
+}
+
+func run(ctx context.Context, cfg *config) (*results, error) {
+	started := time.Now()
+	cl := &cluster{name: cfg.cluster, root: cfg.root, workDir: filepath.Join(cfg.root, "bin", "bench-clusters")}
+	defer cl.down()
+	logf("starting cluster %s (%d nodes, client qps %v / burst %d, %d workers)", cfg.cluster, cfg.Nodes, cfg.QPS, cfg.Burst, cfg.Workers)
+	if err := cl.up(ctx, cfg); err != nil {
+		// Other clusters on the machine may take a port kwokctl picked
+		// meanwhile: one fresh try.
+		logf("cluster did not come up (%v); trying once more", err)
+		if err := cl.up(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	b := &bench{cfg: cfg, cl: cl}
+	if err := b.clients(); err != nil {
+		return nil, err
+	}
+	kcm, err := cl.pid("kube-controller-manager")
+	if err != nil {
+		return nil, err
+	}
+	api, err := cl.pid("kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	b.kcmStart, _ = readProc(kcm)
+	b.apiStart, _ = readProc(api)
+	for _, p := range cfg.Parties {
+		if err := b.party(ctx, p); err != nil {
+			b.stopManager()
+			return nil, fmt.Errorf("party %s: %w", p, err)
+		}
+	}
+	if b.kcmEnd, err = readProc(kcm); err != nil {
+		return nil, fmt.Errorf("kube-controller-manager is gone: %w", err)
+	}
+	b.apiEnd, _ = readProc(api)
+	// The audit log is written in batches: let the last one land.
+	time.Sleep(3 * time.Second)
+	reqs, err := countRequests(cl.auditLog, b.windows)
+	if err != nil {
+		return nil, err
+	}
+	if os.Getenv("BENCH_KEEP_AUDIT") != "" { // for digging into one run's timeline (newest file only)
+		if data, err := os.ReadFile(cl.auditLog); err == nil {
+			_ = writeFile(filepath.Join(cfg.out, "audit.log"), data)
+		}
+	}
+	res := b.results(reqs, time.Since(started))
+	if err := res.write(cfg.out); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (b *bench) clients() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.cl.kubeconfig)
+	if err != nil {
+		return err
+	}
+	b.rest = cfg
+	b.scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(b.scheme); err != nil {
+		return err
+	}
+	if err := appsv1beta1.AddToScheme(b.scheme); err != nil {
+		return err
+	}
+	// The driver creates and patches the objects: it must never be what waits.
+	dc := rest.CopyConfig(cfg)
+	dc.QPS, dc.Burst, dc.UserAgent = 2000, 4000, uaDriver
+	if b.driver, err = client.New(dc, client.Options{Scheme: b.scheme}); err != nil {
+		return err
+	}
+	if b.driverK, err = kubernetes.NewForConfig(dc); err != nil {
+		return err
+	}
+	// The raw party gets exactly what the controllers get.
+	rc := rest.CopyConfig(cfg)
+	rc.QPS, rc.Burst, rc.UserAgent = float32(b.cfg.QPS), b.cfg.Burst, uaRaw
+	b.raw, err = kubernetes.NewForConfig(rc)
+	return err
+}
+
+// partyState is what one party's scenarios share.
+type partyState struct {
+	name, ns string
+	objects  []string
+	cache    cache.Cache
+	pods     *tracker
+	status   func(ctx context.Context) ([]objStatus, error)
+}
+
+// objStatus is the part of a Deployment's or MyDeployment's status the waits read.
+type objStatus struct {
+	name                                      string
+	generation, observed                      int64
+	spec, replicas, updated, ready, available int32
+}
+
+func (b *bench) party(ctx context.Context, name string) error {
+	ps := &partyState{name: name, ns: "bench-" + name, pods: newTracker()}
+	for i := range b.cfg.Objects {
+		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", name, i))
+	}
+	if err := b.namespace(ctx, ps.ns); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := b.watch(ctx, ps); err != nil {
+		return err
+	}
+	if name == partyMyDeployment {
+		var err error
+		if b.mgr, err = startManager(ctx, b.cfg, b.cl); err != nil {
+			return err
+		}
+	}
+	steps := []struct {
+		scenario string
+		fn       func(context.Context, *partyState) error
+	}{
+		{scaleOut, b.scaleOut},
+		{rollingUpdate, b.rollingUpdate},
+		{scaleIn, b.scaleIn},
+		{steadyState, b.steady},
+	}
+	for _, st := range steps {
+		if name == partyRaw && (st.scenario == rollingUpdate || st.scenario == steadyState) {
+			continue // no controller: nothing rolls, nothing rests
+		}
+		if st.scenario == steadyState {
+			// Rest means rest: no pod still terminating from scale-in, and the
+			// status writes that follow their going settled.
+			if err := poll(ctx, b.cfg.Timeout, 100*time.Millisecond, ps.pods.settled); err != nil {
+				return fmt.Errorf("waiting for terminating pods to go: %w", err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if err := b.measure(ctx, ps, st.scenario, st.fn); err != nil {
+			return fmt.Errorf("%s: %w (%s)", st.scenario, err, ps.pods.summary())
+		}
+	}
+	b.stopManager()
+	return b.cleanup(ctx, ps)
+}
+
+// measure runs one scenario inside a window, sampling CPU around it.
+func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn func(context.Context, *partyState) error) error {
+	w := &window{Party: ps.name, Scenario: scenario}
+	kcm0, api0, mgr0 := b.sample()
+	var rec0 float64
+	if b.mgr != nil {
+		rec0 = b.mgr.reconciles()
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+	defer cancel()
+	logf("%s: %s", ps.name, scenario)
+	ps.pods.mark()
+	w.Start = time.Now()
+	err := fn(ctx, ps)
+	w.End = time.Now()
+	kcm1, api1, mgr1 := b.sample()
+	w.KCMCPU, w.APIServerCPU, w.ManagerCPU = kcm1-kcm0, api1-api0, mgr1-mgr0
+	if b.mgr != nil {
+		w.Reconciles = b.mgr.reconciles() - rec0
+	}
+	if scenario == rollingUpdate {
+		w.Violations, w.ViolationExamples = ps.pods.checkInvariants(nil)
+	}
+	b.windows = append(b.windows, w)
+	if err != nil {
+		return err
+	}
+	w.LastNewPodS, w.LastReadyPodS = ps.pods.since(w.Start)
+	logf("%s: %s took %.2fs, last pod created at %.2fs, last ready at %.2fs (%s)", ps.name, scenario,
+		w.End.Sub(w.Start).Seconds(), w.LastNewPodS, w.LastReadyPodS, ps.pods.summary())
+	return nil
+}
+
+func (b *bench) sample() (kcm, api, mgr float64) {
+	if pid, err := b.cl.pid("kube-controller-manager"); err == nil {
+		s, _ := readProc(pid)
+		kcm = s.CPUSeconds
+	}
+	if pid, err := b.cl.pid("kube-apiserver"); err == nil {
+		s, _ := readProc(pid)
+		api = s.CPUSeconds
+	}
+	if b.mgr != nil {
+		s, _ := readProc(b.mgr.cmd.Process.Pid)
+		mgr = s.CPUSeconds
+	}
+	return kcm, api, mgr
+}
+
+func (b *bench) stopManager() {
+	if b.mgr == nil {
+		return
+	}
+	if s, err := readProc(b.mgr.cmd.Process.Pid); err == nil {
+		b.managerEnd = s
+	}
+	b.mgr.stop()
+	b.mgr = nil
+}
+
+// namespace creates ns and waits for its default service account (pods
+// of a fresh namespace are refused until kube-controller-manager makes it).
+func (b *bench) namespace(ctx context.Context, ns string) error {
+	if _, err := b.driverK.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return poll(ctx, time.Minute, 100*time.Millisecond, func() bool {
+		_, err := b.driverK.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	})
+}
+
+// watch starts the party's cache: its pods (through the tracker) and its objects.
+func (b *bench) watch(ctx context.Context, ps *partyState) error {
+	dc := rest.CopyConfig(b.rest)
+	dc.QPS, dc.Burst, dc.UserAgent = 2000, 4000, uaDriver
+	c, err := cache.New(dc, cache.Options{
+		Scheme:            b.scheme,
+		DefaultNamespaces: map[string]cache.Config{ps.ns: {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return err
+	}
+	inf, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(ps.pods.handler()); err != nil {
+		return err
+	}
+	switch ps.name {
+	case partyDeployment:
+		if _, err := c.GetInformer(ctx, &appsv1.Deployment{}); err != nil {
+			return err
+		}
+		ps.status = func(ctx context.Context) ([]objStatus, error) {
+			var l appsv1.DeploymentList
+			if err := c.List(ctx, &l); err != nil {
+				return nil, err
+			}
+			out := make([]objStatus, 0, len(l.Items))
+			for _, d := range l.Items {
+				s := d.Status
+				out = append(out, objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
+					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas})
+			}
+			return out, nil
+		}
+	case partyMyDeployment:
+		if _, err := c.GetInformer(ctx, &appsv1beta1.MyDeployment{}); err != nil {
+			return err
+		}
+		ps.status = func(ctx context.Context) ([]objStatus, error) {
+			var l appsv1beta1.MyDeploymentList
+			if err := c.List(ctx, &l); err != nil {
+				return nil, err
+			}
+			out := make([]objStatus, 0, len(l.Items))
+			for _, d := range l.Items {
+				s := d.Status
+				out = append(out, objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
+					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas})
+			}
+			return out, nil
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the benchmark's cache did not sync")
+	}
+	ps.cache = c
+	return nil
+}
+
+func podTemplate(name, image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, objectLabel: name}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+	}
+}
+
+func (b *bench) object(ps *partyState, name string) client.Object {
+	replicas := int32(b.cfg.Replicas)
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+	meta := metav1.ObjectMeta{Name: name, Namespace: ps.ns}
+	if ps.name == partyDeployment {
+		return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
+	}
+	return &appsv1beta1.MyDeployment{ObjectMeta: meta, Spec: appsv1beta1.MyDeploymentSpec{
+		Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
+}
+
+// scaleOut: from nothing until every pod exists and is Ready, and (for
+// the controllers) every object's status says so.
+func (b *bench) scaleOut(ctx context.Context, ps *partyState) error {
+	R := b.cfg.Replicas
+	if ps.name == partyRaw {
+		err := forEach(ctx, ps.objects, b.cfg.Workers, func(name string) error {
+			tmpl := podTemplate(name, imageV1)
+			return forEachN(R, R, func(i int) error {
+				pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+				pod.Name, pod.Namespace = fmt.Sprintf("%s-%d", name, i), ps.ns
+				_, err := b.raw.CoreV1().Pods(ps.ns).Create(ctx, pod, metav1.CreateOptions{})
+				return err
+			})
+		})
+		if err != nil {
+			return err
+		}
+		return b.waitPods(ctx, ps, R, imageV1)
+	}
+	if err := forEach(ctx, ps.objects, 20, func(name string) error {
+		return b.driver.Create(ctx, b.object(ps, name))
+	}); err != nil {
+		return err
+	}
+	return b.waitDone(ctx, ps, R, imageV1)
+}
+
+// rollingUpdate: a new image on every object, until every object runs R
+// updated, available pods and nothing else; the tracker checks the
+// RollingUpdate invariants (25%/25%) on every pod event meanwhile.
+func (b *bench) rollingUpdate(ctx context.Context, ps *partyState) error {
+	R := b.cfg.Replicas
+	surge, unavailable := (R+3)/4, R/4 // 25% rounded up and down, as Deployment does
+	ps.pods.checkInvariants(&bounds{maxLive: R + surge, minReady: R - unavailable})
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, imageV2)))
+	if err := forEach(ctx, ps.objects, 20, func(name string) error {
+		obj := b.object(ps, name)
+		return b.driver.Patch(ctx, obj, patch)
+	}); err != nil {
+		return err
+	}
+	return b.waitDone(ctx, ps, R, imageV2)
+}
+
+// scaleIn: to half the replicas.
+func (b *bench) scaleIn(ctx context.Context, ps *partyState) error {
+	R, half := b.cfg.Replicas, b.cfg.Replicas/2
+	if ps.name == partyRaw {
+		err := forEach(ctx, ps.objects, b.cfg.Workers, func(name string) error {
+			return forEachN(R-half, R-half, func(i int) error {
+				return b.raw.CoreV1().Pods(ps.ns).Delete(ctx, fmt.Sprintf("%s-%d", name, half+i), metav1.DeleteOptions{})
+			})
+		})
+		if err != nil {
+			return err
+		}
+		return b.waitPods(ctx, ps, half, imageV1)
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, half)))
+	if err := forEach(ctx, ps.objects, 20, func(name string) error {
+		return b.driver.Patch(ctx, b.object(ps, name), patch)
+	}); err != nil {
+		return err
+	}
+	return b.waitDone(ctx, ps, half, imageV2)
+}
+
+// steady: nothing changes for two of our manager's resync periods (every
+// object is reconciled twice); the audit log then says what was written.
+func (b *bench) steady(ctx context.Context, _ *partyState) error {
+	d := b.cfg.SyncPeriod*2 + b.cfg.SyncPeriod/4 // resyncs carry 10% jitter
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func (b *bench) waitPods(ctx context.Context, ps *partyState, want int, image string) error {
+	return poll(ctx, b.cfg.Timeout, 50*time.Millisecond, func() bool { return ps.pods.all(ps.objects, want, image) })
+}
+
+// waitDone waits until every object's status reports want updated,
+// available replicas for its current generation and the watch sees
+// exactly that many ready pods of image.
+func (b *bench) waitDone(ctx context.Context, ps *partyState, want int, image string) error {
+	return poll(ctx, b.cfg.Timeout, 50*time.Millisecond, func() bool {
+		if !ps.pods.all(ps.objects, want, image) {
+			return false
+		}
+		sts, err := ps.status(ctx)
+		if err != nil || len(sts) != len(ps.objects) {
+			return false
+		}
+		w := int32(want)
+		for _, s := range sts {
+			if s.observed < s.generation || s.spec != w || s.replicas != w || s.updated != w || s.ready != w || s.available != w {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// cleanup removes everything of the party and waits until it is gone, so
+// the next party starts on a quiet cluster.
+func (b *bench) cleanup(ctx context.Context, ps *partyState) error {
+	logf("%s: cleaning up", ps.name)
+	bg := metav1.DeletePropagationBackground
+	switch ps.name {
+	case partyDeployment:
+		_ = b.driver.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
+		_ = b.driver.DeleteAllOf(ctx, &appsv1.ReplicaSet{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
+	case partyMyDeployment:
+		_ = b.driver.DeleteAllOf(ctx, &appsv1beta1.MyDeployment{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
+	}
+	// Grace 0: pods go at once, without waiting for kwok.
+	// (Thousands of pods may outlast the request's timeout: the namespace's
+	// deletion below finishes the job either way.)
+	if err := b.driverK.CoreV1().Pods(ps.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+		logf("%s: deleting pods: %v (the namespace's deletion goes on)", ps.name, err)
+	}
+	if err := b.driverK.CoreV1().Namespaces().Delete(ctx, ps.ns, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	if !b.cfg.WaitCleanup {
+		return nil // the smoke size: a handful of pods cannot disturb the next party
+	}
+	return poll(ctx, 10*time.Minute, 500*time.Millisecond, func() bool {
+		_, err := b.driverK.CoreV1().Namespaces().Get(ctx, ps.ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// forEach calls fn for every item with at most workers at once; the first
+// error wins.
+func forEach(ctx context.Context, items []string, workers int, fn func(string) error) error {
+	return forEachN(len(items), workers, func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(items[i])
+	})
+}
+
+func forEachN(n, workers int, fn func(int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for range max(1, min(workers, n)) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil
+				mu.Unlock()
+				if i >= n || stop {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
