@@ -11,7 +11,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -87,7 +86,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		return s, nil
 	}
 	s.selector = sel
-	if s.maxSurge, s.maxUnavailable, err = fenceposts(md); err != nil {
+	if s.maxSurge, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
 		s.invalid = err
 		return s, nil
 	}
@@ -116,29 +115,6 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		return s, fmt.Errorf("listing revisions: %w", err)
 	}
 	return s, nil
-}
-
-// fenceposts resolves maxSurge/maxUnavailable as Deployment does (Recreate:
-// 0/0; RollingUpdate without values: 25%/25%).
-func fenceposts(md *appsv1beta1.MyDeployment) (surge, unavailable int32, err error) {
-	if md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		return 0, 0, nil
-	}
-	quarter := intstr.FromString("25%")
-	ms, mu := &quarter, &quarter
-	if ru := md.Spec.Strategy.RollingUpdate; ru != nil {
-		if ru.MaxSurge != nil {
-			ms = ru.MaxSurge
-		}
-		if ru.MaxUnavailable != nil {
-			mu = ru.MaxUnavailable
-		}
-	}
-	surge, unavailable, err = rollout.ResolveFenceposts(ms, mu, ptr.Deref(md.Spec.Replicas, 1))
-	if err != nil {
-		return 0, 0, fmt.Errorf("spec.strategy.rollingUpdate: %w", err)
-	}
-	return surge, unavailable, nil
 }
 
 // result is when to look at the MyDeployment again: the soonest of a pod

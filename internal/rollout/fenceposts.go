@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -87,4 +88,29 @@ func parsePercent(s string) (int64, error) {
 		return 0, fmt.Errorf("invalid percentage %q: %w", s, err)
 	}
 	return n, nil
+}
+
+// StrategyFenceposts resolves a Deployment strategy to absolute surge and
+// unavailable counts for replicas, with the API defaults a strategy read back
+// from a client may lack: Recreate is 0/0, RollingUpdate values default to
+// 25%/25% each.
+func StrategyFenceposts(strategy appsv1.DeploymentStrategy, replicas int32) (surge, unavailable int32, err error) {
+	if strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return 0, 0, nil
+	}
+	quarter := intstr.FromString("25%")
+	ms, mu := &quarter, &quarter
+	if ru := strategy.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			ms = ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			mu = ru.MaxUnavailable
+		}
+	}
+	surge, unavailable, err = ResolveFenceposts(ms, mu, replicas)
+	if err != nil {
+		return 0, 0, fmt.Errorf("spec.strategy.rollingUpdate: %w", err)
+	}
+	return surge, unavailable, nil
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -26,7 +25,7 @@ const (
 const tick = time.Second
 
 // plannerInput builds the planner's settings from the spec as the
-// controller does (internal/controller: observe.go fenceposts, sync.go):
+// controller does (rollout.StrategyFenceposts, as internal/controller does):
 // replicas default 1, Recreate 0/0, RollingUpdate values default 25%/25%.
 func plannerInput(md *appsv1beta1.MyDeployment) (rollout.Input, error) {
 	replicas := ptr.Deref(md.Spec.Replicas, 1)
@@ -36,27 +35,9 @@ func plannerInput(md *appsv1beta1.MyDeployment) (rollout.Input, error) {
 		MinReadySeconds: md.Spec.MinReadySeconds,
 		Paused:          md.Spec.Paused,
 	}
-	if in.Recreate {
-		return in, nil
-	}
-	quarter := intstr.FromString("25%")
-	ms, mu := &quarter, &quarter
-	if ru := md.Spec.Strategy.RollingUpdate; ru != nil {
-		ms = orDefault(ru.MaxSurge, ms)
-		mu = orDefault(ru.MaxUnavailable, mu)
-	}
 	var err error
-	if in.MaxSurge, in.MaxUnavailable, err = rollout.ResolveFenceposts(ms, mu, replicas); err != nil {
-		return in, fmt.Errorf("spec.strategy.rollingUpdate: %w", err)
-	}
-	return in, nil
-}
-
-func orDefault(v, def *intstr.IntOrString) *intstr.IntOrString {
-	if v != nil {
-		return v
-	}
-	return def
+	in.MaxSurge, in.MaxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, replicas)
+	return in, err
 }
 
 // simulateRollout runs the controller's planner (rollout.Compute) on a fake
