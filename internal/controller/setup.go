@@ -22,9 +22,10 @@ import (
 const Name = "mydeployment-controller"
 
 // CacheOptions are the manager's cache settings for this controller: pods
-// only if they carry both revision labels (ours, or orphans we could adopt),
-// no managedFields on anything cached, and only the given namespaces (all
-// when empty), as OLM's target namespaces say.
+// only if they carry both revision labels (ours, or orphans we could adopt)
+// and trimmed to the fields the controller reads (trimPod), no managedFields
+// on anything cached, and only the given namespaces (all when empty), as
+// OLM's target namespaces say.
 func CacheOptions(namespaces []string) cache.Options {
 	ours := labels.NewSelector()
 	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
@@ -37,7 +38,7 @@ func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: ours},
+			&corev1.Pod{}: {Label: ours, Transform: trimPod},
 		},
 	}
 	if len(namespaces) > 0 {
