@@ -80,6 +80,7 @@ func main() {
 	var leaderElectionNamespace string
 	var syncPeriod time.Duration
 	var pprofAddr string
+	var statusBatchPeriod time.Duration
 	flag.IntVar(&workers, "workers", 5, "How many MyDeployments are reconciled in parallel "+
 		"(kube-controller-manager's --concurrent-deployment-syncs defaults to 5).")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Client-side rate limit (requests per second) towards the API server.")
@@ -87,6 +88,10 @@ func main() {
 	flag.DurationVar(&syncPeriod, "sync-period", 0, "How often every cached object is re-reconciled "+
 		"with nothing changed (0: controller-runtime's default, 10h). The benchmark shortens it to prove "+
 		"that a resync writes nothing.")
+	flag.DurationVar(&statusBatchPeriod, "status-batch-period", controller.DefaultStatusBatchPeriod,
+		"The least time between two status writes of one MyDeployment while a rollout only counts its pods "+
+			"up and down; a new generation, a condition change and the settled status are written at once "+
+			"(0: write every change at once).")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address the pprof endpoint binds to "+
 		"(e.g. 127.0.0.1:6060); empty disables it.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -273,7 +278,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	reconciler, err := controller.Setup(ctx, mgr, workers)
+	reconciler, err := controller.Setup(ctx, mgr, controller.Options{Workers: workers, StatusBatchPeriod: statusBatchPeriod})
 	if err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "MyDeployment")
 		os.Exit(1)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,9 @@ type MyDeploymentReconciler struct {
 	Workers int
 	// Metrics records each sync's outcome as Prometheus series.
 	Metrics *metrics.Recorder
+	// StatusPacer spaces out a rollout's progress-only status writes; nil
+	// writes every change at once.
+	StatusPacer *statusPacer
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;update;patch
@@ -83,6 +87,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.String()) // its pods go with it (ownerRefs)
 			r.Metrics.Forget(req.NamespacedName)
+			r.StatusPacer.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -106,8 +111,18 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
 			"MyDeployment %q has timed out progressing.", md.Name)
 	}
-	statusErr := r.patchStatus(ctx, md, st.Status)
-	return s.result(st.RequeueAfter), kerrors.NewAggregate([]error{syncErr, statusErr})
+	var deferred time.Duration
+	if !statusEqual(md.Status, st.Status) && !status.Pressing(md.Status, st.Status, ptr.Deref(md.Spec.Replicas, 1)) {
+		deferred = r.StatusPacer.wait(s.key, s.now)
+	}
+	var statusErr error
+	if deferred == 0 {
+		var wrote bool
+		if wrote, statusErr = r.patchStatus(ctx, md, st.Status); wrote {
+			r.StatusPacer.wrote(s.key, s.now)
+		}
+	}
+	return s.result(st.RequeueAfter, deferred), kerrors.NewAggregate([]error{syncErr, statusErr})
 }
 
 // SetupWithManager registers the controller: MyDeployments, the pods and
@@ -163,22 +178,23 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 	return reqs
 }
 
-// patchStatus writes status with a merge patch, only when it changed.
-func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, md *appsv1beta1.MyDeployment, st appsv1beta1.MyDeploymentStatus) error {
+// patchStatus writes status with a merge patch, only when it changed, and
+// says whether it wrote.
+func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, md *appsv1beta1.MyDeployment, st appsv1beta1.MyDeploymentStatus) (bool, error) {
 	if statusEqual(md.Status, st) {
-		return nil
+		return false, nil
 	}
 	// Diff the status alone: marshalling the whole object (its pod template)
 	// twice per write was a tenth of the manager's CPU.
 	patch, err := client.MergeFrom(&appsv1beta1.MyDeployment{Status: md.Status}).Data(&appsv1beta1.MyDeployment{Status: st})
 	if err != nil {
-		return fmt.Errorf("computing the status patch: %w", err)
+		return false, fmt.Errorf("computing the status patch: %w", err)
 	}
 	target := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace}}
 	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("patching status: %w", err)
+		return false, fmt.Errorf("patching status: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // reportInvalid records a spec that can never work as a condition and an
@@ -189,7 +205,8 @@ func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1be
 	}
 	st := md.Status.DeepCopy()
 	status.SetFailure(st, &status.Failure{Reason: appsv1beta1.ReasonInvalidSelector, Message: s.invalid.Error()}, s.now)
-	return r.patchStatus(ctx, md, *st)
+	_, err := r.patchStatus(ctx, md, *st)
+	return err
 }
 
 // requeueUnsettled makes a MyDeployment waiting on its cache look again even

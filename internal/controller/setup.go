@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -50,9 +51,22 @@ func CacheOptions(namespaces []string) cache.Options {
 	return opts
 }
 
+// Options are the controller's knobs that cmd/main.go exposes as flags.
+type Options struct {
+	// Workers is how many MyDeployments are reconciled in parallel.
+	Workers int
+	// StatusBatchPeriod is the least time between two status writes of one
+	// MyDeployment that only count a rollout's pods (see statusPacer); 0
+	// writes every change at once.
+	StatusBatchPeriod time.Duration
+}
+
+// DefaultStatusBatchPeriod is the manager's --status-batch-period default.
+const DefaultStatusBatchPeriod = time.Second
+
 // Setup builds the reconciler with its real collaborators and registers it
-// with mgr; workers MyDeployments are reconciled in parallel.
-func Setup(ctx context.Context, mgr ctrl.Manager, workers int) (*MyDeploymentReconciler, error) {
+// with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MyDeploymentReconciler, error) {
 	recorder := mgr.GetEventRecorder(Name)
 	r := &MyDeploymentReconciler{
 		Client:       mgr.GetClient(),
@@ -63,7 +77,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, workers int) (*MyDeploymentRec
 		Expectations: expectations.New(expectations.DefaultTimeout),
 		Metrics:      metrics.NewRecorder(),
 		Clock:        clock.RealClock{},
-		Workers:      workers,
+		Workers:      opts.Workers,
+		StatusPacer:  newStatusPacer(opts.StatusBatchPeriod),
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }

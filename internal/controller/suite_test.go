@@ -106,7 +106,7 @@ func startManager() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, mcancel := context.WithCancel(ctx)
-	_, err = Setup(mctx, mgr, 4)
+	_, err = Setup(mctx, mgr, Options{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod})
 	Expect(err).NotTo(HaveOccurred())
 	done := make(chan struct{})
 	go func() {

@@ -235,3 +235,28 @@ func remove(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType)
 	}
 	s.Conditions = kept
 }
+
+// Pressing reports whether next must be written at once rather than folded
+// into a later write of the same object: the spec's generation was observed,
+// a revision, the selector or the collision count changed, a condition
+// changed its status or reason, or the MyDeployment has just settled (every
+// desired replica updated, ready and available, nothing terminating), which
+// is what `kubectl rollout status` and every waiter wait for. The rest is a
+// rollout's progress counting up and down, which can wait a moment.
+func Pressing(prev, next appsv1beta1.MyDeploymentStatus, desired int32) bool {
+	if prev.ObservedGeneration != next.ObservedGeneration || prev.UpdateRevision != next.UpdateRevision ||
+		prev.CurrentRevision != next.CurrentRevision || prev.LabelSelector != next.LabelSelector ||
+		ptr.Deref(prev.CollisionCount, 0) != ptr.Deref(next.CollisionCount, 0) {
+		return true
+	}
+	if len(prev.Conditions) != len(next.Conditions) {
+		return true
+	}
+	for _, c := range next.Conditions {
+		if p := Get(&prev, c.Type); p == nil || p.Status != c.Status || p.Reason != c.Reason {
+			return true
+		}
+	}
+	return next.Replicas == desired && next.UpdatedReplicas == desired && next.ReadyReplicas == desired &&
+		next.AvailableReplicas == desired && ptr.Deref(next.TerminatingReplicas, 0) == 0
+}
