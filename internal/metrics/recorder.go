@@ -79,7 +79,11 @@ func (r *Recorder) Record(o Observation) {
 	for _, t := range conditionTypes {
 		c := status.Get(st, t)
 		if c == nil {
-			conditionStatus.DeletePartialMatch(map[string]string{LabelNamespace: md.Namespace, LabelName: md.Name, "condition": string(t)})
+			// By full label values: a partial match walks every series of
+			// every MyDeployment, on every sync.
+			for _, s := range conditionStatuses {
+				conditionStatus.DeleteLabelValues(md.Namespace, md.Name, string(t), strings.ToLower(string(s)))
+			}
 			continue
 		}
 		for _, s := range conditionStatuses {
