@@ -46,6 +46,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
 	"github.com/mydeployment-io/mydeployment-operator/internal/faultclient"
+	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	// +kubebuilder:scaffold:imports
@@ -225,6 +226,9 @@ func main() {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			namespaces = append(namespaces, ns)
 		}
+	}
+	if limit := memlimit.FromCgroup(); limit > 0 {
+		setupLog.Info("soft memory limit from the container's", "bytes", limit)
 	}
 	setupLog.Info("watching", "namespaces", namespaces, "workers", workers, "qps", qps, "burst", burst)
 
