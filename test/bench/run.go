@@ -301,6 +301,26 @@ func (b *bench) namespace(ctx context.Context, ns string) error {
 	})
 }
 
+// listStatus reads the status of every object of one list type from the
+// cache: items names the list's items, conv reads one.
+func listStatus[T, L any, PL interface {
+	*L
+	client.ObjectList
+}](c cache.Cache, items func(PL) []T, conv func(*T) objStatus) func(context.Context) ([]objStatus, error) {
+	return func(ctx context.Context) ([]objStatus, error) {
+		l := PL(new(L))
+		if err := c.List(ctx, l); err != nil {
+			return nil, err
+		}
+		ts := items(l)
+		out := make([]objStatus, len(ts))
+		for i := range ts {
+			out[i] = conv(&ts[i])
+		}
+		return out, nil
+	}
+}
+
 // watch starts the party's cache: its pods (through the tracker) and its objects.
 func (b *bench) watch(ctx context.Context, ps *partyState) error {
 	dc := rest.CopyConfig(b.rest)
@@ -325,36 +345,22 @@ func (b *bench) watch(ctx context.Context, ps *partyState) error {
 		if _, err := c.GetInformer(ctx, &appsv1.Deployment{}); err != nil {
 			return err
 		}
-		ps.status = func(ctx context.Context) ([]objStatus, error) {
-			var l appsv1.DeploymentList
-			if err := c.List(ctx, &l); err != nil {
-				return nil, err
-			}
-			out := make([]objStatus, 0, len(l.Items))
-			for _, d := range l.Items {
+		ps.status = listStatus(c, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
+			func(d *appsv1.Deployment) objStatus {
 				s := d.Status
-				out = append(out, objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
-					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas})
-			}
-			return out, nil
-		}
+				return objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
+					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}
+			})
 	case partyMyDeployment:
 		if _, err := c.GetInformer(ctx, &appsv1beta1.MyDeployment{}); err != nil {
 			return err
 		}
-		ps.status = func(ctx context.Context) ([]objStatus, error) {
-			var l appsv1beta1.MyDeploymentList
-			if err := c.List(ctx, &l); err != nil {
-				return nil, err
-			}
-			out := make([]objStatus, 0, len(l.Items))
-			for _, d := range l.Items {
+		ps.status = listStatus(c, func(l *appsv1beta1.MyDeploymentList) []appsv1beta1.MyDeployment { return l.Items },
+			func(d *appsv1beta1.MyDeployment) objStatus {
 				s := d.Status
-				out = append(out, objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
-					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas})
-			}
-			return out, nil
-		}
+				return objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
+					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}
+			})
 	}
 	go func() { _ = c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {
