@@ -112,14 +112,15 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			"MyDeployment %q has timed out progressing.", md.Name)
 	}
 	var deferred time.Duration
-	if !statusEqual(md.Status, st.Status) && !status.Pressing(md.Status, st.Status, ptr.Deref(md.Spec.Replicas, 1)) {
-		deferred = r.StatusPacer.wait(s.key, s.now)
-	}
 	var statusErr error
-	if deferred == 0 {
-		var wrote bool
-		if wrote, statusErr = r.patchStatus(ctx, md, st.Status); wrote {
-			r.StatusPacer.wrote(s.key, s.now)
+	if !statusEqual(md.Status, st.Status) {
+		if !status.Pressing(md.Status, st.Status, ptr.Deref(md.Spec.Replicas, 1)) {
+			deferred = r.StatusPacer.wait(s.key, s.now)
+		}
+		if deferred == 0 {
+			if statusErr = r.writeStatus(ctx, md, st.Status); statusErr == nil {
+				r.StatusPacer.wrote(s.key, s.now)
+			}
 		}
 	}
 	return s.result(st.RequeueAfter, deferred), kerrors.NewAggregate([]error{syncErr, statusErr})
@@ -178,23 +179,19 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 	return reqs
 }
 
-// patchStatus writes status with a merge patch, only when it changed, and
-// says whether it wrote.
-func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, md *appsv1beta1.MyDeployment, st appsv1beta1.MyDeploymentStatus) (bool, error) {
-	if statusEqual(md.Status, st) {
-		return false, nil
-	}
+// writeStatus writes st as md's status with a merge patch of the status alone.
+func (r *MyDeploymentReconciler) writeStatus(ctx context.Context, md *appsv1beta1.MyDeployment, st appsv1beta1.MyDeploymentStatus) error {
 	// Diff the status alone: marshalling the whole object (its pod template)
 	// twice per write was a tenth of the manager's CPU.
 	patch, err := client.MergeFrom(&appsv1beta1.MyDeployment{Status: md.Status}).Data(&appsv1beta1.MyDeployment{Status: st})
 	if err != nil {
-		return false, fmt.Errorf("computing the status patch: %w", err)
+		return fmt.Errorf("computing the status patch: %w", err)
 	}
 	target := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace}}
 	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return false, fmt.Errorf("patching status: %w", err)
+		return fmt.Errorf("patching status: %w", err)
 	}
-	return true, nil
+	return nil
 }
 
 // reportInvalid records a spec that can never work as a condition and an
@@ -205,8 +202,10 @@ func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1be
 	}
 	st := md.Status.DeepCopy()
 	status.SetFailure(st, &status.Failure{Reason: appsv1beta1.ReasonInvalidSelector, Message: s.invalid.Error()}, s.now)
-	_, err := r.patchStatus(ctx, md, *st)
-	return err
+	if statusEqual(md.Status, *st) {
+		return nil
+	}
+	return r.writeStatus(ctx, md, *st)
 }
 
 // requeueUnsettled makes a MyDeployment waiting on its cache look again even
