@@ -78,14 +78,18 @@ func TestLeaderFailover(t *testing.T) {
 		oldHolder := holder()
 		// Start a rollout on every MyDeployment and kill the leader once one
 		// of them runs pods of two revisions.
+		mixedBefore := make([]int, len(mds))
+		for i, d := range mds {
+			mixedBefore[i] = suite.w.mixedCount(d.uid)
+		}
 		errs := make(chan error, len(mds))
 		for _, d := range mds {
 			go func() { errs <- suite.change(ctx, d, spec{replicas: d.cur.replicas, image: d.cur.image + 1}) }()
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for midway := false; !midway; {
-			for _, d := range mds {
-				midway = midway || len(suite.w.view(d.uid).revisions) > 1
+			for i, d := range mds {
+				midway = midway || suite.w.mixedCount(d.uid) > mixedBefore[i]
 			}
 			if time.Now().After(deadline) {
 				t.Fatal("no rollout reached its middle")

@@ -121,9 +121,12 @@ func TestDeletionAndOwnership(t *testing.T) {
 	bystanderPods := podUIDs(t, ns, bystander.uid)
 	bystanderRevs := revisionNames(t, ns, bystander.uid)
 
-	// Delete the victim in the middle of a rollout.
+	// Delete the victim in the middle of a rollout. kwok makes pods Ready at
+	// once, so a rollout of 3 pods can finish between two polls; a long
+	// minReadySeconds holds it after its first surge pod (maxUnavailable 0).
 	suite.w.setBounds(victim.uid, victim.inFlight(victim.cur, spec{replicas: 3, image: 2}))
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"`+image(2)+`"}]}}}}`))
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"minReadySeconds":300,`+
+		`"template":{"spec":{"containers":[{"name":"app","image":"`+image(2)+`"}]}}}}`))
 	if err := suite.c.Patch(ctx, &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns}}, patch); err != nil {
 		t.Fatal(err)
 	}

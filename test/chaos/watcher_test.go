@@ -45,17 +45,21 @@ type bounds struct {
 // resourceVersion order, so each prefix is a state that really existed) and
 // checks the invariants after every event.
 type watcher struct {
-	mu         sync.Mutex
-	pods       map[types.UID]*corev1.Pod
-	history    map[types.UID][]*corev1.Pod // every version of every pod seen
-	owners     map[types.UID]*bounds       // MyDeployment UID -> its bounds
+	mu      sync.Mutex
+	pods    map[types.UID]*corev1.Pod
+	history map[types.UID][]*corev1.Pod // every version of every pod seen
+	owners  map[types.UID]*bounds       // MyDeployment UID -> its bounds
+	// mixed counts, per tracked owner, the events after which its
+	// unfinished pods ran two revisions or more (a rollout's middle).
+	mixed      map[types.UID]int
 	events     int
 	created    int
 	violations []string
 }
 
 func newWatcher() *watcher {
-	return &watcher{pods: map[types.UID]*corev1.Pod{}, history: map[types.UID][]*corev1.Pod{}, owners: map[types.UID]*bounds{}}
+	return &watcher{pods: map[types.UID]*corev1.Pod{}, history: map[types.UID][]*corev1.Pod{},
+		owners: map[types.UID]*bounds{}, mixed: map[types.UID]int{}}
 }
 
 // run lists and then watches pods with the suite label in every namespace
@@ -177,6 +181,9 @@ func (w *watcher) checkLocked(owner types.UID, added bool, trigger *corev1.Pod) 
 			nReady++
 		}
 	}
+	if len(unfinishedRevs) > 1 {
+		w.mixed[owner]++
+	}
 	if nActive > b.maxActive {
 		w.violate("%s: %d active pods > replicas+maxSurge = %d (after %s)", b.name, nActive, b.maxActive, trigger.Name)
 	}
@@ -222,6 +229,15 @@ func (w *watcher) untrackNamespace(ns string) {
 			delete(w.owners, uid)
 		}
 	}
+}
+
+// mixedCount is how many events so far left owner's pods running two
+// revisions or more: a rollout passed its middle if it grew, even when the
+// middle lasted less than any poll interval.
+func (w *watcher) mixedCount(owner types.UID) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mixed[owner]
 }
 
 // podView is what the driver needs to know about an owner's pods now.
