@@ -82,8 +82,8 @@ func main() {
 	var syncPeriod time.Duration
 	var pprofAddr string
 	var statusBatchPeriod time.Duration
-	flag.IntVar(&workers, "workers", 5, "How many MyDeployments are reconciled in parallel "+
-		"(kube-controller-manager's --concurrent-deployment-syncs defaults to 5).")
+	flag.IntVar(&workers, "workers", 10, "How many MyDeployments are reconciled in parallel. One sync does "+
+		"the work of both of kube-controller-manager's Deployment and ReplicaSet syncs (5 workers each by default).")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Client-side rate limit (requests per second) towards the API server.")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Client-side burst towards the API server.")
 	flag.DurationVar(&syncPeriod, "sync-period", 0, "How often every cached object is re-reconciled "+
@@ -226,6 +226,9 @@ func main() {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			namespaces = append(namespaces, ns)
 		}
+	}
+	if percent := memlimit.GCPercent(); percent > 0 {
+		setupLog.Info("garbage collection target", "GOGC", percent)
 	}
 	if limit := memlimit.FromCgroup(); limit > 0 {
 		setupLog.Info("soft memory limit from the container's", "bytes", limit)
