@@ -26,20 +26,24 @@ import (
 
 // config is one benchmark run's settings.
 type config struct {
-	Size        string        `json:"size"`
-	Objects     int           `json:"objects"`
-	Replicas    int           `json:"replicas"`
-	Nodes       int           `json:"nodes"`
-	PodsPerNode int           `json:"pods_per_node"`
-	QPS         float64       `json:"client_qps"`
-	Burst       int           `json:"client_burst"`
-	Workers     int           `json:"workers"`
-	SyncPeriod  time.Duration `json:"-"`
-	SyncPeriodS float64       `json:"manager_sync_period_s"`
-	KwokPodWork int           `json:"kwok_pod_workers"`
-	Timeout     time.Duration `json:"-"`
-	Parties     []string      `json:"parties"`
-	WaitCleanup bool          `json:"wait_cleanup"`
+	Size        string  `json:"size"`
+	Objects     int     `json:"objects"`
+	Replicas    int     `json:"replicas"`
+	Nodes       int     `json:"nodes"`
+	PodsPerNode int     `json:"pods_per_node"`
+	QPS         float64 `json:"client_qps"`
+	Burst       int     `json:"client_burst"`
+	Workers     int     `json:"workers"`
+	// ManagerWorkers: our manager's --workers and the raw client's objects
+	// in flight. One of our syncs does what a Deployment sync and a
+	// ReplicaSet sync do, so it gets both of kube-controller-manager's pools.
+	ManagerWorkers int           `json:"manager_workers"`
+	SyncPeriod     time.Duration `json:"-"`
+	SyncPeriodS    float64       `json:"manager_sync_period_s"`
+	KwokPodWork    int           `json:"kwok_pod_workers"`
+	Timeout        time.Duration `json:"-"`
+	Parties        []string      `json:"parties"`
+	WaitCleanup    bool          `json:"wait_cleanup"`
 
 	out, cluster, root, render string
 }
@@ -86,7 +90,9 @@ func parseFlags(args []string) (*config, error) {
 	nodes := fs.Int("nodes", 0, "kwok nodes (0: the preset's)")
 	qps := fs.Float64("qps", 500, "client QPS of every party (kube-controller-manager, kube-scheduler, our manager, the raw client)")
 	burst := fs.Int("burst", 1000, "client burst of every party")
-	workers := fs.Int("workers", 5, "kube-controller-manager's deployment and replicaset workers, our manager's --workers")
+	workers := fs.Int("workers", 5, "kube-controller-manager's deployment workers and its replicaset workers")
+	managerWorkers := fs.Int("manager-workers", 0, "our manager's --workers and the raw client's objects in flight "+
+		"(0: twice --workers, kube-controller-manager's two pools together)")
 	syncPeriod := fs.Duration("sync-period", 0, "our manager's --sync-period; steady state lasts two of them (0: the preset's)")
 	out := fs.String("out", "docs/benchmarks", "where results.json, README.md and chart.png go")
 	name := fs.String("cluster", "mydeployment-bench", "kwokctl cluster name (deleted and recreated)")
@@ -121,6 +127,10 @@ func parseFlags(args []string) (*config, error) {
 		cfg.PodsPerNode = (need + cfg.Nodes - 1) / cfg.Nodes
 	}
 	cfg.QPS, cfg.Burst, cfg.Workers = *qps, *burst, *workers
+	cfg.ManagerWorkers = *managerWorkers
+	if cfg.ManagerWorkers <= 0 {
+		cfg.ManagerWorkers = 2 * cfg.Workers
+	}
 	cfg.SyncPeriodS = cfg.SyncPeriod.Seconds()
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
 	for _, p := range strings.Split(*parties, ",") {

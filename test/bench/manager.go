@@ -43,7 +43,7 @@ func startManager(ctx context.Context, cfg *config, cl *cluster) (*managerProc, 
 		return nil, err
 	}
 	args := []string{
-		"--workers", fmt.Sprint(cfg.Workers),
+		"--workers", fmt.Sprint(cfg.ManagerWorkers),
 		"--kube-api-qps", fmt.Sprint(cfg.QPS),
 		"--kube-api-burst", fmt.Sprint(cfg.Burst),
 		"--sync-period", cfg.SyncPeriod.String(),

@@ -308,6 +308,10 @@ func (r *results) markdown() string {
 	var sb strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
 	s := r.Settings
+	managerWorkers := s.ManagerWorkers
+	if managerWorkers == 0 {
+		managerWorkers = s.Workers // results written before --manager-workers
+	}
 	p("\nRun %s: %d objects x %d replicas = %d pods per party, %d kwok nodes; whole run %.0f s.\n\n",
 		r.Date, s.Objects, s.Replicas, s.Objects*s.Replicas, s.Nodes, r.RunS)
 	p("![wall time per scenario](chart.png)\n\n")
@@ -368,10 +372,11 @@ func (r *results) markdown() string {
 	p(".\nVersions: ")
 	writeMap(&sb, r.Versions)
 	p(".\nSettings: client QPS %g / burst %d for every party (kube-controller-manager, kube-scheduler, our manager, the raw client); "+
-		"kube-controller-manager --concurrent-deployment-syncs=%d --concurrent-replicaset-syncs=%d, our manager --workers %d; "+
+		"kube-controller-manager --concurrent-deployment-syncs=%d --concurrent-replicaset-syncs=%d, our manager --workers %d "+
+		"(one sync does both), the raw client %d objects in flight; "+
 		"kwok pod workers %d (its default) for every party; %d nodes holding %d pods each; RollingUpdate 25%%/25%%; "+
 		"our manager --sync-period %gs.\n",
-		s.QPS, s.Burst, s.Workers, s.Workers, s.Workers, s.KwokPodWork, s.Nodes, s.PodsPerNode, s.SyncPeriodS)
+		s.QPS, s.Burst, s.Workers, s.Workers, managerWorkers, managerWorkers, s.KwokPodWork, s.Nodes, s.PodsPerNode, s.SyncPeriodS)
 	return sb.String()
 }
 

@@ -85,7 +85,8 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	started := time.Now()
 	cl := &cluster{name: cfg.cluster, root: cfg.root, workDir: filepath.Join(cfg.root, "bin", "bench-clusters")}
 	defer cl.down()
-	logf("starting cluster %s (%d nodes, client qps %v / burst %d, %d workers)", cfg.cluster, cfg.Nodes, cfg.QPS, cfg.Burst, cfg.Workers)
+	logf("starting cluster %s (%d nodes, client qps %v / burst %d, kcm %d+%d workers, ours %d)",
+		cfg.cluster, cfg.Nodes, cfg.QPS, cfg.Burst, cfg.Workers, cfg.Workers, cfg.ManagerWorkers)
 	if err := cl.up(ctx, cfg); err != nil {
 		// Other clusters on the machine may take a port kwokctl picked
 		// meanwhile: one fresh try.
@@ -394,7 +395,7 @@ func (b *bench) object(ps *partyState, name string) client.Object {
 func (b *bench) scaleOut(ctx context.Context, ps *partyState) error {
 	R := b.cfg.Replicas
 	if ps.name == partyRaw {
-		err := forEach(ctx, ps.objects, b.cfg.Workers, func(name string) error {
+		err := forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
 			tmpl := podTemplate(name, imageV1)
 			return forEachN(R, R, func(i int) error {
 				pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
@@ -438,7 +439,7 @@ func (b *bench) rollingUpdate(ctx context.Context, ps *partyState) error {
 func (b *bench) scaleIn(ctx context.Context, ps *partyState) error {
 	R, half := b.cfg.Replicas, b.cfg.Replicas/2
 	if ps.name == partyRaw {
-		err := forEach(ctx, ps.objects, b.cfg.Workers, func(name string) error {
+		err := forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
 			return forEachN(R-half, R-half, func(i int) error {
 				return b.raw.CoreV1().Pods(ps.ns).Delete(ctx, fmt.Sprintf("%s-%d", name, half+i), metav1.DeleteOptions{})
 			})
