@@ -235,7 +235,8 @@ func main() {
 	}
 	setupLog.Info("watching", "namespaces", namespaces, "workers", workers, "qps", qps, "burst", burst)
 
-	cacheOpts := controller.CacheOptions(namespaces)
+	pods := controller.NewPodIndex()
+	cacheOpts := controller.CacheOptions(namespaces, pods)
 	if syncPeriod > 0 {
 		cacheOpts.SyncPeriod = &syncPeriod
 	}
@@ -285,7 +286,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	reconciler, err := controller.Setup(ctx, mgr, controller.Options{Workers: workers, StatusBatchPeriod: statusBatchPeriod})
+	reconciler, err := controller.Setup(ctx, mgr, controller.Options{Workers: workers, StatusBatchPeriod: statusBatchPeriod, Pods: pods})
 	if err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "MyDeployment")
 		os.Exit(1)

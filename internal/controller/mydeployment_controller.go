@@ -56,7 +56,9 @@ type MyDeploymentReconciler struct {
 	client.Client
 	// APIReader reads around the cache where a stale read could do harm
 	// (adoption, revision collisions).
-	APIReader    client.Reader
+	APIReader client.Reader
+	// PodIndex lists the cached pods by controller, without copies.
+	PodIndex     *PodIndex
 	Recorder     events.EventRecorder
 	Pods         podcontrol.Interface
 	Revisions    *revision.Store
@@ -129,8 +131,8 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // SetupWithManager registers the controller: MyDeployments, the pods and
 // revisions they own, and orphan pods they could adopt.
 func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, controllerUIDIndex, indexByController); err != nil {
-		return fmt.Errorf("indexing pods by controller: %w", err)
+	if r.PodIndex == nil {
+		return fmt.Errorf("no pod index: build the manager's cache with CacheOptions and pass its PodIndex")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes and new objects first; updates that leave the spec

@@ -22,21 +22,6 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
-// controllerUIDIndex indexes cached pods by the UID of their controller, or
-// noController for orphans: a sync reads its own pods and the orphans it
-// might adopt without walking every pod of the namespace.
-const (
-	controllerUIDIndex = ".metadata.controllerUID"
-	noController       = "<none>"
-)
-
-func indexByController(obj client.Object) []string {
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return []string{noController}
-}
-
 // scope is everything one sync of a MyDeployment observed and decided.
 type scope struct {
 	md       *appsv1beta1.MyDeployment
@@ -91,14 +76,8 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		return s, nil
 	}
 
-	var owned corev1.PodList
-	if err := r.List(ctx, &owned, client.InNamespace(md.Namespace),
-		client.MatchingFields{controllerUIDIndex: string(md.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+	if s.pods, err = r.PodIndex.Owned(md.UID); err != nil {
 		return s, fmt.Errorf("listing pods: %w", err)
-	}
-	s.pods = make([]*corev1.Pod, 0, len(owned.Items))
-	for i := range owned.Items {
-		s.pods = append(s.pods, &owned.Items[i])
 	}
 	exp := r.Expectations.Observe(s.key, s.pods, s.now)
 	if len(exp.Leaked) > 0 {

@@ -57,7 +57,9 @@ func TestTrimPodKeepsWhatThePlannerReads(t *testing.T) {
 			t.Fatalf("round %d: counts on trimmed pods %+v, on whole pods %+v", round, g, w)
 		}
 		for i := range n {
-			if f, tr := indexByController(full[i]), indexByController(trimmed[i]); fmt.Sprint(f) != fmt.Sprint(tr) {
+			f, errF := controllerKeys(full[i])
+			tr, errT := controllerKeys(trimmed[i])
+			if errF != nil || errT != nil || fmt.Sprint(f) != fmt.Sprint(tr) {
 				t.Fatalf("round %d: controller index %v on trimmed, %v on whole", round, tr, f)
 			}
 		}

@@ -26,8 +26,9 @@ const Name = "mydeployment-controller"
 // only if they carry both revision labels (ours, or orphans we could adopt)
 // and trimmed to the fields the controller reads (trimPod), no managedFields
 // on anything cached, and only the given namespaces (all when empty), as
-// OLM's target namespaces say.
-func CacheOptions(namespaces []string) cache.Options {
+// OLM's target namespaces say. Pod informers carry pods' index by
+// controller, read without copies through pods.
+func CacheOptions(namespaces []string, pods *PodIndex) cache.Options {
 	ours := labels.NewSelector()
 	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
 		req, err := labels.NewRequirement(key, selection.Exists, nil)
@@ -38,6 +39,7 @@ func CacheOptions(namespaces []string) cache.Options {
 	}
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
+		NewInformer:      pods.newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: ours, Transform: trimPod},
 		},
@@ -59,6 +61,8 @@ type Options struct {
 	// MyDeployment that only count a rollout's pods (see statusPacer); 0
 	// writes every change at once.
 	StatusBatchPeriod time.Duration
+	// Pods is the index the manager's cache was built with (CacheOptions).
+	Pods *PodIndex
 }
 
 // DefaultStatusBatchPeriod is the manager's --status-batch-period default.
@@ -71,6 +75,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MyDeploymentRe
 	r := &MyDeploymentReconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
+		PodIndex:     opts.Pods,
 		Recorder:     recorder,
 		Pods:         metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
 		Revisions:    &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},

@@ -97,16 +97,17 @@ var _ = AfterSuite(func() {
 // startManager runs a new manager with the production wiring until
 // stopManager is called.
 func startManager() {
+	podIndex := NewPodIndex()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  CacheOptions(nil),
+		Cache:                  CacheOptions(nil, podIndex),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfigForTests(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, mcancel := context.WithCancel(ctx)
-	_, err = Setup(mctx, mgr, Options{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod})
+	_, err = Setup(mctx, mgr, Options{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod, Pods: podIndex})
 	Expect(err).NotTo(HaveOccurred())
 	done := make(chan struct{})
 	go func() {

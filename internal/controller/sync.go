@@ -160,15 +160,13 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	}
 	s.pods = kept
 
-	var candidates corev1.PodList
-	if err := r.List(ctx, &candidates, client.InNamespace(s.md.Namespace),
-		client.MatchingFields{controllerUIDIndex: noController}, client.UnsafeDisableDeepCopy); err != nil {
+	candidates, err := r.PodIndex.Orphans(s.md.Namespace)
+	if err != nil {
 		return fmt.Errorf("listing orphan pods: %w", err)
 	}
 	hash := s.update.Labels[revision.HashLabel]
 	var orphans []*corev1.Pod
-	for i := range candidates.Items {
-		pod := &candidates.Items[i]
+	for _, pod := range candidates {
 		if podcontrol.ControllerOf(pod) == nil && pod.DeletionTimestamp == nil &&
 			pod.Labels[appsv1beta1.PodTemplateHashLabel] == hash && s.selector.Matches(labels.Set(pod.Labels)) {
 			orphans = append(orphans, pod)
