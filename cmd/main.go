@@ -82,10 +82,14 @@ func main() {
 	var syncPeriod time.Duration
 	var pprofAddr string
 	var statusBatchPeriod time.Duration
+	var apiCompression bool
 	flag.IntVar(&workers, "workers", 10, "How many MyDeployments are reconciled in parallel. One sync does "+
 		"the work of both of kube-controller-manager's Deployment and ReplicaSet syncs (5 workers each by default).")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Client-side rate limit (requests per second) towards the API server.")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Client-side burst towards the API server.")
+	flag.BoolVar(&apiCompression, "kube-api-compression", false, "Accept gzip-compressed responses and "+
+		"watch streams from the API server. Off by default, as in kube-controller-manager: compression costs "+
+		"the API server CPU on every event it sends, and saves only bandwidth, which is plentiful next to it.")
 	flag.DurationVar(&syncPeriod, "sync-period", 0, "How often every cached object is re-reconciled "+
 		"with nothing changed (0: controller-runtime's default, 10h). The benchmark shortens it to prove "+
 		"that a resync writes nothing.")
@@ -219,6 +223,12 @@ func main() {
 
 	restConfig := ctrl.GetConfigOrDie()
 	restConfig.QPS, restConfig.Burst = float32(qps), burst
+	// No gzip, as kube-controller-manager and kube-scheduler do (kubernetes#80919):
+	// the API server compresses a WatchList response, every later event of the
+	// watch included, for any client that accepts gzip (WatchListCompression,
+	// on by default since 1.37). Next to the API server that is CPU spent on
+	// both sides for bandwidth nobody is short of; docs/benchmarks has figures.
+	restConfig.DisableCompression = !apiCompression
 	// WATCH_NAMESPACE (OLM sets it from olm.targetNamespaces): a comma-separated
 	// list of namespaces to watch; empty means all namespaces.
 	var namespaces []string
