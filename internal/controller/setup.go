@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -71,6 +73,10 @@ const DefaultStatusBatchPeriod = time.Second
 // Setup builds the reconciler with its real collaborators and registers it
 // with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MyDeploymentReconciler, error) {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revision.OwnerIndex,
+		revision.OwnerIndexValues); err != nil {
+		return nil, fmt.Errorf("indexing revisions by owner: %w", err)
+	}
 	recorder := mgr.GetEventRecorder(Name)
 	r := &MyDeploymentReconciler{
 		Client:       mgr.GetClient(),
@@ -78,7 +84,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MyDeploymentRe
 		PodIndex:     opts.Pods,
 		Recorder:     recorder,
 		Pods:         metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
-		Revisions:    &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Revisions:    &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
 		Expectations: expectations.New(expectations.DefaultTimeout),
 		Metrics:      metrics.NewRecorder(),
 		Clock:        clock.RealClock{},

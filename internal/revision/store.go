@@ -41,6 +41,24 @@ type Store struct {
 	// APIReader, if set, is used by Create to read a revision whose name is
 	// taken: the cache may not have it yet. Falls back to Client.
 	APIReader client.Reader
+	// ByOwner: Client's cache indexes revisions by [OwnerIndex], so List reads
+	// one owner's revisions instead of matching the selector against every
+	// revision of the namespace (a tenth of the manager's CPU in a scale-out
+	// of 100 objects in one namespace).
+	ByOwner bool
+}
+
+// OwnerIndex is the cache index [Store] lists through when ByOwner is set:
+// ControllerRevisions by the UID of their controller. Register it with
+// [OwnerIndexValues] before the cache starts.
+const OwnerIndex = "mydeployment.io/revision-controller-uid"
+
+// OwnerIndexValues is [OwnerIndex]'s index function.
+func OwnerIndexValues(obj client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
 }
 
 // List returns the revisions in namespace matched by selector (nil matches
@@ -54,15 +72,18 @@ func (s *Store) List(ctx context.Context, namespace string, selector labels.Sele
 	if selector == nil {
 		selector = labels.Everything()
 	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}}
+	if s.ByOwner {
+		opts = []client.ListOption{client.InNamespace(namespace), client.MatchingFields{OwnerIndex: string(ownerUID)}}
+	}
 	var list appsv1.ControllerRevisionList
-	if err := s.Client.List(ctx, &list, client.InNamespace(namespace),
-		client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := s.Client.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions in %q: %w", namespace, err)
 	}
 	var owned []*appsv1.ControllerRevision
 	for i := range list.Items {
-		if controlledBy(&list.Items[i], ownerUID) {
-			owned = append(owned, &list.Items[i])
+		if rev := &list.Items[i]; controlledBy(rev, ownerUID) && selector.Matches(labels.Set(rev.Labels)) {
+			owned = append(owned, rev)
 		}
 	}
 	Sort(owned)

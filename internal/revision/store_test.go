@@ -24,6 +24,7 @@ package revision
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -344,20 +345,39 @@ func TestStoreList(t *testing.T) {
 	unselected := mustNew(t, testOwner(templateWithImage("v6")), 6)
 	unselected.Labels["app"] = "db"
 
-	c := newFake(t, &writes{}, nil, newer, older, foreign, orphan, elsewhere, unselected)
-	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
-	got, err := (&Store{Client: c}).List(context.Background(), "ns", sel, types.UID("uid-web"))
-	if err != nil {
+	objs := []client.Object{newer, older, foreign, orphan, elsewhere, unselected}
+	for _, byOwner := range []bool{false, true} {
+		t.Run(fmt.Sprintf("byOwner=%v", byOwner), func(t *testing.T) {
+			c := newFake(t, &writes{}, nil, objs...)
+			if byOwner { // the fake refuses a field selector it has no index for
+				c = newFakeIndexed(t, objs...)
+			}
+			s := &Store{Client: c, ByOwner: byOwner}
+			sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+			got, err := s.List(context.Background(), "ns", sel, types.UID("uid-web"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[0].Name != older.Name || got[1].Name != newer.Name {
+				t.Fatalf("List = %v, want [%s %s]", names(got), older.Name, newer.Name)
+			}
+			all, err := s.List(context.Background(), "ns", nil, types.UID("uid-web"))
+			if err != nil || len(all) != 3 {
+				t.Fatalf("nil selector: %v, %v", names(all), err)
+			}
+		})
+	}
+}
+
+// newFakeIndexed is a fake client holding objs with [OwnerIndex].
+func newFakeIndexed(t *testing.T, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Name != older.Name || got[1].Name != newer.Name {
-		t.Fatalf("List = %v, want [%s %s]", names(got), older.Name, newer.Name)
-	}
-
-	all, err := (&Store{Client: c}).List(context.Background(), "ns", nil, types.UID("uid-web"))
-	if err != nil || len(all) != 3 {
-		t.Fatalf("nil selector: %v, %v", names(all), err)
-	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&appsv1.ControllerRevision{}, OwnerIndex, OwnerIndexValues).Build()
 }
 
 // Compile-time check: tests hand a metav1.ObjectMeta to Owner.Object.
