@@ -43,7 +43,11 @@ type config struct {
 	KwokPodWork    int           `json:"kwok_pod_workers"`
 	Timeout        time.Duration `json:"-"`
 	Parties        []string      `json:"parties"`
-	WaitCleanup    bool          `json:"wait_cleanup"`
+	// Rounds: every party runs every scenario once per round; a scenario's
+	// figure is its median over the rounds (wall times on a 2-core machine
+	// move by 15% from one run to the next).
+	Rounds      int  `json:"rounds"`
+	WaitCleanup bool `json:"wait_cleanup"`
 
 	out, cluster, root, render string
 }
@@ -51,9 +55,9 @@ type config struct {
 // sizes are the presets: full is the issue's 10,000 pods, small a quick
 // run, tiny the smoke test of `make test`.
 var sizes = map[string]config{
-	"full":  {Objects: 200, Replicas: 50, Nodes: 10, PodsPerNode: 2000, SyncPeriod: 30 * time.Second, Timeout: 15 * time.Minute, WaitCleanup: true},
-	"small": {Objects: 20, Replicas: 20, Nodes: 2, PodsPerNode: 2000, SyncPeriod: 10 * time.Second, Timeout: 5 * time.Minute, WaitCleanup: true},
-	"tiny":  {Objects: 3, Replicas: 4, Nodes: 1, PodsPerNode: 200, SyncPeriod: 2 * time.Second, Timeout: 2 * time.Minute},
+	"full":  {Objects: 200, Replicas: 50, Nodes: 10, PodsPerNode: 2000, SyncPeriod: 30 * time.Second, Timeout: 15 * time.Minute, WaitCleanup: true, Rounds: 3},
+	"small": {Objects: 20, Replicas: 20, Nodes: 2, PodsPerNode: 2000, SyncPeriod: 10 * time.Second, Timeout: 5 * time.Minute, WaitCleanup: true, Rounds: 1},
+	"tiny":  {Objects: 3, Replicas: 4, Nodes: 1, PodsPerNode: 200, SyncPeriod: 2 * time.Second, Timeout: 2 * time.Minute, Rounds: 1},
 }
 
 func main() {
@@ -99,6 +103,8 @@ func parseFlags(args []string) (*config, error) {
 	root := fs.String("root", ".", "the repository (bin/ holds the binaries, config/crd the CRD)")
 	timeout := fs.Duration("timeout", 0, "limit for each scenario (0: the preset's)")
 	renderFrom := fs.String("render", "", "no run: rewrite README.md's results and chart.png in --out from this results.json")
+	rounds := fs.Int("rounds", 0, "rounds (0: the preset's): each runs every party once, in an order rotated "+
+		"each round; a scenario's figure is the median over the rounds")
 	parties := fs.String("parties", "raw,deployment,mydeployment", "which parties run, in this order (for profiling one of them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -108,7 +114,7 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("unknown --size %q (full, small, tiny)", *size)
 	}
 	cfg.Size = *size
-	for dst, v := range map[*int]int{&cfg.Objects: *objects, &cfg.Replicas: *replicas, &cfg.Nodes: *nodes} {
+	for dst, v := range map[*int]int{&cfg.Objects: *objects, &cfg.Replicas: *replicas, &cfg.Nodes: *nodes, &cfg.Rounds: *rounds} {
 		if v > 0 {
 			*dst = v
 		}

@@ -19,6 +19,7 @@ import (
 type managerProc struct {
 	cmd              *exec.Cmd
 	metrics, healthz string
+	pprof            string // its pprof address, when it serves one
 	done             chan struct{}
 }
 
@@ -51,8 +52,14 @@ func startManager(ctx context.Context, cfg *config, cl *cluster) (*managerProc, 
 		"--metrics-bind-address", metrics, "--metrics-secure=false",
 		"--health-probe-bind-address", health,
 	}
-	if addr := os.Getenv("BENCH_PPROF"); addr != "" {
-		args = append(args, "--pprof-bind-address", addr)
+	pprof := os.Getenv("BENCH_PPROF")
+	if pprof == "" && os.Getenv("BENCH_PROFILE_DIR") != "" {
+		if pprof, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	if pprof != "" {
+		args = append(args, "--pprof-bind-address", pprof)
 	}
 	logPath := filepath.Join(cl.workDir, cl.name+"-manager.log")
 	logFile, err := os.Create(logPath)
@@ -65,7 +72,7 @@ func startManager(ctx context.Context, cfg *config, cl *cluster) (*managerProc, 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	m := &managerProc{cmd: cmd, metrics: metrics, healthz: health, done: make(chan struct{})}
+	m := &managerProc{cmd: cmd, metrics: metrics, healthz: health, pprof: pprof, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(m.done) }()
 	err = poll(ctx, time.Minute, 100*time.Millisecond, func() bool {
 		select {

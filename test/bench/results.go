@@ -22,11 +22,13 @@ type results struct {
 	ScaleIn       scenario `json:"scale_in"`
 	SteadyState   scenario `json:"steady_state"`
 
-	// Peak RSS (VmHWM) over each process's life in the run.
+	// Peak RSS (VmHWM) over each process's life in the run (our manager: the
+	// highest of its runs, one per round).
 	ManagerPeakRSSMiB float64 `json:"manager_peak_rss_mib"`
 	KCMPeakRSSMiB     float64 `json:"kcm_peak_rss_mib"`
-	// CPU seconds: our manager over its whole life (the MyDeployment party);
-	// kube-controller-manager over the whole run (all parties and cleanups).
+	// CPU seconds: our manager over its whole life in every round (the
+	// MyDeployment party); kube-controller-manager over the whole run (all
+	// rounds, parties and cleanups).
 	ManagerCPUS float64 `json:"manager_cpu_s"`
 	KCMCPUS     float64 `json:"kcm_cpu_s"`
 	// The same, counted only inside each party's own measured windows.
@@ -38,8 +40,10 @@ type results struct {
 	Machine  map[string]string `json:"machine"`
 	Versions map[string]string `json:"versions"`
 	Settings *config           `json:"settings"`
-	RunS     float64           `json:"run_s"`
-	Date     string            `json:"date"`
+	// Rounds: how many times each party ran each scenario.
+	Rounds int     `json:"rounds"`
+	RunS   float64 `json:"run_s"`
+	Date   string  `json:"date"`
 }
 
 // scenario is one scenario's figures, side by side.
@@ -47,9 +51,13 @@ type scenario struct {
 	Objects  int `json:"objects"`
 	Replicas int `json:"replicas"`
 	// Wall time from the first request to done (nil: does not apply).
-	RawS          *float64 `json:"raw_s"`
-	DeploymentS   *float64 `json:"deployment_s"`
-	MyDeploymentS *float64 `json:"mydeployment_s"`
+	// With several rounds: the median over them; *RunsS has every round's.
+	RawS              *float64  `json:"raw_s"`
+	DeploymentS       *float64  `json:"deployment_s"`
+	MyDeploymentS     *float64  `json:"mydeployment_s"`
+	RawRunsS          []float64 `json:"raw_runs_s,omitempty"`
+	DeploymentRunsS   []float64 `json:"deployment_runs_s,omitempty"`
+	MyDeploymentRunsS []float64 `json:"mydeployment_runs_s,omitempty"`
 	// Pods created, replaced or deleted per second.
 	PodsPerS map[string]float64 `json:"pods_per_s,omitempty"`
 
@@ -67,11 +75,16 @@ type scenario struct {
 	SteadyWindowS          *float64 `json:"steady_window_s,omitempty"`
 	ReconcilesAtRest       *float64 `json:"mydeployment_reconciles_at_rest,omitempty"`
 
-	// API requests by the party's own client(s), by verb and by verb+resource.
+	// API requests by the party's own client(s), by verb and by verb+resource
+	// (per round: the mean over the rounds, as every count and CPU figure below).
 	Requests map[string]map[string]int `json:"requests"`
 	// Every request the API server received in the window, from anyone.
 	RequestsAll map[string]int `json:"requests_all"`
-	// CPU seconds in the window: party -> process -> seconds.
+	// Every requester's requests in the window (scheduler, kwok, the rest of
+	// kube-controller-manager, ...): party -> requester -> verb [resource] -> count.
+	// The API server is every party's bottleneck; this says who kept it busy.
+	RequestsByRequester map[string]requests `json:"requests_by_requester,omitempty"`
+	// CPU seconds in the window (per round): party -> process -> seconds.
 	CPUS map[string]map[string]float64 `json:"cpu_s"`
 }
 
@@ -92,57 +105,62 @@ func round(v float64, digits int) float64 {
 
 func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 	cfg := b.cfg
-	res := &results{Settings: cfg, RunS: round(runTime.Seconds(), 1), Date: time.Now().UTC().Format(time.RFC3339)}
+	res := &results{Settings: cfg, Rounds: cfg.Rounds, RunS: round(runTime.Seconds(), 1), Date: time.Now().UTC().Format(time.RFC3339)}
 	byName := map[string]*scenario{scaleOut: &res.ScaleOut, rollingUpdate: &res.RollingUpdate, scaleIn: &res.ScaleIn, steadyState: &res.SteadyState}
 	pods := map[string]int{scaleOut: cfg.Objects * cfg.Replicas, rollingUpdate: cfg.Objects * cfg.Replicas,
 		scaleIn: cfg.Objects * (cfg.Replicas - cfg.Replicas/2)}
 	for _, s := range byName {
 		s.Objects, s.Replicas = cfg.Objects, cfg.Replicas
 		s.Requests, s.RequestsAll, s.CPUS = map[string]map[string]int{}, map[string]int{}, map[string]map[string]float64{}
+		s.RequestsByRequester = map[string]requests{}
 	}
+	// Per-round figures are summed here, then turned into medians and means.
+	type key struct{ scenario, party string }
+	times := map[key][]float64{}
+	rounds := map[key]int{}
 	for i, w := range b.windows {
-		s := byName[w.Scenario]
-		secs := round(w.End.Sub(w.Start).Seconds(), 2)
+		s, k := byName[w.Scenario], key{w.Scenario, w.Party}
+		secs := w.End.Sub(w.Start).Seconds()
+		rounds[k]++
 		if w.Scenario != steadyState {
-			switch w.Party {
-			case partyRaw:
-				s.RawS = &secs
-			case partyDeployment:
-				s.DeploymentS = &secs
-			case partyMyDeployment:
-				s.MyDeploymentS = &secs
-			}
-			if s.PodsPerS == nil {
-				s.PodsPerS = map[string]float64{}
-			}
-			s.PodsPerS[w.Party] = round(float64(pods[w.Scenario])/w.End.Sub(w.Start).Seconds(), 1)
+			times[k] = append(times[k], round(secs, 2))
 		}
-		s.Requests[w.Party] = reqs[i][actor[w.Party]]
-		if s.Requests[w.Party] == nil {
-			s.Requests[w.Party] = map[string]int{}
+		s.Requests[w.Party] = sumCounts(s.Requests[w.Party], reqs[i][actor[w.Party]])
+		s.RequestsAll[w.Party] += reqs[i].total(allRequesters)
+		if s.RequestsByRequester[w.Party] == nil {
+			s.RequestsByRequester[w.Party] = requests{}
 		}
-		s.RequestsAll[w.Party] = reqs[i].total(allRequesters)
-		s.CPUS[w.Party] = map[string]float64{"kube-controller-manager": round(w.KCMCPU, 2),
-			"kube-apiserver": round(w.APIServerCPU, 2), "manager": round(w.ManagerCPU, 2)}
+		for who, counts := range reqs[i] {
+			s.RequestsByRequester[w.Party][who] = sumCounts(s.RequestsByRequester[w.Party][who], counts)
+		}
+		if s.CPUS[w.Party] == nil {
+			s.CPUS[w.Party] = map[string]float64{}
+		}
+		s.CPUS[w.Party]["kube-controller-manager"] += w.KCMCPU
+		s.CPUS[w.Party]["kube-apiserver"] += w.APIServerCPU
+		s.CPUS[w.Party]["manager"] += w.ManagerCPU
 		switch {
 		case w.Scenario == rollingUpdate && w.Party == partyMyDeployment:
-			v := w.Violations
-			s.InvariantViolations, s.ViolationExamples = &v, w.ViolationExamples
+			s.InvariantViolations = addInt(s.InvariantViolations, w.Violations)
+			s.ViolationExamples = appendUpTo(s.ViolationExamples, w.ViolationExamples, 10)
 		case w.Scenario == rollingUpdate && w.Party == partyDeployment:
-			v := w.Violations
-			s.DeploymentInvariantViolations, s.DeploymentViolationExamples = &v, w.ViolationExamples
+			s.DeploymentInvariantViolations = addInt(s.DeploymentInvariantViolations, w.Violations)
+			s.DeploymentViolationExamples = appendUpTo(s.DeploymentViolationExamples, w.ViolationExamples, 10)
 		case w.Scenario == steadyState && w.Party == partyMyDeployment:
-			rec := w.Reconciles
-			s.ReconcilesAtRest, s.SteadyWindowS = &rec, &secs
+			// Every round must rest: the fewest reconciles, the most writes.
+			if s.ReconcilesAtRest == nil || w.Reconciles < *s.ReconcilesAtRest {
+				rec := w.Reconciles
+				s.ReconcilesAtRest = &rec
+			}
+			secs := round(secs, 2)
+			s.SteadyWindowS = &secs
 			// An audit log with nothing in the window (kwok's heartbeats always
 			// are) proves nothing: no figure rather than a false 0.
 			if reqs[i].total(allRequesters) > 0 {
-				n := reqs[i].writes(whoManager)
-				s.WritesAtRest = &n
+				s.WritesAtRest = maxInt(s.WritesAtRest, reqs[i].writes(whoManager))
 			}
 		case w.Scenario == steadyState && w.Party == partyDeployment:
-			n := reqs[i].writes(whoKCMDeploy)
-			s.DeploymentWritesAtRest = &n
+			s.DeploymentWritesAtRest = maxInt(s.DeploymentWritesAtRest, reqs[i].writes(whoKCMDeploy))
 		}
 		if w.Party == partyDeployment {
 			res.KCMCPUDeploymentWindowsS += w.KCMCPU
@@ -150,6 +168,33 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 		if w.Party == partyMyDeployment {
 			res.ManagerCPUMyDeploymentWinS += w.ManagerCPU
 		}
+	}
+	for k, n := range rounds {
+		s := byName[k.scenario]
+		s.Requests[k.party] = perRound(s.Requests[k.party], n)
+		s.RequestsAll[k.party] = (s.RequestsAll[k.party] + n/2) / n
+		for who, counts := range s.RequestsByRequester[k.party] {
+			s.RequestsByRequester[k.party][who] = perRound(counts, n)
+		}
+		for proc, v := range s.CPUS[k.party] {
+			s.CPUS[k.party][proc] = round(v/float64(n), 2)
+		}
+	}
+	for k, ts := range times {
+		s := byName[k.scenario]
+		med := median(ts)
+		switch k.party {
+		case partyRaw:
+			s.RawS, s.RawRunsS = &med, ts
+		case partyDeployment:
+			s.DeploymentS, s.DeploymentRunsS = &med, ts
+		case partyMyDeployment:
+			s.MyDeploymentS, s.MyDeploymentRunsS = &med, ts
+		}
+		if s.PodsPerS == nil {
+			s.PodsPerS = map[string]float64{}
+		}
+		s.PodsPerS[k.party] = round(float64(pods[k.scenario])/med, 1)
 	}
 	for _, s := range byName {
 		if s.MyDeploymentS != nil && s.DeploymentS != nil && *s.DeploymentS > 0 {
@@ -163,8 +208,12 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 	}
 	res.KCMCPUDeploymentWindowsS = round(res.KCMCPUDeploymentWindowsS, 2)
 	res.ManagerCPUMyDeploymentWinS = round(res.ManagerCPUMyDeploymentWinS, 2)
-	res.ManagerPeakRSSMiB = round(b.managerEnd.PeakRSSMiB, 1)
-	res.ManagerCPUS = round(b.managerEnd.CPUSeconds, 2)
+	// Our manager runs once per round: the highest peak, every run's CPU.
+	for _, m := range b.managerRuns {
+		res.ManagerPeakRSSMiB = max(res.ManagerPeakRSSMiB, round(m.PeakRSSMiB, 1))
+		res.ManagerCPUS += m.CPUSeconds
+	}
+	res.ManagerCPUS = round(res.ManagerCPUS, 2)
 	res.KCMPeakRSSMiB = round(b.kcmEnd.PeakRSSMiB, 1)
 	res.KCMCPUS = round(b.kcmEnd.CPUSeconds-b.kcmStart.CPUSeconds, 2)
 	res.APIServerCPUS = round(b.apiEnd.CPUSeconds-b.apiStart.CPUSeconds, 2)
@@ -172,6 +221,63 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 	res.Machine = machine()
 	res.Versions = b.versions()
 	return res
+}
+
+// median of vs (the mean of the middle two for an even count).
+func median(vs []float64) float64 {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return round((s[n/2-1]+s[n/2])/2, 2)
+}
+
+// sumCounts adds b's counts into a (allocated when nil) and returns it.
+func sumCounts(a, b map[string]int) map[string]int {
+	if a == nil {
+		a = map[string]int{}
+	}
+	for k, v := range b {
+		a[k] += v
+	}
+	return a
+}
+
+// perRound divides counts summed over n rounds by n, rounding to nearest.
+func perRound(counts map[string]int, n int) map[string]int {
+	for k, v := range counts {
+		counts[k] = (v + n/2) / n
+	}
+	return counts
+}
+
+func addInt(p *int, v int) *int {
+	if p != nil {
+		v += *p
+	}
+	return &v
+}
+
+func maxInt(p *int, v int) *int {
+	if p != nil && *p > v {
+		v = *p
+	}
+	return &v
+}
+
+func appendUpTo(dst, src []string, n int) []string {
+	for _, s := range src {
+		if len(dst) >= n {
+			break
+		}
+		dst = append(dst, s)
+	}
+	return dst
 }
 
 func targets(r *results) []target {
@@ -297,6 +403,19 @@ func cell(v *float64, unit string) string {
 	return fmt.Sprintf("%.2f%s", *v, unit)
 }
 
+// runsCell is a time and, when there were several rounds, each round's.
+func runsCell(v *float64, runs []float64) string {
+	c := cell(v, " s")
+	if v == nil || len(runs) < 2 {
+		return c
+	}
+	parts := make([]string, len(runs))
+	for i, r := range runs {
+		parts[i] = fmt.Sprintf("%.1f", r)
+	}
+	return c + " (" + strings.Join(parts, ", ") + ")"
+}
+
 func icell(v *int) string {
 	if v == nil {
 		return "n/a"
@@ -314,6 +433,12 @@ func (r *results) markdown() string {
 	}
 	p("\nRun %s: %d objects x %d replicas = %d pods per party, %d kwok nodes; whole run %.0f s.\n\n",
 		r.Date, s.Objects, s.Replicas, s.Objects*s.Replicas, s.Nodes, r.RunS)
+	if r.Rounds > 1 {
+		p("%d rounds, each party once per round in an order rotated each round (%s first, then the next). "+
+			"Times are the median over the rounds, every round's in brackets in its order; request counts and CPU "+
+			"seconds are per round (the mean); violations are summed over the rounds; writes at rest are the most of "+
+			"any round.\n\n", r.Rounds, strings.Join(s.Parties, ", "))
+	}
 	p("![wall time per scenario](chart.png)\n\n")
 	p("| scenario | raw client | Deployment | MyDeployment | MyDeployment / Deployment | MyDeployment / raw | pods/s (raw / Deployment / MyDeployment) | invariant violations (MyDeployment / Deployment) |\n")
 	p("|---|---|---|---|---|---|---|---|\n")
@@ -328,7 +453,8 @@ func (r *results) markdown() string {
 			return "n/a"
 		}
 		p("| %s | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s |\n", sc.name,
-			cell(sc.s.RawS, " s"), cell(sc.s.DeploymentS, " s"), cell(sc.s.MyDeploymentS, " s"),
+			runsCell(sc.s.RawS, sc.s.RawRunsS), runsCell(sc.s.DeploymentS, sc.s.DeploymentRunsS),
+			runsCell(sc.s.MyDeploymentS, sc.s.MyDeploymentRunsS),
 			cell(sc.s.MyDeploymentOverDeployment, "x"), cell(sc.s.MyDeploymentOverRaw, "x"),
 			pps(partyRaw), pps(partyDeployment), pps(partyMyDeployment),
 			icell(sc.s.InvariantViolations), icell(sc.s.DeploymentInvariantViolations))

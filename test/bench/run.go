@@ -54,6 +54,7 @@ const (
 // window is one party's run of one scenario.
 type window struct {
 	Party, Scenario string
+	Round           int // 1-based
 	Start, End      time.Time
 	// CPU seconds spent in the window by kube-controller-manager, our manager, kube-apiserver.
 	KCMCPU, ManagerCPU, APIServerCPU float64
@@ -75,10 +76,12 @@ type bench struct {
 	driverK kubernetes.Interface
 	windows []*window
 	mgr     *managerProc
+	prof    *profiler // nil unless BENCH_PROFILE_DIR is set
 	// lifetime stats of the processes we compare
 	kcmStart, apiStart procSample
 	kcmEnd, apiEnd     procSample
-	managerEnd         procSample
+	// managerRuns: our manager at the end of each of its runs (one per round).
+	managerRuns []procSample
 }
 
 func run(ctx context.Context, cfg *config) (*results, error) {
@@ -99,6 +102,10 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	if err := b.clients(); err != nil {
 		return nil, err
 	}
+	var err error
+	if b.prof, err = newProfiler(os.Getenv("BENCH_PROFILE_DIR"), b.rest); err != nil {
+		return nil, err
+	}
 	kcm, err := cl.pid("kube-controller-manager")
 	if err != nil {
 		return nil, err
@@ -109,10 +116,12 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	}
 	b.kcmStart, _ = readProc(kcm)
 	b.apiStart, _ = readProc(api)
-	for _, p := range cfg.Parties {
-		if err := b.party(ctx, p); err != nil {
-			b.stopManager()
-			return nil, fmt.Errorf("party %s: %w", p, err)
+	for round := 1; round <= cfg.Rounds; round++ {
+		for _, p := range roundOrder(cfg.Parties, round) {
+			if err := b.party(ctx, p, round); err != nil {
+				b.stopManager()
+				return nil, fmt.Errorf("round %d, party %s: %w", round, p, err)
+			}
 		}
 	}
 	if b.kcmEnd, err = readProc(kcm); err != nil {
@@ -142,6 +151,10 @@ func (b *bench) clients() error {
 	if err != nil {
 		return err
 	}
+	// Every client here talks to the API server as kube-controller-manager,
+	// kube-scheduler and our manager do: without gzip, which would otherwise
+	// compress every event of the benchmark's own watches (WatchListCompression).
+	cfg.DisableCompression = true
 	b.rest = cfg
 	b.scheme = runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(b.scheme); err != nil {
@@ -169,6 +182,7 @@ func (b *bench) clients() error {
 // partyState is what one party's scenarios share.
 type partyState struct {
 	name, ns string
+	round    int
 	objects  []string
 	cache    cache.Cache
 	pods     *tracker
@@ -182,8 +196,17 @@ type objStatus struct {
 	spec, replicas, updated, ready, available int32
 }
 
-func (b *bench) party(ctx context.Context, name string) error {
-	ps := &partyState{name: name, ns: "bench-" + name, pods: newTracker()}
+// roundOrder is the order the parties run in a round: rotated by one each
+// round, so none always goes first on a fresh cluster or last after the
+// others' leftovers (etcd's history, the API server's caches).
+func roundOrder(parties []string, round int) []string {
+	k := (round - 1) % len(parties)
+	return append(append([]string(nil), parties[k:]...), parties[:k]...)
+}
+
+func (b *bench) party(ctx context.Context, name string, round int) error {
+	// A namespace per round: the last one's may still be terminating.
+	ps := &partyState{name: name, ns: fmt.Sprintf("bench-%s-r%d", name, round), round: round, pods: newTracker()}
 	for i := range b.cfg.Objects {
 		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", name, i))
 	}
@@ -232,7 +255,7 @@ func (b *bench) party(ctx context.Context, name string) error {
 
 // measure runs one scenario inside a window, sampling CPU around it.
 func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn func(context.Context, *partyState) error) error {
-	w := &window{Party: ps.name, Scenario: scenario}
+	w := &window{Party: ps.name, Scenario: scenario, Round: ps.round}
 	kcm0, api0, mgr0 := b.sample()
 	var rec0 float64
 	if b.mgr != nil {
@@ -240,12 +263,18 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
-	logf("%s: %s", ps.name, scenario)
+	logf("round %d/%d: %s: %s", ps.round, b.cfg.Rounds, ps.name, scenario)
 	ps.pods.mark()
+	mgrPprof := ""
+	if b.mgr != nil {
+		mgrPprof = b.mgr.pprof
+	}
+	stopProfile := b.prof.window(ps.name, scenario, mgrPprof)
 	w.Start = time.Now()
 	err := fn(ctx, ps)
 	w.End = time.Now()
 	kcm1, api1, mgr1 := b.sample()
+	stopProfile() // after the sample: its wait for the last slice is not the scenario's
 	w.KCMCPU, w.APIServerCPU, w.ManagerCPU = kcm1-kcm0, api1-api0, mgr1-mgr0
 	if b.mgr != nil {
 		w.Reconciles = b.mgr.reconciles() - rec0
@@ -284,7 +313,7 @@ func (b *bench) stopManager() {
 		return
 	}
 	if s, err := readProc(b.mgr.cmd.Process.Pid); err == nil {
-		b.managerEnd = s
+		b.managerRuns = append(b.managerRuns, s)
 	}
 	b.mgr.stop()
 	b.mgr = nil

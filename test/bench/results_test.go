@@ -1,0 +1,107 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// TestResultsOverRounds checks how results() folds several rounds into the
+// figures a reader of docs/benchmarks sees: times are medians with every
+// round kept, counts and CPU are per round, and the rest checks (violations,
+// writes at rest, resyncs, peak memory) take the worst round.
+func TestResultsOverRounds(t *testing.T) {
+	cfg := &config{Objects: 2, Replicas: 4, Rounds: 3, Parties: []string{partyRaw, partyMyDeployment}}
+	b := &bench{cfg: cfg, cl: &cluster{root: t.TempDir()}}
+	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	var reqs []requests
+	add := func(party, scenario string, round int, secs float64, w window, r requests) {
+		w.Party, w.Scenario, w.Round = party, scenario, round
+		w.Start = t0
+		w.End = t0.Add(time.Duration(secs * float64(time.Second)))
+		b.windows = append(b.windows, &w)
+		reqs = append(reqs, r)
+	}
+	creates := func(who string, n int) requests {
+		return requests{who: {"create": n, "create pods": n}, allRequesters: {"create": n + 10, "create pods": n + 10}}
+	}
+	// Three rounds of scale-out: the medians are 10 (raw) and 12 (ours), not the means.
+	for i, secs := range []float64{10, 30, 9} {
+		add(partyRaw, scaleOut, i+1, secs, window{APIServerCPU: 3}, creates(whoRaw, 8))
+	}
+	for i, secs := range []float64{12, 11, 40} {
+		add(partyMyDeployment, scaleOut, i+1, secs, window{APIServerCPU: float64(i + 1), ManagerCPU: 1}, creates(whoManager, 9+i))
+	}
+	for i, v := range []int{0, 2, 1} {
+		add(partyMyDeployment, rollingUpdate, i+1, 20, window{Violations: v, ViolationExamples: []string{"x"}}, requests{})
+	}
+	// At rest: round 2 wrote once and resynced least; every round had audit data.
+	for i, rec := range []float64{9, 4, 7} {
+		writes := requests{allRequesters: {"get": 5}}
+		if i == 1 {
+			writes[whoManager] = map[string]int{"patch": 1}
+		}
+		add(partyMyDeployment, steadyState, i+1, 5, window{Reconciles: rec}, writes)
+	}
+	b.managerRuns = []procSample{{CPUSeconds: 2, PeakRSSMiB: 50}, {CPUSeconds: 3, PeakRSSMiB: 70}, {CPUSeconds: 4, PeakRSSMiB: 60}}
+	b.kcmStart, b.kcmEnd = procSample{CPUSeconds: 1}, procSample{CPUSeconds: 19, PeakRSSMiB: 200}
+
+	r := b.results(reqs, time.Minute)
+
+	so := r.ScaleOut
+	if *so.RawS != 10 || *so.MyDeploymentS != 12 {
+		t.Errorf("scale-out medians = %v raw / %v ours, want 10 / 12", *so.RawS, *so.MyDeploymentS)
+	}
+	if got := so.MyDeploymentRunsS; len(got) != 3 || got[0] != 12 || got[2] != 40 {
+		t.Errorf("our scale-out rounds = %v, want [12 11 40] in round order", got)
+	}
+	if *so.MyDeploymentOverRaw != 1.2 {
+		t.Errorf("ours/raw = %v, want the ratio of the medians, 1.2", *so.MyDeploymentOverRaw)
+	}
+	if so.PodsPerS[partyRaw] != 0.8 {
+		t.Errorf("raw pods/s = %v, want 8 pods / 10 s", so.PodsPerS[partyRaw])
+	}
+	if got := so.Requests[partyMyDeployment]["create pods"]; got != 10 {
+		t.Errorf("our creates per round = %d, want the mean of 9, 10, 11", got)
+	}
+	if got := so.RequestsAll[partyRaw]; got != 18 {
+		t.Errorf("all requests per round = %d, want 18", got)
+	}
+	if got := so.CPUS[partyMyDeployment]["kube-apiserver"]; got != 2 {
+		t.Errorf("apiserver CPU per round = %v, want the mean of 1, 2, 3", got)
+	}
+	if got := r.RollingUpdate.InvariantViolations; got == nil || *got != 3 {
+		t.Errorf("violations = %v, want every round's summed (3)", got)
+	}
+	st := r.SteadyState
+	if st.WritesAtRest == nil || *st.WritesAtRest != 1 {
+		t.Errorf("writes at rest = %v, want the worst round's (1)", st.WritesAtRest)
+	}
+	if st.ReconcilesAtRest == nil || *st.ReconcilesAtRest != 4 {
+		t.Errorf("reconciles at rest = %v, want the fewest of any round (4)", st.ReconcilesAtRest)
+	}
+	if r.ManagerPeakRSSMiB != 70 || r.ManagerCPUS != 9 {
+		t.Errorf("manager peak %v MiB, CPU %v s; want the highest peak (70) and every run's CPU (9)", r.ManagerPeakRSSMiB, r.ManagerCPUS)
+	}
+	if r.ManagerCPUMyDeploymentWinS != 3 {
+		t.Errorf("manager CPU in its windows = %v, want 3 (scale-out only had any)", r.ManagerCPUMyDeploymentWinS)
+	}
+	if r.Rounds != 3 {
+		t.Errorf("rounds = %d", r.Rounds)
+	}
+}
+
+func TestRoundOrderRotates(t *testing.T) {
+	ps := []string{"a", "b", "c"}
+	for round, want := range map[int]string{1: "abc", 2: "bca", 3: "cab", 4: "abc"} {
+		got := ""
+		for _, p := range roundOrder(ps, round) {
+			got += p
+		}
+		if got != want {
+			t.Errorf("round %d: %s, want %s", round, got, want)
+		}
+	}
+	if ps[0] != "a" {
+		t.Error("roundOrder changed its input")
+	}
+}
