@@ -141,3 +141,25 @@ func countFile(path string, windows []*window, out []requests) error {
 	}
 	return sc.Err()
 }
+
+// keepAudit copies the audit log and the backups it was rotated into to dir
+// (audit.log, audit-<time>.log), for reading a run's timeline afterwards.
+func keepAudit(path, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	backups, err := filepath.Glob(strings.TrimSuffix(path, ".log") + "-*.log")
+	if err != nil {
+		return err
+	}
+	for _, p := range append(backups, path) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(dir, filepath.Base(p)), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -134,9 +134,9 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("BENCH_KEEP_AUDIT") != "" { // for digging into one run's timeline (newest file only)
-		if data, err := os.ReadFile(cl.auditLog); err == nil {
-			_ = writeFile(filepath.Join(cfg.out, "audit.log"), data)
+	if dir := os.Getenv("BENCH_KEEP_AUDIT"); dir != "" { // for digging into one run's timeline
+		if err := keepAudit(cl.auditLog, dir); err != nil {
+			logf("keeping the audit log: %v", err)
 		}
 	}
 	res := b.results(reqs, time.Since(started))
