@@ -74,6 +74,8 @@ type scenario struct {
 	DeploymentWritesAtRest *int     `json:"deployment_writes_at_rest,omitempty"`
 	SteadyWindowS          *float64 `json:"steady_window_s,omitempty"`
 	ReconcilesAtRest       *float64 `json:"mydeployment_reconciles_at_rest,omitempty"`
+	// Our manager's reconciles in the window (per round).
+	Reconciles *float64 `json:"mydeployment_reconciles,omitempty"`
 
 	// API requests by the party's own client(s), by verb and by verb+resource
 	// (per round: the mean over the rounds, as every count and CPU figure below).
@@ -167,10 +169,14 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 		}
 		if w.Party == partyMyDeployment {
 			res.ManagerCPUMyDeploymentWinS += w.ManagerCPU
+			s.Reconciles = addFloat(s.Reconciles, w.Reconciles)
 		}
 	}
 	for k, n := range rounds {
 		s := byName[k.scenario]
+		if k.party == partyMyDeployment && s.Reconciles != nil {
+			*s.Reconciles = round(*s.Reconciles/float64(n), 1)
+		}
 		s.Requests[k.party] = perRound(s.Requests[k.party], n)
 		s.RequestsAll[k.party] = (s.RequestsAll[k.party] + n/2) / n
 		for who, counts := range s.RequestsByRequester[k.party] {
@@ -254,6 +260,13 @@ func perRound(counts map[string]int, n int) map[string]int {
 		counts[k] = (v + n/2) / n
 	}
 	return counts
+}
+
+func addFloat(p *float64, v float64) *float64 {
+	if p != nil {
+		v += *p
+	}
+	return &v
 }
 
 func addInt(p *int, v int) *int {
@@ -467,6 +480,11 @@ func (r *results) markdown() string {
 	p("| our manager | %.1f MiB | %.2f | %.2f |\n", r.ManagerPeakRSSMiB, r.ManagerCPUS, r.ManagerCPUMyDeploymentWinS)
 	p("| kube-controller-manager | %.1f MiB | %.2f | %.2f |\n", r.KCMPeakRSSMiB, r.KCMCPUS, r.KCMCPUDeploymentWindowsS)
 	p("| kube-apiserver | | %.2f | |\n\n", r.APIServerCPUS)
+	if r.ScaleOut.Reconciles != nil {
+		p("Our manager's reconciles (per round): scale-out %s, rolling update %s, scale-in %s, steady state %s.\n\n",
+			cell(r.ScaleOut.Reconciles, ""), cell(r.RollingUpdate.Reconciles, ""), cell(r.ScaleIn.Reconciles, ""),
+			cell(r.SteadyState.Reconciles, ""))
+	}
 
 	p("API requests by the party's own client (raw: the benchmark's pod client; Deployment: kube-controller-manager's deployment and replicaset controllers; MyDeployment: our manager), from the audit log; `all` is every request the API server received in the window (scheduler, kwok and the benchmark's watches included):\n\n")
 	if r.ScaleOut.RequestsAll == nil {

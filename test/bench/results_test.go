@@ -85,6 +85,9 @@ func TestResultsOverRounds(t *testing.T) {
 	if r.ManagerCPUMyDeploymentWinS != 3 {
 		t.Errorf("manager CPU in its windows = %v, want 3 (scale-out only had any)", r.ManagerCPUMyDeploymentWinS)
 	}
+	if got := r.SteadyState.Reconciles; got == nil || *got != 6.7 {
+		t.Errorf("reconciles at rest per round = %v, want the mean of 9, 4, 7", got)
+	}
 	if r.Rounds != 3 {
 		t.Errorf("rounds = %d", r.Rounds)
 	}
