@@ -226,6 +226,9 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 	res.Targets = targets(res)
 	res.Machine = machine()
 	res.Versions = b.versions()
+	if b.commit != "" {
+		res.Versions["mydeployment-operator"] = b.commit
+	}
 	return res
 }
 
@@ -363,8 +366,8 @@ func (b *bench) versions() map[string]string {
 			v["kubernetes"] = kv.Server.GitVersion
 		}
 	}
-	if out, err := exec.Command("git", "-C", b.cfg.root, "describe", "--always", "--dirty").Output(); err == nil {
-		v["mydeployment-operator"] = strings.TrimSpace(string(out))
+	if c := describe(b.cfg.root); c != "" {
+		v["mydeployment-operator"] = c
 	}
 	return v
 }
@@ -569,4 +572,13 @@ func render(path, dir string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return r.write(dir)
+}
+
+// describe is git describe --always --dirty of the repository at root, or "".
+func describe(root string) string {
+	out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

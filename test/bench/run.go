@@ -77,6 +77,7 @@ type bench struct {
 	windows []*window
 	mgr     *managerProc
 	prof    *profiler // nil unless BENCH_PROFILE_DIR is set
+	commit  string    // git describe of the repository when the run started
 	// lifetime stats of the processes we compare
 	kcmStart, apiStart procSample
 	kcmEnd, apiEnd     procSample
@@ -98,7 +99,8 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 			return nil, err
 		}
 	}
-	b := &bench{cfg: cfg, cl: cl}
+	// The commit measured is the one at the start: bin/manager was built from it.
+	b := &bench{cfg: cfg, cl: cl, commit: describe(cfg.root)}
 	if err := b.clients(); err != nil {
 		return nil, err
 	}
