@@ -58,10 +58,12 @@ type MyDeploymentReconciler struct {
 	// (adoption, revision collisions).
 	APIReader client.Reader
 	// PodIndex lists the cached pods by controller, without copies.
-	PodIndex     *PodIndex
-	Recorder     events.EventRecorder
-	Pods         podcontrol.Interface
-	Revisions    *revision.Store
+	PodIndex  *PodIndex
+	Recorder  events.EventRecorder
+	Pods      podcontrol.Interface
+	Revisions *revision.Store
+	// RevisionData remembers each MyDeployment's revision data per generation.
+	RevisionData *revision.PatchCache
 	Expectations *expectations.Store
 	Clock        clock.PassiveClock
 	// Workers is how many MyDeployments are reconciled in parallel.
@@ -90,6 +92,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.Expectations.Forget(req.String()) // its pods go with it (ownerRefs)
 			r.Metrics.Forget(req.NamespacedName)
 			r.StatusPacer.forget(req.String())
+			r.RevisionData.Forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

@@ -85,6 +85,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MyDeploymentRe
 		Recorder:     recorder,
 		Pods:         metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
 		Revisions:    &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
+		RevisionData: &revision.PatchCache{},
 		Expectations: expectations.New(expectations.DefaultTimeout),
 		Metrics:      metrics.NewRecorder(),
 		Clock:        clock.RealClock{},

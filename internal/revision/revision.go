@@ -57,6 +57,9 @@ type Owner struct {
 	Selector *metav1.LabelSelector
 	// Template is the pod template to record.
 	Template *corev1.PodTemplateSpec
+	// Data, if set, is [Patch](Template), computed earlier (see [PatchCache]);
+	// nil computes it.
+	Data []byte
 	// Annotations are copied onto a revision when it is created (for example
 	// kubernetes.io/change-cause, which rollout history shows); they are not
 	// part of its data, so they never make two revisions differ.
@@ -82,9 +85,11 @@ func New(owner Owner, revision int64, collisionCount int32) (*appsv1.ControllerR
 	if err != nil {
 		return nil, fmt.Errorf("%w: selector of %s: %w", ErrInvalidOwner, owner.Object.GetName(), err)
 	}
-	data, err := Patch(owner.Template)
-	if err != nil {
-		return nil, err
+	data := owner.Data
+	if data == nil {
+		if data, err = Patch(owner.Template); err != nil {
+			return nil, err
+		}
 	}
 	hash := Hash(data, &collisionCount)
 	revLabels := selectedLabels(sel, owner.Template.Labels)

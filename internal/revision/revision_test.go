@@ -17,6 +17,7 @@ limitations under the License.
 package revision
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -153,5 +154,25 @@ func TestEqual(t *testing.T) {
 				t.Fatalf("Equal not symmetric")
 			}
 		})
+	}
+}
+
+// New records Owner.Data when it is given (the controller's PatchCache), and
+// names the revision by it: the data is the revision's identity.
+func TestNewUsesPrecomputedData(t *testing.T) {
+	computed := mustNew(t, testOwner(templateWithImage("v1")), 1)
+	given := testOwner(templateWithImage("v1"))
+	given.Data = computed.Data.Raw
+	fromData := mustNew(t, given, 1)
+	if fromData.Name != computed.Name || !bytes.Equal(fromData.Data.Raw, computed.Data.Raw) {
+		t.Errorf("with Data: %s %s, want %s %s", fromData.Name, fromData.Data.Raw, computed.Name, computed.Data.Raw)
+	}
+	other, err := Patch(templateWithImage("v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	given.Data = other
+	if rev := mustNew(t, given, 1); rev.Name == computed.Name || !bytes.Equal(rev.Data.Raw, other) {
+		t.Errorf("New ignored Owner.Data: %s %s", rev.Name, rev.Data.Raw)
 	}
 }
