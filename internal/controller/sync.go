@@ -47,10 +47,6 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	if err := r.claimPods(ctx, s); err != nil {
 		return err
 	}
-	template, err := revision.Template(s.update)
-	if err != nil {
-		return fmt.Errorf("decoding revision %s: %w", s.update.Name, err)
-	}
 	md := s.md
 	s.plan = rollout.Compute(rollout.Input{
 		Replicas:        ptr.Deref(md.Spec.Replicas, 1),
@@ -64,7 +60,7 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 		Now:             s.now,
 	})
 	logPlan(ctx, s)
-	actErr := r.act(ctx, s, template)
+	actErr := r.act(ctx, s)
 	return kerrors.NewAggregate([]error{actErr, r.truncateHistory(ctx, s)})
 }
 
@@ -81,11 +77,16 @@ func (r *MyDeploymentReconciler) syncRevisions(ctx context.Context, s *scope) er
 		}
 		return nil
 	}
+	data, err := r.RevisionData.Get(s.key, md.UID, md.Generation, &md.Spec.Template)
+	if err != nil {
+		return fmt.Errorf("syncing revisions: %w", err)
+	}
 	owner := revision.Owner{
 		Object:   md,
 		GVK:      appsv1beta1.GroupVersion.WithKind("MyDeployment"),
 		Selector: md.Spec.Selector,
 		Template: &md.Spec.Template,
+		Data:     data,
 	}
 	if cause, ok := md.Annotations[appsv1beta1.ChangeCauseAnnotation]; ok {
 		owner.Annotations = map[string]string{appsv1beta1.ChangeCauseAnnotation: cause}
@@ -194,11 +195,12 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	return kerrors.NewAggregate(errs)
 }
 
-// act carries out the plan: deletions, then creations in slow-start batches
-// (1, 2, 4, ...) so that a create refused for a systematic reason (quota,
-// admission) costs one request, not one per missing pod. Every successful
+// act carries out the plan: deletions, then creations in slow start (one
+// in flight, then one more per success) so that a create refused for a
+// systematic reason (quota, admission) costs one request, not one per
+// missing pod. Every successful
 // write is recorded as an expectation before the next sync may plan again.
-func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope, template *corev1.PodTemplateSpec) error {
+func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	var errs []error
 	if n := len(s.plan.Delete); n > 0 {
 		deleted := parallel(n, func(i int) error {
@@ -218,6 +220,11 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope, template *co
 		}
 	}
 	if s.plan.Create > 0 {
+		// Decoded only to create: most syncs of a rollout create nothing.
+		template, err := revision.Template(s.update)
+		if err != nil {
+			return kerrors.NewAggregate(append(errs, fmt.Errorf("decoding revision %s: %w", s.update.Name, err)))
+		}
 		created, err := slowStart(int(s.plan.Create), func() error {
 			pod, err := r.Pods.Create(ctx, s.md, template, s.update)
 			if err != nil {
@@ -258,21 +265,43 @@ func (r *MyDeploymentReconciler) truncateHistory(ctx context.Context, s *scope) 
 	return kerrors.NewAggregate(errs)
 }
 
-// slowStart calls fn count times in batches of growing size (1, 2, 4, ...)
-// run in parallel, stopping after the first batch with an error. It returns
-// how many calls succeeded and the errors of the failed batch.
+// slowStart calls fn count times, concurrently, with at most one call more
+// in flight than have succeeded (1, then 2 after the first success, ...),
+// and starts no call after one has failed. So a create refused for a
+// systematic reason (quota, admission) costs at most successes+1 requests,
+// as the ReplicaSet controller's batches of 1, 2, 4, ... do, but no call
+// waits for the slowest of a batch: each success starts the next two. It
+// returns how many calls succeeded and the errors of those that failed.
 func slowStart(count int, fn func() error) (int, error) {
-	done := 0
-	for batch := 1; done < count; batch *= 2 {
-		batch = min(batch, count-done)
-		var errs []error
-		ok := parallel(batch, func(int) error { return fn() }, func(err error) { errs = append(errs, err) })
-		done += ok
-		if len(errs) > 0 {
-			return done, kerrors.NewAggregate(errs)
+	var (
+		mu   sync.Mutex
+		done = sync.NewCond(&mu)
+		wg   sync.WaitGroup
+		ok   int
+		errs []error
+	)
+	mu.Lock()
+	for started := 0; started < count && len(errs) == 0; {
+		if inFlight := started - ok - len(errs); inFlight > ok {
+			done.Wait()
+			continue
 		}
+		started++
+		wg.Go(func() {
+			err := fn()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				ok++
+			}
+			done.Signal()
+		})
 	}
-	return done, nil
+	mu.Unlock()
+	wg.Wait()
+	return ok, kerrors.NewAggregate(errs)
 }
 
 // parallel runs fn(0..n-1) concurrently, passes each error to onErr (called
