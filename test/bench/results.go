@@ -419,6 +419,14 @@ func cell(v *float64, unit string) string {
 	return fmt.Sprintf("%.2f%s", *v, unit)
 }
 
+// count is a number of things (a mean over rounds, so rounded), or n/a.
+func count(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", *v)
+}
+
 // runsCell is a time and, when there were several rounds, each round's.
 func runsCell(v *float64, runs []float64) string {
 	c := cell(v, " s")
@@ -477,7 +485,7 @@ func (r *results) markdown() string {
 	}
 	st := r.SteadyState
 	p("| steady state (%s s, two resyncs of the manager) | | writes: %s | writes: %s (%s reconciles) | | | | |\n\n",
-		cell(st.SteadyWindowS, ""), icell(st.DeploymentWritesAtRest), icell(st.WritesAtRest), cell(st.ReconcilesAtRest, ""))
+		cell(st.SteadyWindowS, ""), icell(st.DeploymentWritesAtRest), icell(st.WritesAtRest), count(st.ReconcilesAtRest))
 
 	p("Processes over the run:\n\n| | peak RSS | CPU seconds (whole life in the run) | CPU seconds (own party's windows) |\n|---|---|---|---|\n")
 	p("| our manager | %.1f MiB | %.2f | %.2f |\n", r.ManagerPeakRSSMiB, r.ManagerCPUS, r.ManagerCPUMyDeploymentWinS)
@@ -485,8 +493,8 @@ func (r *results) markdown() string {
 	p("| kube-apiserver | | %.2f | |\n\n", r.APIServerCPUS)
 	if r.ScaleOut.Reconciles != nil {
 		p("Our manager's reconciles (per round): scale-out %s, rolling update %s, scale-in %s, steady state %s.\n\n",
-			cell(r.ScaleOut.Reconciles, ""), cell(r.RollingUpdate.Reconciles, ""), cell(r.ScaleIn.Reconciles, ""),
-			cell(r.SteadyState.Reconciles, ""))
+			count(r.ScaleOut.Reconciles), count(r.RollingUpdate.Reconciles), count(r.ScaleIn.Reconciles),
+			count(r.SteadyState.Reconciles))
 	}
 
 	p("API requests by the party's own client (raw: the benchmark's pod client; Deployment: kube-controller-manager's deployment and replicaset controllers; MyDeployment: our manager), from the audit log; `all` is every request the API server received in the window (scheduler, kwok and the benchmark's watches included):\n\n")
