@@ -85,7 +85,9 @@ func New(owner Owner, revision int64, collisionCount int32) (*appsv1.ControllerR
 	if err != nil {
 		return nil, fmt.Errorf("%w: selector of %s: %w", ErrInvalidOwner, owner.Object.GetName(), err)
 	}
-	data := owner.Data
+	// A copy of given data: it is shared (PatchCache), and decoding a
+	// response into the revision may reuse Data.Raw's array.
+	data := bytes.Clone(owner.Data)
 	if data == nil {
 		if data, err = Patch(owner.Template); err != nil {
 			return nil, err

@@ -176,3 +176,20 @@ func TestNewUsesPrecomputedData(t *testing.T) {
 		t.Errorf("New ignored Owner.Data: %s %s", rev.Name, rev.Data.Raw)
 	}
 }
+
+// Owner.Data is shared by every sync of its owner (PatchCache): New must not
+// hand it out as the revision's own bytes.
+func TestNewCopiesData(t *testing.T) {
+	data, err := Patch(templateWithImage("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Clone(data)
+	owner := testOwner(templateWithImage("v1"))
+	owner.Data = data
+	rev := mustNew(t, owner, 1)
+	rev.Data.Raw[0] = 'X'
+	if !bytes.Equal(data, want) {
+		t.Fatalf("writing the revision's data changed the owner's: %s", data)
+	}
+}
