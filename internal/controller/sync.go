@@ -198,8 +198,8 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 // act carries out the plan: deletions, then creations in slow start (one
 // in flight, then one more per success) so that a create refused for a
 // systematic reason (quota, admission) costs one request, not one per
-// missing pod. Every successful
-// write is recorded as an expectation before the next sync may plan again.
+// missing pod. Every successful write is recorded as an expectation before
+// the next sync may plan again.
 func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	var errs []error
 	if n := len(s.plan.Delete); n > 0 {

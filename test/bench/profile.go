@@ -50,15 +50,13 @@ func (p *profiler) window(party, scenario, managerPprof string) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	targets := map[string]struct {
+	type target struct {
 		url string
 		hc  *http.Client
-	}{"kube-apiserver": {strings.TrimSuffix(p.apiserver.Host, "/") + "/debug/pprof/profile", p.apiClient}}
+	}
+	targets := map[string]target{"kube-apiserver": {strings.TrimSuffix(p.apiserver.Host, "/") + "/debug/pprof/profile", p.apiClient}}
 	if managerPprof != "" {
-		targets["manager"] = struct {
-			url string
-			hc  *http.Client
-		}{"http://" + managerPprof + "/debug/pprof/profile", http.DefaultClient}
+		targets["manager"] = target{"http://" + managerPprof + "/debug/pprof/profile", http.DefaultClient}
 	}
 	for proc, t := range targets {
 		wg.Go(func() {

@@ -143,10 +143,10 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 		s.CPUS[w.Party]["manager"] += w.ManagerCPU
 		switch {
 		case w.Scenario == rollingUpdate && w.Party == partyMyDeployment:
-			s.InvariantViolations = addInt(s.InvariantViolations, w.Violations)
+			s.InvariantViolations = add(s.InvariantViolations, w.Violations)
 			s.ViolationExamples = appendUpTo(s.ViolationExamples, w.ViolationExamples, 10)
 		case w.Scenario == rollingUpdate && w.Party == partyDeployment:
-			s.DeploymentInvariantViolations = addInt(s.DeploymentInvariantViolations, w.Violations)
+			s.DeploymentInvariantViolations = add(s.DeploymentInvariantViolations, w.Violations)
 			s.DeploymentViolationExamples = appendUpTo(s.DeploymentViolationExamples, w.ViolationExamples, 10)
 		case w.Scenario == steadyState && w.Party == partyMyDeployment:
 			// Every round must rest: the fewest reconciles, the most writes.
@@ -169,7 +169,7 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 		}
 		if w.Party == partyMyDeployment {
 			res.ManagerCPUMyDeploymentWinS += w.ManagerCPU
-			s.Reconciles = addFloat(s.Reconciles, w.Reconciles)
+			s.Reconciles = add(s.Reconciles, w.Reconciles)
 		}
 	}
 	for k, n := range rounds {
@@ -226,9 +226,6 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 	res.Targets = targets(res)
 	res.Machine = machine()
 	res.Versions = b.versions()
-	if b.commit != "" {
-		res.Versions["mydeployment-operator"] = b.commit
-	}
 	return res
 }
 
@@ -265,14 +262,8 @@ func perRound(counts map[string]int, n int) map[string]int {
 	return counts
 }
 
-func addFloat(p *float64, v float64) *float64 {
-	if p != nil {
-		v += *p
-	}
-	return &v
-}
-
-func addInt(p *int, v int) *int {
+// add returns a new pointer to *p + v (v alone when p is nil).
+func add[T int | float64](p *T, v T) *T {
 	if p != nil {
 		v += *p
 	}
@@ -366,8 +357,8 @@ func (b *bench) versions() map[string]string {
 			v["kubernetes"] = kv.Server.GitVersion
 		}
 	}
-	if c := describe(b.cfg.root); c != "" {
-		v["mydeployment-operator"] = c
+	if b.commit != "" {
+		v["mydeployment-operator"] = b.commit
 	}
 	return v
 }
