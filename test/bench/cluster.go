@@ -65,6 +65,12 @@ func (c *cluster) up(ctx context.Context, cfg *config) error {
 		"--extra-args", "kube-controller-manager=concurrent-deployment-syncs=" + fmt.Sprint(cfg.Workers),
 		"--extra-args", "kube-apiserver=audit-log-mode=batch",
 		"--extra-args", "kube-controller-manager=concurrent-replicaset-syncs=" + fmt.Sprint(cfg.Workers),
+		// One instance of each, as in a test cluster: with leader election,
+		// a lease renewal that times out on a saturated API server (the raw
+		// client keeps 500 creates in flight) makes the component exit, and
+		// the scenario then waits for pods nobody schedules.
+		"--extra-args", "kube-scheduler=leader-elect=false",
+		"--extra-args", "kube-controller-manager=leader-elect=false",
 	}
 	if addr := os.Getenv("ADVERTISE_ADDRESS"); addr != "" {
 		args = append(args, "--extra-args", "kube-apiserver=advertise-address="+addr)
@@ -102,7 +108,7 @@ func (c *cluster) up(ctx context.Context, cfg *config) error {
 // down deletes the cluster and waits until none of its processes is left.
 func (c *cluster) down() {
 	pids := map[string]int{}
-	for _, comp := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"} {
+	for _, comp := range components {
 		if pid, err := c.pid(comp); err == nil {
 			pids[comp] = pid
 		}
@@ -133,6 +139,19 @@ func (c *cluster) pid(component string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// components are the cluster's processes, as kwokctl names their pid files.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+
+// dead returns an error naming the first component that is no longer running.
+func (c *cluster) dead() error {
+	for _, comp := range components {
+		if pid, err := c.pid(comp); err != nil || !alive(pid) {
+			return fmt.Errorf("%s is not running (its log is in %s/logs)", comp, c.state())
+		}
+	}
+	return nil
 }
 
 func alive(pid int) bool {

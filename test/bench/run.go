@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -265,6 +266,7 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
+	ctx = b.watchdog(ctx)
 	logf("round %d/%d: %s: %s", ps.round, b.cfg.Rounds, ps.name, scenario)
 	ps.pods.mark()
 	mgrPprof := ""
@@ -274,6 +276,9 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	stopProfile := b.prof.window(ps.name, scenario, mgrPprof)
 	w.Start = time.Now()
 	err := fn(ctx, ps)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
 	w.End = time.Now()
 	kcm1, api1, mgr1 := b.sample()
 	stopProfile() // after the sample: its wait for the last slice is not the scenario's
@@ -292,6 +297,29 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	logf("%s: %s took %.2fs, last pod created at %.2fs, last ready at %.2fs (%s)", ps.name, scenario,
 		w.End.Sub(w.Start).Seconds(), w.LastNewPodS, w.LastReadyPodS, ps.pods.summary())
 	return nil
+}
+
+// watchdog returns ctx, cancelled with the cause if a cluster component
+// exits: a scenario would otherwise wait for its whole timeout for pods
+// that nobody schedules or marks Ready.
+func (b *bench) watchdog(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := b.cl.dead(); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	return ctx
 }
 
 func (b *bench) sample() (kcm, api, mgr float64) {
