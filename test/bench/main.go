@@ -41,8 +41,10 @@ type config struct {
 	SyncPeriod     time.Duration `json:"-"`
 	SyncPeriodS    float64       `json:"manager_sync_period_s"`
 	KwokPodWork    int           `json:"kwok_pod_workers"`
-	Timeout        time.Duration `json:"-"`
-	Parties        []string      `json:"parties"`
+	// ManagerArgs are more flags for our manager (BENCH_MANAGER_ARGS).
+	ManagerArgs []string      `json:"manager_args,omitempty"`
+	Timeout     time.Duration `json:"-"`
+	Parties     []string      `json:"parties"`
 	// Rounds: every party runs every scenario once per round; a scenario's
 	// figure is its median over the rounds (wall times on a 2-core machine
 	// move by 15% from one run to the next).
@@ -138,6 +140,7 @@ func parseFlags(args []string) (*config, error) {
 		cfg.ManagerWorkers = 2 * cfg.Workers
 	}
 	cfg.SyncPeriodS = cfg.SyncPeriod.Seconds()
+	cfg.ManagerArgs = strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
 	for _, p := range strings.Split(*parties, ",") {
 		if p = strings.TrimSpace(p); p != partyRaw && p != partyDeployment && p != partyMyDeployment {

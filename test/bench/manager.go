@@ -61,6 +61,9 @@ func startManager(ctx context.Context, cfg *config, cl *cluster) (*managerProc, 
 	if pprof != "" {
 		args = append(args, "--pprof-bind-address", pprof)
 	}
+	// BENCH_MANAGER_ARGS: more flags for the manager, to try a setting
+	// (for example "--status-batch-period=2s"); results.json records them.
+	args = append(args, cfg.ManagerArgs...)
 	logPath := filepath.Join(cl.workDir, cl.name+"-manager.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -521,8 +521,12 @@ func (r *results) markdown() string {
 		"kube-controller-manager --concurrent-deployment-syncs=%d --concurrent-replicaset-syncs=%d, our manager --workers %d "+
 		"(one sync does both), the raw client %d objects in flight; "+
 		"kwok pod workers %d (its default) for every party; %d nodes holding %d pods each; RollingUpdate 25%%/25%%; "+
-		"our manager --sync-period %gs.\n",
+		"our manager --sync-period %gs",
 		s.QPS, s.Burst, s.Workers, s.Workers, managerWorkers, managerWorkers, s.KwokPodWork, s.Nodes, s.PodsPerNode, s.SyncPeriodS)
+	if len(s.ManagerArgs) > 0 {
+		p(" %s", strings.Join(s.ManagerArgs, " "))
+	}
+	p("; kube-controller-manager and kube-scheduler without leader election.\n")
 	return sb.String()
 }
 
