@@ -145,7 +145,8 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 			builder.WithPredicates(specChanged(false))).
 		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
 			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
-		Watches(&corev1.Pod{}, lowPriority(handler.EnqueueRequestsFromMapFunc(r.podOwners))).
+		Watches(&corev1.Pod{}, lowPriority(handler.EnqueueRequestsFromMapFunc(r.podOwners)),
+			builder.WithPredicates(podUpdateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").
 		Complete(r)
