@@ -21,7 +21,7 @@ type ranker struct {
 func newRanker(related []*corev1.Pod) ranker {
 	podsOnNode := make(map[string]int)
 	for _, pod := range related {
-		if isActive(pod) {
+		if pod != nil && isActive(pod) {
 			podsOnNode[pod.Spec.NodeName]++
 		}
 	}
