@@ -275,4 +275,13 @@ func TestPodWritesAndForget(t *testing.T) {
 	if n := seriesOf(ns+"-other", "web"); n != before {
 		t.Errorf("Forget touched another MyDeployment: %d series, had %d", n, before)
 	}
+	// The same name again, the same status as before Forget: every series
+	// comes back (the recorder skips only what it set since).
+	r.Record(Observation{Object: owner, Status: mdStatus(1, 2, 2, 2, "web-1", "web-1"), Update: rev("web-1", 1, t0), Current: rev("web-1", 1, t0), Now: t0.Add(2 * time.Second)})
+	if n := seriesOf(ns, "web"); n < 15 {
+		t.Errorf("only %d series of %s/web recreated after Forget", n, ns)
+	}
+	if got := gaugeValue(t, availableReplicas, ns, "web"); got != 2 {
+		t.Errorf("available after Forget and a new sync = %v, want 2", got)
+	}
 }
