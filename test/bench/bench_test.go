@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,17 @@ func TestSmoke(t *testing.T) {
 	}
 	if v := num(st, "mydeployment_reconciles_at_rest"); v < 3 {
 		t.Errorf("only %v reconciles at rest: the resync did not happen, so 0 writes proves nothing", v)
+	}
+	// Every process's CPU is measured in every window: the cluster's, ours, the benchmark's.
+	so := res[scaleOut].(map[string]any)
+	cpu, _ := so["cpu_s"].(map[string]any)[partyMyDeployment].(map[string]any)
+	for _, proc := range append([]string{procManager, procBench, procAll}, components...) {
+		if _, ok := cpu[proc]; !ok {
+			t.Errorf("results.json: scale_out.cpu_s.%s has no %q: %v", partyMyDeployment, proc, cpu)
+		}
+	}
+	if perS := num(so["cpu_all_per_s"].(map[string]any), partyMyDeployment); perS <= 0 || perS > float64(runtime.NumCPU())+0.5 {
+		t.Errorf("scale-out CPU per second = %v, want within (0, %d]", perS, runtime.NumCPU())
 	}
 
 	md, err := os.ReadFile(filepath.Join(out, "README.md"))

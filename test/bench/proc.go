@@ -8,6 +8,15 @@ import (
 	"strings"
 )
 
+// Process names of the per-window CPU figures besides the cluster's
+// components (kwokctl's names): our manager, and the benchmark itself (its
+// watches and, for the raw party, its client).
+const (
+	procManager = "manager"
+	procBench   = "bench"
+	procAll     = "all" // every process above, summed
+)
+
 // procSample is what /proc says about one process at one moment.
 type procSample struct {
 	CPUSeconds float64 // user + system since it started

@@ -86,8 +86,12 @@ type scenario struct {
 	// kube-controller-manager, ...): party -> requester -> verb [resource] -> count.
 	// The API server is every party's bottleneck; this says who kept it busy.
 	RequestsByRequester map[string]requests `json:"requests_by_requester,omitempty"`
-	// CPU seconds in the window (per round): party -> process -> seconds.
+	// CPU seconds in the window (per round): party -> process -> seconds,
+	// every process of the cluster, our manager, the benchmark and "all".
 	CPUS map[string]map[string]float64 `json:"cpu_s"`
+	// CPU seconds of all those processes per second of the window, over the
+	// rounds: on 2 cores, 2 means nothing waited for anything but CPU.
+	CPUPerS map[string]float64 `json:"cpu_all_per_s"`
 }
 
 type target struct {
@@ -114,11 +118,13 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 	for _, s := range byName {
 		s.Objects, s.Replicas = cfg.Objects, cfg.Replicas
 		s.Requests, s.RequestsAll, s.CPUS = map[string]map[string]int{}, map[string]int{}, map[string]map[string]float64{}
+		s.CPUPerS = map[string]float64{}
 		s.RequestsByRequester = map[string]requests{}
 	}
 	// Per-round figures are summed here, then turned into medians and means.
 	type key struct{ scenario, party string }
 	times := map[key][]float64{}
+	windowS := map[key]float64{} // seconds of every round's window
 	rounds := map[key]int{}
 	for i, w := range b.windows {
 		s, k := byName[w.Scenario], key{w.Scenario, w.Party}
@@ -138,9 +144,11 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 		if s.CPUS[w.Party] == nil {
 			s.CPUS[w.Party] = map[string]float64{}
 		}
-		s.CPUS[w.Party]["kube-controller-manager"] += w.KCMCPU
-		s.CPUS[w.Party]["kube-apiserver"] += w.APIServerCPU
-		s.CPUS[w.Party]["manager"] += w.ManagerCPU
+		for proc, cpu := range w.CPU {
+			s.CPUS[w.Party][proc] += cpu
+			s.CPUS[w.Party][procAll] += cpu
+		}
+		windowS[k] += secs
 		switch {
 		case w.Scenario == rollingUpdate && w.Party == partyMyDeployment:
 			s.InvariantViolations = add(s.InvariantViolations, w.Violations)
@@ -165,10 +173,10 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 			s.DeploymentWritesAtRest = maxInt(s.DeploymentWritesAtRest, reqs[i].writes(whoKCMDeploy))
 		}
 		if w.Party == partyDeployment {
-			res.KCMCPUDeploymentWindowsS += w.KCMCPU
+			res.KCMCPUDeploymentWindowsS += w.CPU["kube-controller-manager"]
 		}
 		if w.Party == partyMyDeployment {
-			res.ManagerCPUMyDeploymentWinS += w.ManagerCPU
+			res.ManagerCPUMyDeploymentWinS += w.CPU[procManager]
 			s.Reconciles = add(s.Reconciles, w.Reconciles)
 		}
 	}
@@ -181,6 +189,9 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 		s.RequestsAll[k.party] = (s.RequestsAll[k.party] + n/2) / n
 		for who, counts := range s.RequestsByRequester[k.party] {
 			s.RequestsByRequester[k.party][who] = perRound(counts, n)
+		}
+		if windowS[k] > 0 {
+			s.CPUPerS[k.party] = round(s.CPUS[k.party][procAll]/windowS[k], 2)
 		}
 		for proc, v := range s.CPUS[k.party] {
 			s.CPUS[k.party][proc] = round(v/float64(n), 2)
@@ -482,6 +493,7 @@ func (r *results) markdown() string {
 	p("| our manager | %.1f MiB | %.2f | %.2f |\n", r.ManagerPeakRSSMiB, r.ManagerCPUS, r.ManagerCPUMyDeploymentWinS)
 	p("| kube-controller-manager | %.1f MiB | %.2f | %.2f |\n", r.KCMPeakRSSMiB, r.KCMCPUS, r.KCMCPUDeploymentWindowsS)
 	p("| kube-apiserver | | %.2f | |\n\n", r.APIServerCPUS)
+	r.cpuTable(p)
 	if r.ScaleOut.Reconciles != nil {
 		p("Our manager's reconciles (per round): scale-out %s, rolling update %s, scale-in %s, steady state %s.\n\n",
 			count(r.ScaleOut.Reconciles), count(r.RollingUpdate.Reconciles), count(r.ScaleIn.Reconciles),
@@ -584,4 +596,38 @@ func describe(root string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// cpuTable: every process's CPU seconds in each party's window, per round.
+func (r *results) cpuTable(p func(string, ...any)) {
+	if len(r.ScaleOut.CPUPerS) == 0 {
+		return // results.json from before every process was sampled
+	}
+	procs := []string{"kube-apiserver", "etcd", "kube-scheduler", "kwok-controller", "kube-controller-manager", procManager, procBench, procAll}
+	p("CPU seconds per round in each party's window, by process (`bench` is the benchmark: its watches and, for the raw party, its client); " +
+		"`per s` is all of them per second of the window, where 2 means both cores busy throughout:\n\n")
+	p("| scenario | party | %s | per s |\n|---|---|%s---|\n", strings.Join(procs, " | "), strings.Repeat("---|", len(procs)))
+	for _, sc := range []struct {
+		name string
+		s    *scenario
+	}{{"scale-out", &r.ScaleOut}, {"rolling update", &r.RollingUpdate}, {"scale-in", &r.ScaleIn}, {"steady state", &r.SteadyState}} {
+		for _, party := range []string{partyRaw, partyDeployment, partyMyDeployment} {
+			cpu, ok := sc.s.CPUS[party]
+			if !ok {
+				continue
+			}
+			cells := make([]string, len(procs))
+			for i, proc := range procs {
+				if v, ok := cpu[proc]; ok {
+					cells[i] = fmt.Sprintf("%.1f", v)
+				}
+			}
+			perS := ""
+			if v, ok := sc.s.CPUPerS[party]; ok {
+				perS = fmt.Sprintf("%.2f", v)
+			}
+			p("| %s | %s | %s | %s |\n", sc.name, party, strings.Join(cells, " | "), perS)
+		}
+	}
+	p("\n")
 }

@@ -26,10 +26,10 @@ func TestResultsOverRounds(t *testing.T) {
 	}
 	// Three rounds of scale-out: the medians are 10 (raw) and 12 (ours), not the means.
 	for i, secs := range []float64{10, 30, 9} {
-		add(partyRaw, scaleOut, i+1, secs, window{APIServerCPU: 3}, creates(whoRaw, 8))
+		add(partyRaw, scaleOut, i+1, secs, window{CPU: map[string]float64{"kube-apiserver": 3, procBench: 1}}, creates(whoRaw, 8))
 	}
 	for i, secs := range []float64{12, 11, 40} {
-		add(partyMyDeployment, scaleOut, i+1, secs, window{APIServerCPU: float64(i + 1), ManagerCPU: 1}, creates(whoManager, 9+i))
+		add(partyMyDeployment, scaleOut, i+1, secs, window{CPU: map[string]float64{"kube-apiserver": float64(i + 1), procManager: 1}}, creates(whoManager, 9+i))
 	}
 	for i, v := range []int{0, 2, 1} {
 		add(partyMyDeployment, rollingUpdate, i+1, 20, window{Violations: v, ViolationExamples: []string{"x"}}, requests{})
@@ -68,6 +68,12 @@ func TestResultsOverRounds(t *testing.T) {
 	}
 	if got := so.CPUS[partyMyDeployment]["kube-apiserver"]; got != 2 {
 		t.Errorf("apiserver CPU per round = %v, want the mean of 1, 2, 3", got)
+	}
+	if got := so.CPUS[partyMyDeployment][procAll]; got != 3 {
+		t.Errorf("all processes' CPU per round = %v, want the mean of 2, 3, 4", got)
+	}
+	if got := so.CPUPerS[partyRaw]; got != 0.24 {
+		t.Errorf("raw CPU per second = %v, want 12 CPU-s over 49 s of windows", got)
 	}
 	if got := r.RollingUpdate.InvariantViolations; got == nil || *got != 3 {
 		t.Errorf("violations = %v, want every round's summed (3)", got)

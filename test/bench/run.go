@@ -57,11 +57,12 @@ type window struct {
 	Party, Scenario string
 	Round           int // 1-based
 	Start, End      time.Time
-	// CPU seconds spent in the window by kube-controller-manager, our manager, kube-apiserver.
-	KCMCPU, ManagerCPU, APIServerCPU float64
-	Violations                       int
-	ViolationExamples                []string
-	Reconciles                       float64 // our manager's reconciles in the window (steady state)
+	// CPU seconds spent in the window by every process of the cluster
+	// (components), our manager (procManager) and the benchmark (procBench).
+	CPU               map[string]float64
+	Violations        int
+	ViolationExamples []string
+	Reconciles        float64 // our manager's reconciles in the window (steady state)
 	// Seconds from the start to the newest pod's appearance and the last pod becoming ready.
 	LastNewPodS, LastReadyPodS float64
 }
@@ -264,7 +265,7 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 // measure runs one scenario inside a window, sampling CPU around it.
 func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn func(context.Context, *partyState) error) error {
 	w := &window{Party: ps.name, Scenario: scenario, Round: ps.round}
-	kcm0, api0, mgr0 := b.sample()
+	cpu0 := b.sample()
 	var rec0 float64
 	if b.mgr != nil {
 		rec0 = b.mgr.reconciles()
@@ -285,9 +286,12 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
 	w.End = time.Now()
-	kcm1, api1, mgr1 := b.sample()
+	cpu1 := b.sample()
 	stopProfile() // after the sample: its wait for the last slice is not the scenario's
-	w.KCMCPU, w.APIServerCPU, w.ManagerCPU = kcm1-kcm0, api1-api0, mgr1-mgr0
+	w.CPU = map[string]float64{}
+	for proc, secs := range cpu1 {
+		w.CPU[proc] = secs - cpu0[proc]
+	}
 	if b.mgr != nil {
 		w.Reconciles = b.mgr.reconciles() - rec0
 	}
@@ -327,20 +331,24 @@ func (b *bench) watchdog(ctx context.Context) context.Context {
 	return ctx
 }
 
-func (b *bench) sample() (kcm, api, mgr float64) {
-	if pid, err := b.cl.pid("kube-controller-manager"); err == nil {
-		s, _ := readProc(pid)
-		kcm = s.CPUSeconds
-	}
-	if pid, err := b.cl.pid("kube-apiserver"); err == nil {
-		s, _ := readProc(pid)
-		api = s.CPUSeconds
+// sample reads every measured process's CPU seconds so far, by name.
+func (b *bench) sample() map[string]float64 {
+	pids := map[string]int{procBench: os.Getpid()}
+	for _, comp := range components {
+		if pid, err := b.cl.pid(comp); err == nil {
+			pids[comp] = pid
+		}
 	}
 	if b.mgr != nil {
-		s, _ := readProc(b.mgr.cmd.Process.Pid)
-		mgr = s.CPUSeconds
+		pids[procManager] = b.mgr.cmd.Process.Pid
 	}
-	return kcm, api, mgr
+	cpu := map[string]float64{}
+	for proc, pid := range pids {
+		if s, err := readProc(pid); err == nil {
+			cpu[proc] = s.CPUSeconds
+		}
+	}
+	return cpu
 }
 
 func (b *bench) stopManager() {
