@@ -110,7 +110,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{beginMarker, endMarker, "| scale-out |", "| rolling update |", "chart.png"} {
+	for _, s := range []string{beginMarker, endMarker, "| scale-out |", "| rolling update |", "chart.png", "| per s |"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("README.md lacks %q", s)
 		}
