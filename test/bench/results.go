@@ -449,6 +449,18 @@ func icell(v *int) string {
 	return fmt.Sprint(*v)
 }
 
+// namedScenario is a scenario with the name the README's tables give it.
+type namedScenario struct {
+	name string
+	s    *scenario
+}
+
+// scenarios lists r's scenarios in the order every table shows them.
+func (r *results) scenarios() []namedScenario {
+	return []namedScenario{{"scale-out", &r.ScaleOut}, {"rolling update", &r.RollingUpdate},
+		{"scale-in to half", &r.ScaleIn}, {"steady state", &r.SteadyState}}
+}
+
 func (r *results) markdown() string {
 	var sb strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
@@ -468,10 +480,7 @@ func (r *results) markdown() string {
 	p("![wall time per scenario](chart.png)\n\n")
 	p("| scenario | raw client | Deployment | MyDeployment | MyDeployment / Deployment | MyDeployment / raw | pods/s (raw / Deployment / MyDeployment) | invariant violations (MyDeployment / Deployment) |\n")
 	p("|---|---|---|---|---|---|---|---|\n")
-	for _, sc := range []struct {
-		name string
-		s    *scenario
-	}{{"scale-out", &r.ScaleOut}, {"rolling update", &r.RollingUpdate}, {"scale-in to half", &r.ScaleIn}} {
+	for _, sc := range r.scenarios()[:3] { // the steady state has no wall time: its own row below
 		pps := func(k string) string {
 			if v, ok := sc.s.PodsPerS[k]; ok {
 				return fmt.Sprintf("%.0f", v)
@@ -505,10 +514,7 @@ func (r *results) markdown() string {
 		p("*Not available for this run* (its audit log was rotated at 100 MB and only the newest file was read; fixed since).\n\n")
 	}
 	p("| scenario | party | requests by verb | all |\n|---|---|---|---|\n")
-	for _, sc := range []struct {
-		name string
-		s    *scenario
-	}{{"scale-out", &r.ScaleOut}, {"rolling update", &r.RollingUpdate}, {"scale-in", &r.ScaleIn}, {"steady state", &r.SteadyState}} {
+	for _, sc := range r.scenarios() {
 		for _, party := range s.Parties {
 			verbs, ok := sc.s.Requests[party]
 			if !ok {
@@ -607,10 +613,7 @@ func (r *results) cpuTable(p func(string, ...any)) {
 	p("CPU seconds per round in each party's window, by process (`bench` is the benchmark: its watches and, for the raw party, its client); " +
 		"`per s` is all of them per second of the window, where 2 means both cores busy throughout:\n\n")
 	p("| scenario | party | %s | per s |\n|---|---|%s---|\n", strings.Join(procs, " | "), strings.Repeat("---|", len(procs)))
-	for _, sc := range []struct {
-		name string
-		s    *scenario
-	}{{"scale-out", &r.ScaleOut}, {"rolling update", &r.RollingUpdate}, {"scale-in", &r.ScaleIn}, {"steady state", &r.SteadyState}} {
+	for _, sc := range r.scenarios() {
 		for _, party := range []string{partyRaw, partyDeployment, partyMyDeployment} {
 			cpu, ok := sc.s.CPUS[party]
 			if !ok {
