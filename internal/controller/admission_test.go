@@ -87,5 +87,14 @@ var _ = Describe("MyDeployment admission", func() {
 		Expect(cur.Spec.Strategy.Type).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
 		Expect(cur.Spec.Strategy.RollingUpdate.MaxSurge).To(HaveValue(Equal(intstr.FromInt32(2))))
 		Expect(cur.Spec.Strategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromString("25%"))))
+
+		By("strategy {} gets type RollingUpdate but, unlike a Deployment, no rollingUpdate block: " +
+			"a schema default cannot depend on the type (the rollout uses 25%/25% all the same)")
+		bare := newMD(ns, "bare-strategy", 1, "nginx:1.27")
+		bare.Spec.Strategy = appsv1.DeploymentStrategy{}
+		Expect(k8sClient.Create(ctx, bare)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(bare), cur)).To(Succeed())
+		Expect(cur.Spec.Strategy.Type).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
+		Expect(cur.Spec.Strategy.RollingUpdate).To(BeNil())
 	})
 })
