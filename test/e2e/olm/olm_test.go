@@ -174,7 +174,20 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		By("the rollout completes, the operator says Upgradeable=True again")
 		Eventually(jsonpath("{.status.updatedReplicas}/{.status.availableReplicas}", "-n", targets[0], "md", "mydeployment-sample"),
 			2*time.Minute, time.Second).Should(Equal("3/3"))
-		Eventually(upgradeable, time.Minute, time.Second).Should(Equal("True"))
+		// OLM goes on with the upgrade as soon as it reads True, and deletes
+		// the old CSV's OperatorCondition with it: either sight will do.
+		newPhase := jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))
+		Eventually(func() string {
+			if upgradeable() == "True" {
+				return "released"
+			}
+			switch phase := newPhase(); phase {
+			case "InstallReady", "Installing", "Succeeded":
+				return "released"
+			default:
+				return "held: " + phase
+			}
+		}, time.Minute, time.Second).Should(Equal("released"))
 	})
 
 	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
