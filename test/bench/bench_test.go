@@ -97,7 +97,7 @@ func TestSmoke(t *testing.T) {
 	// Every process's CPU is measured in every window: the cluster's, ours, the benchmark's.
 	so := res[scaleOut].(map[string]any)
 	cpu, _ := so["cpu_s"].(map[string]any)[partyMyDeployment].(map[string]any)
-	for _, proc := range append([]string{procManager, procBench, procAll}, components...) {
+	for _, proc := range cpuColumns() {
 		if _, ok := cpu[proc]; !ok {
 			t.Errorf("results.json: scale_out.cpu_s.%s has no %q: %v", partyMyDeployment, proc, cpu)
 		}

@@ -17,6 +17,12 @@ const (
 	procAll     = "all" // every process above, summed
 )
 
+// cpuColumns are the per-window CPU figures results.json and the README
+// show: the cluster's components, our manager, the benchmark, their sum.
+func cpuColumns() []string {
+	return append(append([]string{}, components...), procManager, procBench, procAll)
+}
+
 // procSample is what /proc says about one process at one moment.
 type procSample struct {
 	CPUSeconds float64 // user + system since it started

@@ -609,12 +609,12 @@ func (r *results) cpuTable(p func(string, ...any)) {
 	if len(r.ScaleOut.CPUPerS) == 0 {
 		return // results.json from before every process was sampled
 	}
-	procs := append(append([]string{}, components...), procManager, procBench, procAll)
+	procs := cpuColumns()
 	p("CPU seconds per round in each party's window, by process (`bench` is the benchmark: its watches and, for the raw party, its client); " +
 		"`per s` is all of them per second of the window, where 2 means both cores busy throughout:\n\n")
 	p("| scenario | party | %s | per s |\n|---|---|%s---|\n", strings.Join(procs, " | "), strings.Repeat("---|", len(procs)))
 	for _, sc := range r.scenarios() {
-		for _, party := range []string{partyRaw, partyDeployment, partyMyDeployment} {
+		for _, party := range r.Settings.Parties {
 			cpu, ok := sc.s.CPUS[party]
 			if !ok {
 				continue
