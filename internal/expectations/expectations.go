@@ -7,8 +7,10 @@
 // name. They are observed by comparing with a list of pods from the cache, not
 // by counting watch events, so an expectation cannot be lost to a missed or
 // coalesced event. An expectation that is not observed within the timeout has
-// leaked (for example the pod was created and deleted before the cache saw it):
-// it is dropped and reported, so a rollout can never stall on it forever.
+// leaked: it is dropped and reported, so a rollout can never stall on it
+// forever. A pod that came and went before a sync listed it (created, then
+// deleted by someone else at once) is observed by its delete event, through
+// Gone, as ReplicaSet's expectations count a create or delete event.
 package expectations
 
 import (
@@ -33,7 +35,10 @@ type Store struct {
 type pending struct {
 	creates map[string]struct{} // pod names that must appear
 	deletes map[string]struct{} // pod names that must disappear or be terminating
-	since   time.Time           // when the oldest unobserved expectation was set
+	// gone are pods seen deleted before anything was expected of them: a
+	// pod deleted between its create call returning and ExpectCreate.
+	gone  map[string]struct{}
+	since time.Time // when the oldest unobserved expectation was set
 }
 
 // New returns a Store whose expectations leak after timeout (DefaultTimeout if zero).
@@ -44,11 +49,26 @@ func New(timeout time.Duration) *Store {
 	return &Store{timeout: timeout, owners: map[string]*pending{}}
 }
 
-// ExpectCreate records that pod name was created for owner at now.
+// Open makes sure owner has a record from now until its next Observe, so
+// that a delete event of a pod it is creating is not lost if it comes
+// before ExpectCreate. Call it before creating pods.
+func (s *Store) Open(owner string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.get(owner, now)
+}
+
+// ExpectCreate records that pod name was created for owner at now; a pod
+// already seen gone (see Open) is observed at once.
 func (s *Store) ExpectCreate(owner, name string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.get(owner, now).creates[name] = struct{}{}
+	p := s.get(owner, now)
+	if _, gone := p.gone[name]; gone {
+		delete(p.gone, name)
+		return
+	}
+	p.creates[name] = struct{}{}
 }
 
 // ExpectDelete records that pod name was deleted for owner at now.
@@ -68,6 +88,9 @@ type Result struct {
 	Leaked []string
 	// Waiting is the number of expectations still unobserved.
 	Waiting int
+	// Since is when the oldest unobserved expectation was set (zero when
+	// Waiting is 0).
+	Since time.Time
 }
 
 // Observe checks owner's expectations against pods, the owner's pods as the
@@ -94,13 +117,14 @@ func (s *Store) Observe(owner string, pods []*corev1.Pod, now time.Time) Result 
 			delete(p.deletes, name)
 		}
 	}
+	clear(p.gone) // an ExpectCreate after a sync listed the pods is for a newer pod
 	waiting := len(p.creates) + len(p.deletes)
 	if waiting == 0 {
 		delete(s.owners, owner)
 		return Result{Satisfied: true}
 	}
 	if now.Sub(p.since) < s.timeout {
-		return Result{Waiting: waiting}
+		return Result{Waiting: waiting, Since: p.since}
 	}
 	leaked := make([]string, 0, waiting)
 	for name := range p.creates {
@@ -111,6 +135,26 @@ func (s *Store) Observe(owner string, pods []*corev1.Pod, now time.Time) Result 
 	}
 	delete(s.owners, owner)
 	return Result{Satisfied: true, Leaked: leaked}
+}
+
+// Gone records that the cache saw pod name of owner deleted: whatever was
+// expected of it, creation or deletion, is observed. A pod created and
+// deleted before a sync listed it is never listed; without this its
+// creation would hold owner's syncs until the timeout.
+func (s *Store) Gone(owner, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.owners[owner]
+	if !ok {
+		return
+	}
+	_, created := p.creates[name]
+	_, deleted := p.deletes[name]
+	delete(p.creates, name)
+	delete(p.deletes, name)
+	if !created && !deleted {
+		p.gone[name] = struct{}{} // perhaps ours, its ExpectCreate still to come
+	}
 }
 
 // Forget drops everything expected for owner (it was deleted).
@@ -130,7 +174,7 @@ func (s *Store) Pending() int {
 func (s *Store) get(owner string, now time.Time) *pending {
 	p, ok := s.owners[owner]
 	if !ok {
-		p = &pending{creates: map[string]struct{}{}, deletes: map[string]struct{}{}, since: now}
+		p = &pending{creates: map[string]struct{}{}, deletes: map[string]struct{}{}, gone: map[string]struct{}{}, since: now}
 		s.owners[owner] = p
 	}
 	return p

@@ -27,7 +27,8 @@ func TestObserve(t *testing.T) {
 		satisfied  bool
 		waiting    int
 		leaked     int
-		thenSynced bool // a second Observe with nothing new is satisfied
+		gone       []string // delete events the cache delivered before the sync
+		thenSynced bool     // a second Observe with nothing new is satisfied
 	}{
 		{name: "nothing expected", satisfied: true, thenSynced: true},
 		{name: "created pod not yet listed", creates: []string{"a"}, satisfied: false, waiting: 1},
@@ -38,6 +39,9 @@ func TestObserve(t *testing.T) {
 		{name: "deleted pod gone", deletes: []string{"a"}, satisfied: true, thenSynced: true},
 		{name: "unobserved create leaks after timeout", creates: []string{"a"}, at: DefaultTimeout, satisfied: true, leaked: 1, thenSynced: true},
 		{name: "unobserved create before timeout waits", creates: []string{"a"}, at: DefaultTimeout - time.Second, waiting: 1},
+		{name: "created pod came and went before the sync listed it", creates: []string{"a"}, gone: []string{"a"}, satisfied: true, thenSynced: true},
+		{name: "deleted pod's delete event", deletes: []string{"a"}, gone: []string{"a"}, listed: []*corev1.Pod{pod("a", false)}, satisfied: true, thenSynced: true},
+		{name: "another pod's delete event observes nothing", creates: []string{"a"}, gone: []string{"b"}, waiting: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +52,13 @@ func TestObserve(t *testing.T) {
 			for _, n := range tt.deletes {
 				s.ExpectDelete("ns/md", n, t0)
 			}
+			for _, n := range tt.gone {
+				s.Gone("ns/md", n)
+			}
 			got := s.Observe("ns/md", tt.listed, t0.Add(tt.at))
+			if got.Waiting > 0 && !got.Since.Equal(t0) {
+				t.Errorf("Since = %v, want %v (when the oldest expectation was set)", got.Since, t0)
+			}
 			if got.Satisfied != tt.satisfied || got.Waiting != tt.waiting || len(got.Leaked) != tt.leaked {
 				t.Fatalf("Observe = %+v, want satisfied=%v waiting=%d leaked=%d", got, tt.satisfied, tt.waiting, tt.leaked)
 			}
@@ -74,5 +84,29 @@ func TestOwnersAreIndependent(t *testing.T) {
 	s.Forget("ns/a")
 	if r := s.Observe("ns/a", nil, t0); !r.Satisfied {
 		t.Fatalf("forgotten owner still waits: %+v", r)
+	}
+}
+
+// A pod deleted by someone else between its create call returning and
+// ExpectCreate: its delete event comes first and must still count.
+func TestGoneBeforeExpectCreate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := New(0)
+	s.Open("ns/md", t0)
+	s.Gone("ns/md", "a")
+	s.ExpectCreate("ns/md", "a", t0)
+	s.ExpectCreate("ns/md", "b", t0)
+	if r := s.Observe("ns/md", []*corev1.Pod{pod("b", false)}, t0); !r.Satisfied {
+		t.Fatalf("Observe = %+v, want satisfied: a came and went, b is listed", r)
+	}
+	// Without Open, a delete event of a pod nothing was expected of is
+	// forgotten: it cannot satisfy a later create of the same name.
+	s.Gone("ns/md", "c")
+	s.ExpectCreate("ns/md", "c", t0)
+	if r := s.Observe("ns/md", nil, t0); r.Satisfied || r.Waiting != 1 {
+		t.Fatalf("Observe = %+v, want c waiting", r)
+	}
+	if s.Pending() != 1 {
+		t.Fatalf("Pending = %d, want 1", s.Pending())
 	}
 }

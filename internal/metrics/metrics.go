@@ -73,6 +73,8 @@ var (
 		"operation")
 	deadlineExceeded = counter("mydeployment_progress_deadline_exceeded_total",
 		"Times a rollout made no progress for progressDeadlineSeconds (Progressing=False, ProgressDeadlineExceeded).")
+	expectationsPending = gauge("mydeployment_expectations_pending_seconds",
+		"Age of the oldest pod creation or deletion not yet seen in the cache, while the controller waits for it before syncing again; 0 when none.")
 	expectationTimeouts = counter("mydeployment_expectation_timeouts_total",
 		"Pod creations or deletions not observed in the cache before the expectations timeout (leaked expectations).")
 )
@@ -84,7 +86,7 @@ var perObject = []*prometheus.MetricVec{
 	updatedReplicas.MetricVec, unavailableReplicas.MetricVec, currentRevision.MetricVec, updateRevision.MetricVec,
 	generation.MetricVec, observedGeneration.MetricVec, paused.MetricVec, conditionStatus.MetricVec,
 	rolloutInProgress.MetricVec, rolloutDuration.MetricVec, podsCreated.MetricVec, podsDeleted.MetricVec,
-	podWriteFailures.MetricVec, deadlineExceeded.MetricVec, expectationTimeouts.MetricVec,
+	podWriteFailures.MetricVec, deadlineExceeded.MetricVec, expectationTimeouts.MetricVec, expectationsPending.MetricVec,
 }
 
 // Collectors returns every collector of this package, for a registry of
@@ -94,7 +96,7 @@ func Collectors() []prometheus.Collector {
 		specReplicas, statusReplicas, readyReplicas, availableReplicas, updatedReplicas, unavailableReplicas,
 		currentRevision, updateRevision, generation, observedGeneration, paused, conditionStatus,
 		rolloutInProgress, rolloutDuration, podsCreated, podsDeleted, podWriteFailures, deadlineExceeded,
-		expectationTimeouts,
+		expectationTimeouts, expectationsPending,
 	}
 }
 

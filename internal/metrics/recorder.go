@@ -47,6 +47,8 @@ type Recorder struct {
 	// that changes none of it sets nothing (looking up 30 series by label
 	// values on every sync was 3% of the manager's CPU in a scale-out).
 	last map[types.NamespacedName]gaugeInputs
+	// waiting holds the MyDeployments whose expectations gauge is not 0.
+	waiting map[types.NamespacedName]bool
 }
 
 // gaugeInputs is everything the per-object gauges are set from.
@@ -81,7 +83,8 @@ func inputsOf(o Observation, complete bool) gaugeInputs {
 
 // NewRecorder returns a Recorder that times no rollout yet.
 func NewRecorder() *Recorder {
-	return &Recorder{rollouts: map[types.NamespacedName]time.Time{}, last: map[types.NamespacedName]gaugeInputs{}}
+	return &Recorder{rollouts: map[types.NamespacedName]time.Time{}, last: map[types.NamespacedName]gaugeInputs{},
+		waiting: map[types.NamespacedName]bool{}}
 }
 
 // changed records in as key's last gauge inputs and reports whether they differ.
@@ -187,6 +190,27 @@ func (r *Recorder) ExpectationTimeouts(md *appsv1beta1.MyDeployment, n int) {
 	expectationTimeouts.WithLabelValues(md.Namespace, md.Name).Add(float64(n))
 }
 
+// ExpectationsPending sets how long md's sync has waited for the cache to
+// observe its earlier pod writes; 0 once it no longer waits. Only a change
+// from or to 0 touches the series of an object that never waits.
+func (r *Recorder) ExpectationsPending(md *appsv1beta1.MyDeployment, age time.Duration) {
+	if r == nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: md.Namespace, Name: md.Name}
+	r.mu.Lock()
+	was := r.waiting[key]
+	if age > 0 {
+		r.waiting[key] = true
+	} else {
+		delete(r.waiting, key)
+	}
+	r.mu.Unlock()
+	if age > 0 || was {
+		expectationsPending.WithLabelValues(md.Namespace, md.Name).Set(age.Seconds())
+	}
+}
+
 // Forget deletes every series of the MyDeployment key (it was deleted) and
 // stops timing its rollout.
 func (r *Recorder) Forget(key types.NamespacedName) {
@@ -196,6 +220,7 @@ func (r *Recorder) Forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.rollouts, key)
 	delete(r.last, key)
+	delete(r.waiting, key)
 	r.mu.Unlock()
 	labels := map[string]string{LabelNamespace: key.Namespace, LabelName: key.Name}
 	for _, v := range perObject {

@@ -285,3 +285,25 @@ func TestPodWritesAndForget(t *testing.T) {
 		t.Errorf("available after Forget and a new sync = %v, want 2", got)
 	}
 }
+
+func TestExpectationsPending(t *testing.T) {
+	const ns = "pending"
+	r := NewRecorder()
+	md := newMD(ns, 3, 1)
+	r.ExpectationsPending(md, 0)
+	if n := seriesOf(ns, "web"); n != 0 {
+		t.Fatalf("an object that never waited has %d series, want none", n)
+	}
+	r.ExpectationsPending(md, 12*time.Second)
+	if got := gaugeValue(t, expectationsPending, ns, "web"); got != 12 {
+		t.Errorf("pending = %v, want 12", got)
+	}
+	r.ExpectationsPending(md, 0)
+	if got := gaugeValue(t, expectationsPending, ns, "web"); got != 0 {
+		t.Errorf("pending after the wait ended = %v, want 0", got)
+	}
+	r.Forget(types.NamespacedName{Namespace: ns, Name: "web"})
+	if n := seriesOf(ns, "web"); n != 0 {
+		t.Errorf("%d series left after Forget", n)
+	}
+}
