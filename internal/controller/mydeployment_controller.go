@@ -24,10 +24,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -73,6 +70,9 @@ type MyDeploymentReconciler struct {
 	// StatusPacer spaces out a rollout's progress-only status writes; nil
 	// writes every change at once.
 	StatusPacer *statusPacer
+	// WrittenStatus remembers the last status written, until the cache
+	// shows it; nil: every sync diffs against the cache.
+	WrittenStatus *statusMemory
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;update;patch
@@ -93,10 +93,12 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.Metrics.Forget(req.NamespacedName)
 			r.StatusPacer.forget(req.String())
 			r.RevisionData.Forget(req.String())
+			r.WrittenStatus.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	r.WrittenStatus.catchUp(req.String(), md)
 	if md.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
@@ -128,7 +130,16 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			}
 		}
 	}
-	return s.result(st.RequeueAfter, deferred), kerrors.NewAggregate([]error{syncErr, statusErr})
+	if apierrors.IsConflict(statusErr) {
+		// The object changed since it was read: the change's event syncs it
+		// again with a fresh copy; the requeue is a safety net.
+		logf.FromContext(ctx).V(1).Info("status not written: the MyDeployment changed since it was read")
+		statusErr, deferred = nil, requeueConflict
+	}
+	if err := kerrors.NewAggregate([]error{syncErr, statusErr}); err != nil {
+		return ctrl.Result{}, err // retried with backoff; a result beside an error is ignored
+	}
+	return s.result(st.RequeueAfter, deferred), nil
 }
 
 // SetupWithManager registers the controller: MyDeployments, the pods and
@@ -145,7 +156,7 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 			builder.WithPredicates(specChanged(false))).
 		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
 			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
-		Watches(&corev1.Pod{}, lowPriority(handler.EnqueueRequestsFromMapFunc(r.podOwners)),
+		Watches(&corev1.Pod{}, lowPriority(observeGone{handler.EnqueueRequestsFromMapFunc(r.podOwners), r.Expectations}),
 			builder.WithPredicates(podUpdateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").
@@ -161,12 +172,11 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 	if !ok {
 		return nil
 	}
-	if ref := podcontrol.ControllerOf(pod); ref != nil {
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil || gv.Group != appsv1beta1.GroupVersion.Group || ref.Kind != "MyDeployment" {
-			return nil
+	if podcontrol.ControllerOf(pod) != nil {
+		if owner, ok := controllingMyDeployment(pod); ok {
+			return []ctrl.Request{{NamespacedName: owner}}
 		}
-		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}}}
+		return nil
 	}
 	if pod.DeletionTimestamp != nil {
 		return nil
@@ -183,21 +193,6 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 		}
 	}
 	return reqs
-}
-
-// writeStatus writes st as md's status with a merge patch of the status alone.
-func (r *MyDeploymentReconciler) writeStatus(ctx context.Context, md *appsv1beta1.MyDeployment, st appsv1beta1.MyDeploymentStatus) error {
-	// Diff the status alone: marshalling the whole object (its pod template)
-	// twice per write was a tenth of the manager's CPU.
-	patch, err := client.MergeFrom(&appsv1beta1.MyDeployment{Status: md.Status}).Data(&appsv1beta1.MyDeployment{Status: st})
-	if err != nil {
-		return fmt.Errorf("computing the status patch: %w", err)
-	}
-	target := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace}}
-	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
 }
 
 // reportInvalid records a spec that can never work as a condition and an
@@ -217,3 +212,7 @@ func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1be
 // requeueUnsettled makes a MyDeployment waiting on its cache look again even
 // if no event comes, so a leaked expectation is found by its timeout.
 const requeueUnsettled = 30 * time.Second
+
+// requeueConflict is when a sync whose status write met a newer object looks
+// again if no event brings it back sooner.
+const requeueConflict = time.Second

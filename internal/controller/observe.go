@@ -84,8 +84,17 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		r.Metrics.ExpectationTimeouts(md, len(exp.Leaked))
 		logf.FromContext(ctx).Info("expectations timed out; syncing anyway", "pods", exp.Leaked)
 	}
+	var waited time.Duration
+	if !exp.Satisfied {
+		waited = s.now.Sub(exp.Since)
+	}
+	r.Metrics.ExpectationsPending(md, waited)
 	if s.settled = exp.Satisfied; !s.settled {
-		logf.FromContext(ctx).V(1).Info("waiting for the cache to observe earlier pod writes", "pending", exp.Waiting)
+		log := logf.FromContext(ctx).V(1)
+		if waited >= slowExpectations {
+			log = logf.FromContext(ctx) // a wait this long is news: say it at the default level
+		}
+		log.Info("waiting for the cache to observe earlier pod writes", "pending", exp.Waiting, "waited", waited.Round(time.Second).String())
 		return s, nil
 	}
 
@@ -95,6 +104,10 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	}
 	return s, nil
 }
+
+// slowExpectations is how long a wait for the cache is normal; a longer one
+// is logged at the default level.
+const slowExpectations = 10 * time.Second
 
 // result is when to look at the MyDeployment again: the soonest of a pod
 // becoming available, the progress deadline, and (when unsettled) a safety
@@ -126,8 +139,10 @@ func (s *scope) statusInput(synced bool) status.Input {
 	}
 	if s.update != nil {
 		in.UpdateRevision = s.update.Name
-		in.Counts = rollout.Count(s.pods, s.update.Name, s.md.Spec.MinReadySeconds, s.now)
 	}
+	// Pods are counted even with no update revision known (its write
+	// failed): a status of 0 replicas while pods run would mislead scalers.
+	in.Counts = rollout.Count(s.pods, in.UpdateRevision, s.md.Spec.MinReadySeconds, s.now)
 	if s.current != nil {
 		in.CurrentRevision = s.current.Name
 		in.CurrentReplicas = in.Counts.Updated

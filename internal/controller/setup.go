@@ -79,18 +79,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MyDeploymentRe
 	}
 	recorder := mgr.GetEventRecorder(Name)
 	r := &MyDeploymentReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		PodIndex:     opts.Pods,
-		Recorder:     recorder,
-		Pods:         metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
-		Revisions:    &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
-		RevisionData: &revision.PatchCache{},
-		Expectations: expectations.New(expectations.DefaultTimeout),
-		Metrics:      metrics.NewRecorder(),
-		Clock:        clock.RealClock{},
-		Workers:      opts.Workers,
-		StatusPacer:  newStatusPacer(opts.StatusBatchPeriod),
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		PodIndex:      opts.Pods,
+		Recorder:      recorder,
+		Pods:          metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
+		Revisions:     &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
+		RevisionData:  &revision.PatchCache{},
+		Expectations:  expectations.New(expectations.DefaultTimeout),
+		Metrics:       metrics.NewRecorder(),
+		Clock:         clock.RealClock{},
+		Workers:       opts.Workers,
+		StatusPacer:   newStatusPacer(opts.StatusBatchPeriod),
+		WrittenStatus: newStatusMemory(),
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }

@@ -47,12 +47,14 @@ import (
 // integration tests do, and unscheduled pods are deleted at once.
 
 var (
-	ctx       context.Context
-	cancel    context.CancelFunc
-	testEnv   *envtest.Environment
-	cfg       *rest.Config
-	k8sClient client.Client
-	scheme    = runtime.NewScheme()
+	ctx     context.Context
+	cancel  context.CancelFunc
+	testEnv *envtest.Environment
+	// reconciler is the running manager's.
+	reconciler *MyDeploymentReconciler
+	cfg        *rest.Config
+	k8sClient  client.Client
+	scheme     = runtime.NewScheme()
 	// stopManager stops the running manager; startManager starts a new one.
 	stopManager context.CancelFunc
 )
@@ -95,8 +97,9 @@ var _ = AfterSuite(func() {
 })
 
 // startManager runs a new manager with the production wiring until
-// stopManager is called.
-func startManager() {
+// stopManager is called; each change, if any, is applied to the reconciler
+// before the manager starts (to inject a failure into one collaborator).
+func startManager(changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
 	podIndex := NewPodIndex()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -107,8 +110,12 @@ func startManager() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, mcancel := context.WithCancel(ctx)
-	_, err = Setup(mctx, mgr, Options{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod, Pods: podIndex})
+	r, err := Setup(mctx, mgr, Options{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod, Pods: podIndex})
 	Expect(err).NotTo(HaveOccurred())
+	for _, change := range changes {
+		change(r)
+	}
+	reconciler = r
 	done := make(chan struct{})
 	go func() {
 		defer GinkgoRecover()
@@ -119,6 +126,7 @@ func startManager() {
 		mcancel()
 		Eventually(done, 30*time.Second).Should(BeClosed())
 	}
+	return r
 }
 
 // ctrlConfigForTests lets the suite start a manager again after stopping one

@@ -33,6 +33,8 @@ const (
 // did in s (update revision, plan, failure) for the status, even on error.
 func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error) {
 	if err := r.syncRevisions(ctx, s); err != nil {
+		// Status goes on counting the pods against the last revisions it named.
+		s.current, s.update = named(s.revisions, s.md.Status.CurrentRevision), named(s.revisions, s.md.Status.UpdateRevision)
 		return err
 	}
 	if s.update == nil {
@@ -201,6 +203,7 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 // missing pod. Every successful write is recorded as an expectation before
 // the next sync may plan again.
 func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
+	r.Expectations.Open(s.key, s.now) // a pod deleted as soon as created is observed too
 	var errs []error
 	if n := len(s.plan.Delete); n > 0 {
 		deleted := parallel(n, func(i int) error {

@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+)
+
+// deletedOnCreate plays someone who deletes a new pod of one MyDeployment
+// the moment it is created, before the controller's cache can list it.
+type deletedOnCreate struct {
+	podcontrol.Interface
+	owner string
+	mu    sync.Mutex
+	left  int // how many more pods to delete
+}
+
+func (d *deletedOnCreate) Create(ctx context.Context, owner *appsv1beta1.MyDeployment, template *corev1.PodTemplateSpec, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
+	pod, err := d.Interface.Create(ctx, owner, template, rev)
+	if err != nil || owner.Name != d.owner {
+		return pod, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.left > 0 {
+		d.left--
+		Expect(k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+	}
+	return pod, err
+}
+
+// refusedCreates makes the API server refuse every pod create.
+type refusedCreates struct{ podcontrol.Interface }
+
+func (refusedCreates) Create(context.Context, *appsv1beta1.MyDeployment, *corev1.PodTemplateSpec, *appsv1.ControllerRevision) (*corev1.Pod, error) {
+	return nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("exceeded quota"))
+}
+
+// refusedRevisions makes every ControllerRevision create fail.
+type refusedRevisions struct{ client.Client }
+
+func (c refusedRevisions) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, ok := obj.(*appsv1.ControllerRevision); ok {
+		return apierrors.NewServiceUnavailable("injected: revision write refused")
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+var _ = Describe("MyDeployment status and expectations in the corners", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+	// Each test that injects a fault runs its own manager; the next test gets
+	// the production one back.
+	restore := func() {
+		stopManager()
+		startManager()
+	}
+
+	It("refuses to write a status computed from a stale copy of the object", func() {
+		md := newMD(ns, "stale", 2, "nginx:1.27")
+		createReady(md)
+		stale := get(md)
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Replicas = ptr.To[int32](3) })
+		Eventually(func() int32 { return get(md).Status.Replicas }, timeout, interval).Should(Equal(int32(3)))
+
+		// What a sync reading the old copy would compute: replicas 2, complete.
+		err := reconciler.writeStatus(ctx, stale, *stale.Status.DeepCopy())
+		Expect(apierrors.IsConflict(err)).To(BeTrue(), "writing from a stale copy: %v", err)
+		Expect(get(md).Status.Replicas).To(Equal(int32(3)), "the stored status is left as it was")
+	})
+
+	It("observes a pod deleted the moment it was created, and goes on at once", func() {
+		stopManager()
+		startManager(func(r *MyDeploymentReconciler) {
+			r.Pods = &deletedOnCreate{Interface: r.Pods, owner: "comego", left: 1}
+		})
+		defer restore()
+		md := newMD(ns, "comego", 3, "nginx:1.27")
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		// A leaked expectation would hold every sync for 5 minutes.
+		Eventually(func() []corev1.Pod { return podsOf(md) }, 15*time.Second, interval).Should(HaveLen(3))
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Replicas = ptr.To[int32](5) })
+		Eventually(func(g Gomega) {
+			cur := get(md)
+			g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+			g.Expect(podsOf(md)).To(HaveLen(5))
+		}, 15*time.Second, interval).Should(Succeed())
+	})
+
+	It("keeps counting the pods when the new revision cannot be written", func() {
+		md := newMD(ns, "norev", 3, "nginx:1.27")
+		createReady(md)
+		before := get(md).Status
+		stopManager()
+		startManager(func(r *MyDeploymentReconciler) { r.Revisions.Client = refusedRevisions{r.Revisions.Client} })
+		defer restore()
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		Consistently(func(g Gomega) {
+			cur := get(md)
+			g.Expect(cur.Status.ObservedGeneration).To(BeNumerically("<", cur.Generation), "a failed sync is not observed")
+			g.Expect(cur.Status.Replicas).To(Equal(int32(3)))
+			g.Expect(cur.Status.AvailableReplicas).To(Equal(int32(3)))
+			g.Expect(cur.Status.UpdateRevision).To(Equal(before.UpdateRevision))
+			g.Expect(cur.Status.CurrentRevision).To(Equal(before.CurrentRevision))
+		}, 3*time.Second, interval).Should(Succeed())
+		Expect(podsOf(md)).To(HaveLen(3))
+	})
+
+	It("returns either a result or an error, never both", func() {
+		stopManager()
+		r := startManager(func(r *MyDeploymentReconciler) { r.Pods = refusedCreates{r.Pods} })
+		defer restore()
+		md := newMD(ns, "refused", 3, "nginx:1.27")
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(conditionReason(md, appsv1beta1.ConditionReplicaFailure), timeout, interval).
+			Should(Equal(appsv1beta1.ReasonFailedCreate))
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)})
+		Expect(err).To(HaveOccurred())
+		Expect(res).To(Equal(ctrl.Result{}), "controller-runtime ignores a result returned with an error")
+	})
+})
