@@ -104,12 +104,19 @@ func TestMain(m *testing.M) {
 	case err := <-watchErr:
 		must(err)
 	}
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	must(err)
+	statuses := &statusWatcher{}
+	go statuses.run(ctx, wc, suite.w.tracks)
 	managerKubeconfig, err = installRBAC(ctx)
 	must(err)
 	start := time.Now()
 	code := m.Run()
 	cancel()
 	figures.total = time.Since(start)
+	suite.w.checkStatuses(statuses)
+	figures.note("status: %d writes claiming a complete rollout or 0 replicas were checked against the pods at their resourceVersion",
+		statuses.count())
 	events, created, violations := suite.w.snapshot()
 	figures.events, figures.created, figures.violations = events, created, violations
 	text := figures.markdown()

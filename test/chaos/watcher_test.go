@@ -48,6 +48,8 @@ type watcher struct {
 	mu      sync.Mutex
 	pods    map[types.UID]*corev1.Pod
 	history map[types.UID][]*corev1.Pod // every version of every pod seen
+	// deletedAt is the resourceVersion of each pod's delete event.
+	deletedAt map[types.UID]int64
 	owners  map[types.UID]*bounds       // MyDeployment UID -> its bounds
 	// mixed counts, per tracked owner, the events after which its
 	// unfinished pods ran two revisions or more (a rollout's middle).
@@ -58,7 +60,7 @@ type watcher struct {
 }
 
 func newWatcher() *watcher {
-	return &watcher{pods: map[types.UID]*corev1.Pod{}, history: map[types.UID][]*corev1.Pod{},
+	return &watcher{pods: map[types.UID]*corev1.Pod{}, history: map[types.UID][]*corev1.Pod{}, deletedAt: map[types.UID]int64{},
 		owners: map[types.UID]*bounds{}, mixed: map[types.UID]int{}}
 }
 
@@ -120,6 +122,7 @@ func (w *watcher) handle(t watch.EventType, pod *corev1.Pod) {
 		w.pods[pod.UID] = pod
 	case watch.Deleted:
 		delete(w.pods, pod.UID)
+		w.deletedAt[pod.UID] = resourceVersion(pod)
 	default:
 		return
 	}

@@ -1,0 +1,158 @@
+package chaos
+
+import (
+	"context"
+
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// statusClaim is a status a MyDeployment was written with that says
+// something checkable against its pods at the same resourceVersion: the
+// rollout is complete, or it has no replica.
+type statusClaim struct {
+	owner    types.UID
+	name     string
+	rv       int64
+	seen     time.Time
+	complete bool // observedGeneration current, every desired replica updated and available
+	zero     bool // status.replicas 0
+	update   string
+}
+
+// statusWatcher records the status claims of the MyDeployments the driver
+// tracks; checkStatuses judges them against the pod watcher's history once
+// the pod watch has delivered everything up to them.
+type statusWatcher struct {
+	mu     sync.Mutex
+	claims []statusClaim
+}
+
+// run watches every MyDeployment until ctx ends (resuming on a break).
+func (s *statusWatcher) run(ctx context.Context, c client.WithWatch, tracked func(types.UID) bool) {
+	for ctx.Err() == nil {
+		wi, err := c.Watch(ctx, &appsv1beta1.MyDeploymentList{})
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		for ev := range wi.ResultChan() {
+			md, ok := ev.Object.(*appsv1beta1.MyDeployment)
+			if !ok || ev.Type != watch.Modified || !tracked(md.UID) {
+				continue
+			}
+			s.record(md)
+		}
+		wi.Stop()
+	}
+}
+
+func (s *statusWatcher) record(md *appsv1beta1.MyDeployment) {
+	st, want := md.Status, ptr.Deref(md.Spec.Replicas, 1)
+	c := statusClaim{owner: md.UID, name: md.Namespace + "/" + md.Name, rv: resourceVersion(md), seen: time.Now(),
+		update: st.UpdateRevision, zero: st.Replicas == 0,
+		complete: st.ObservedGeneration == md.Generation && st.Replicas == want && st.UpdatedReplicas == want &&
+			st.AvailableReplicas == want && st.UpdateRevision != ""}
+	if !c.complete && !c.zero {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claims = append(s.claims, c)
+}
+
+func (s *statusWatcher) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.claims)
+}
+
+// zeroGrace: a status computed before the sync created pods may say 0
+// replicas while they exist; a pod older than this must be counted.
+const zeroGrace = 10 * time.Second
+
+// checkStatuses judges every claim against owner's pods as they were at
+// the claim's resourceVersion: "complete" while an active pod of another
+// revision or an unready one existed, or "0 replicas" while an active pod
+// created well before ran, is a violation.
+func (w *watcher) checkStatuses(s *statusWatcher) {
+	s.mu.Lock()
+	claims := append([]statusClaim(nil), s.claims...)
+	s.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range claims {
+		var old, unready, running int
+		for _, p := range w.podsAtLocked(c.owner, c.rv) {
+			if !active(p) {
+				continue
+			}
+			if p.Labels[appsv1beta1.RevisionLabel] != c.update {
+				old++
+			} else if !ready(p) {
+				unready++
+			}
+			if c.seen.Sub(p.CreationTimestamp.Time) > zeroGrace {
+				running++
+			}
+		}
+		if c.complete && (old > 0 || unready > 0) {
+			w.violate("%s: status at resourceVersion %d says the rollout is complete while %d old and %d unready pods run",
+				c.name, c.rv, old, unready)
+		}
+		if c.zero && running > 0 {
+			w.violate("%s: status at resourceVersion %d says 0 replicas while %d pods older than %v run",
+				c.name, c.rv, running, zeroGrace)
+		}
+	}
+}
+
+// podsAtLocked is owner's pods as they were at resourceVersion rv.
+func (w *watcher) podsAtLocked(owner types.UID, rv int64) []*corev1.Pod {
+	var out []*corev1.Pod
+	for uid, versions := range w.history {
+		if d, gone := w.deletedAt[uid]; gone && d <= rv {
+			continue
+		}
+		var at *corev1.Pod
+		for _, p := range versions {
+			if resourceVersion(p) <= rv {
+				at = p
+			}
+		}
+		if at == nil {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(at); ref != nil && ref.UID == owner {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// resourceVersion reads an object's resourceVersion as the number etcd's
+// revisions are (what a single-etcd cluster's API server gives), 0 if not.
+func resourceVersion(o metav1.Object) int64 {
+	n, err := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// tracks says whether the driver tracks owner now.
+func (w *watcher) tracks(owner types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.owners[owner] != nil
+}
