@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -189,6 +190,9 @@ type workload struct {
 	count    int // MyDeployments
 	changes  int // rollouts + scale changes to complete, over all of them
 	moreWhen func() bool
+	// corners: each MyDeployment starts with one corner (in turn), and
+	// one change in ten is a random corner.
+	corners bool
 }
 
 // workloadResult are its figures.
@@ -197,6 +201,16 @@ type workloadResult struct {
 	slowest          time.Duration
 	total            time.Duration
 	failures         []string
+	corners          [corners]int
+}
+
+// cornersNote says how many corners of each kind a phase made.
+func (r workloadResult) cornersNote() string {
+	var parts []string
+	for c := range corners {
+		parts = append(parts, fmt.Sprintf("%s %d", c, r.corners[c]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // runWorkload creates the MyDeployments, then has each make random changes
@@ -228,7 +242,21 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 				fail(err)
 				return
 			}
-			for claim() {
+			for n := 0; claim(); n++ {
+				if w.corners && (n == 0 || rng.IntN(10) == 0) {
+					c := corner(i % int(corners))
+					if n > 0 {
+						c = corner(rng.IntN(int(corners)))
+					}
+					if err := e.corner(ctx, d, c); err != nil {
+						fail(fmt.Errorf("%s: %w", c, err))
+						return
+					}
+					mu.Lock()
+					res.corners[c]++
+					mu.Unlock()
+					continue
+				}
 				next := d.cur
 				rollout := rng.IntN(10) < 6
 				if rollout {

@@ -287,3 +287,25 @@ func (w *watcher) snapshot() (events, created int, violations []string) {
 	defer w.mu.Unlock()
 	return w.events, w.created, append([]string(nil), w.violations...)
 }
+
+// podNames maps the UID of each pod owner controls now to its name.
+func (w *watcher) podNames(owner types.UID) map[types.UID]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[types.UID]string{}
+	for _, p := range w.ownedLocked(owner) {
+		if active(p) {
+			out[p.UID] = p.Name
+		}
+	}
+	return out
+}
+
+// podUIDs is the set of active pods owner controls now.
+func (w *watcher) podUIDs(owner types.UID) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for uid := range w.podNames(owner) {
+		out[uid] = true
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// corner is a change a user or another actor makes that the suite's
+// random rollouts and scales never would: the corners of Deployment's
+// semantics (issue 21). Each leaves the MyDeployment converged on its spec.
+type corner int
+
+const (
+	// cornerFreshPodDeleted: the first pod a scale-up creates is deleted
+	// the moment the watch shows it, before the controller's cache can.
+	cornerFreshPodDeleted corner = iota
+	// cornerLabelSurgery: one pod loses its pod-template-hash label, another
+	// has all its labels replaced: both are released and replaced.
+	cornerLabelSurgery
+	// cornerOrphanRecreate: the MyDeployment is deleted with
+	// --cascade=orphan and created again: it adopts its pods, none replaced.
+	cornerOrphanRecreate
+	// cornerRunawayScale: replicas set far too high, then corrected once
+	// pods are being created: creation stops and it converges back.
+	cornerRunawayScale
+	corners
+)
+
+func (c corner) String() string {
+	return [...]string{"fresh pod deleted", "label surgery", "orphan delete and re-create", "runaway scale corrected"}[c]
+}
+
+// runawayReplicas is the typo; runawayStop is how many pods to let it make.
+const (
+	runawayReplicas = 100000
+	runawayStop     = 60
+)
+
+// corner makes c on d (converged on d.cur) and waits until d has converged
+// again on d.cur.
+func (e *env) corner(ctx context.Context, d *tracked, c corner) error {
+	e.inFlight.Add(1)
+	defer e.inFlight.Add(-1)
+	switch c {
+	case cornerFreshPodDeleted:
+		next := d.cur
+		next.replicas++
+		before := e.w.podUIDs(d.uid)
+		stop := make(chan struct{})
+		deleted := make(chan error, 1)
+		go func() { deleted <- e.deleteFirstNewPod(ctx, d, before, stop) }()
+		err := e.change(ctx, d, next)
+		close(stop)
+		if derr := <-deleted; err == nil {
+			err = derr
+		}
+		return err
+	case cornerLabelSurgery:
+		return e.labelSurgery(ctx, d)
+	case cornerOrphanRecreate:
+		return e.orphanRecreate(ctx, d)
+	case cornerRunawayScale:
+		return e.runaway(ctx, d)
+	}
+	return fmt.Errorf("unknown corner %d", c)
+}
+
+// deleteFirstNewPod deletes the first pod of d not in before, as soon as the
+// watch delivers it.
+func (e *env) deleteFirstNewPod(ctx context.Context, d *tracked, before map[types.UID]bool, stop <-chan struct{}) error {
+	for {
+		for uid, name := range e.w.podNames(d.uid) {
+			if !before[uid] {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.ns, UID: uid}}
+				if err := e.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting fresh pod %s: %w", name, err)
+				}
+				return nil
+			}
+		}
+		select {
+		case <-stop:
+			return fmt.Errorf("%s/%s: no new pod appeared to delete", d.ns, d.name)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// labelSurgery strips one pod's pod-template-hash and replaces another's
+// labels; availability may dip by those two (a user took them away), so
+// it is not checked until d has converged again.
+func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
+	b := d.inFlight(d.cur, d.cur)
+	b.checkAvailable = false
+	e.w.setBounds(d.uid, b)
+	names := slices.Sorted(maps.Values(e.w.podNames(d.uid)))
+	if len(names) == 0 {
+		return fmt.Errorf("%s/%s: no pod for label surgery", d.ns, d.name)
+	}
+	surgery := []string{
+		`{"metadata":{"labels":{"` + appsv1beta1.PodTemplateHashLabel + `":null}}}`,
+		`{"metadata":{"labels":{"app":"elsewhere","` + appsv1beta1.RevisionLabel + `":null,"` + appsv1beta1.PodTemplateHashLabel + `":null}}}`,
+	}
+	for i, name := range names[:min(len(names), len(surgery))] {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.ns}}
+		if err := e.c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(surgery[i]))); err != nil {
+			return fmt.Errorf("label surgery on %s: %w", name, err)
+		}
+	}
+	if err := e.waitConverged(ctx, d, d.cur); err != nil {
+		return err
+	}
+	// The released pods are no one's now: each must have lost its controller.
+	for _, name := range names[:min(len(names), len(surgery))] {
+		pod := &corev1.Pod{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: name}, pod); err != nil {
+			return fmt.Errorf("reading released pod %s: %w", name, err)
+		}
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == d.uid {
+			return fmt.Errorf("%s/%s: pod %s no longer matches but is still controlled", d.ns, d.name, name)
+		}
+		if err := e.c.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	e.w.setBounds(d.uid, d.steady(d.cur))
+	return nil
+}
+
+// orphanRecreate deletes d with --cascade=orphan and creates it again: the
+// new object must adopt every pod and create none.
+func (e *env) orphanRecreate(ctx context.Context, d *tracked) error {
+	before := e.w.podUIDs(d.uid)
+	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns}}
+	e.w.untrack(d.uid)
+	if err := e.c.Delete(ctx, md, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(e.changeTimeout)
+	for {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(md), md)
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s/%s: not gone after an orphan delete: %v", d.ns, d.name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := e.create(ctx, d, d.cur); err != nil {
+		return err
+	}
+	after := e.w.podUIDs(d.uid)
+	if !maps.Equal(before, after) {
+		return fmt.Errorf("%s/%s: re-created over its orphans, its pods went from %v to %v", d.ns, d.name,
+			slices.Collect(maps.Keys(before)), slices.Collect(maps.Keys(after)))
+	}
+	return nil
+}
+
+// runaway sets a typo of a replica count, then corrects it once pods are
+// being created: the controller must stop creating within its sync and
+// converge back.
+func (e *env) runaway(ctx context.Context, d *tracked) error {
+	typo := spec{replicas: runawayReplicas, image: d.cur.image}
+	e.w.setBounds(d.uid, d.inFlight(d.cur, typo))
+	patch := func(n int) error {
+		md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns}}
+		return e.c.Patch(ctx, md, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)))
+	}
+	if err := patch(runawayReplicas); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(e.changeTimeout)
+	for len(e.w.podNames(d.uid)) < d.cur.replicas+runawayStop {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s/%s: the runaway scale created fewer than %d pods", d.ns, d.name, runawayStop)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := patch(d.cur.replicas); err != nil {
+		return err
+	}
+	if err := e.waitConverged(ctx, d, d.cur); err != nil {
+		return err
+	}
+	e.w.setBounds(d.uid, d.steady(d.cur))
+	return nil
+}
