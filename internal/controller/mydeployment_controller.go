@@ -73,6 +73,8 @@ type MyDeploymentReconciler struct {
 	// StatusPacer spaces out a rollout's progress-only status writes; nil
 	// writes every change at once.
 	StatusPacer *statusPacer
+	// strays are pods of ours that left the pod cache, to release.
+	strays strays
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;update;patch
@@ -93,6 +95,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.Metrics.Forget(req.NamespacedName)
 			r.StatusPacer.forget(req.String())
 			r.RevisionData.Forget(req.String())
+			r.strays.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -145,7 +148,7 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 			builder.WithPredicates(specChanged(false))).
 		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
 			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
-		Watches(&corev1.Pod{}, lowPriority(handler.EnqueueRequestsFromMapFunc(r.podOwners)),
+		Watches(&corev1.Pod{}, lowPriority(r.strays.noteStrays(handler.EnqueueRequestsFromMapFunc(r.podOwners))),
 			builder.WithPredicates(podUpdateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").

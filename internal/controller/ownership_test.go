@@ -81,6 +81,57 @@ var _ = Describe("MyDeployment ownership", func() {
 		Expect(created).To(Equal(3), "no pod created or replaced")
 	})
 
+	DescribeTable("releases a pod that no longer matches although it left the pod cache, and replaces it",
+		func(change func(*corev1.Pod)) {
+			md := newMD(ns, "stray", 3, "nginx:1.27")
+			createReady(md)
+			owner := get(md)
+			victim := podsOf(md)[0]
+			updatePod(&victim, change)
+
+			Eventually(func(g Gomega) {
+				p := &corev1.Pod{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), p)).To(Succeed())
+				g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
+			}, timeout, interval).Should(Succeed())
+			Eventually(func() []types.UID { return controlledBy(owner) }, timeout, interval).Should(HaveLen(3))
+			Expect(controlledBy(owner)).NotTo(ContainElement(victim.UID))
+			markAllReady(md)
+			// Not complete(md): a released pod may still match the selector.
+			Eventually(func(g Gomega) {
+				st := get(md).Status
+				g.Expect([]int32{st.Replicas, st.UpdatedReplicas, st.AvailableReplicas}).To(Equal([]int32{3, 3, 3}))
+			}, timeout, interval).Should(Succeed())
+			Consistently(func() []types.UID { return controlledBy(owner) }, 2*time.Second, interval).Should(HaveLen(3))
+		},
+		Entry("all its labels replaced (TestReplicaSetOrphaningAndAdoption)", func(p *corev1.Pod) {
+			p.Labels = map[string]string{"name": "unrelated"}
+		}),
+		Entry("its pod-template-hash label removed", func(p *corev1.Pod) {
+			delete(p.Labels, appsv1beta1.PodTemplateHashLabel)
+		}),
+		Entry("its controller-revision-hash label removed", func(p *corev1.Pod) {
+			delete(p.Labels, appsv1beta1.RevisionLabel)
+		}),
+	)
+
+	It("releases a pod that lost its pod-template-hash label while no manager ran", func() {
+		md := newMD(ns, "asleep", 3, "nginx:1.27")
+		createReady(md)
+		owner := get(md)
+		victim := podsOf(md)[0]
+		stopManager()
+		updatePod(&victim, func(p *corev1.Pod) { delete(p.Labels, appsv1beta1.PodTemplateHashLabel) })
+		startManager()
+
+		Eventually(func(g Gomega) {
+			p := &corev1.Pod{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), p)).To(Succeed())
+			g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
+		}, timeout, interval).Should(Succeed())
+		Eventually(func() []types.UID { return controlledBy(owner) }, timeout, interval).Should(HaveLen(3))
+	})
+
 	It("adopts a pod that lists it as a non-controller owner with one reference, not two", func() {
 		md := newMD(ns, "dup", 2, "nginx:1.27")
 		createReady(md)

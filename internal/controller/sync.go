@@ -147,14 +147,14 @@ func named(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRev
 	return nil
 }
 
-// claimPods releases owned pods the selector no longer matches and adopts
-// orphans that
+// claimPods releases owned pods the selector no longer matches (those in
+// the cache, and strays that left it: see strays) and adopts orphans that
 // match both the selector and the update revision's template (its hash
 // label), as a ReplicaSet's ControllerRefManager does. An adopted pod is
 // relabelled with the update revision's name in the same write: it runs
 // that template whatever revision (maybe a deleted owner's) its label named.
 func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error {
-	var errs []error
+	errs := []error{r.releaseStrays(ctx, s)}
 	kept := s.pods[:0:0]
 	for _, pod := range s.pods {
 		if s.selector.Matches(labels.Set(pod.Labels)) {
