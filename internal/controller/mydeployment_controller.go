@@ -73,6 +73,8 @@ type MyDeploymentReconciler struct {
 	// WrittenStatus remembers the last status written, until the cache
 	// shows it; nil: every sync diffs against the cache.
 	WrittenStatus *statusMemory
+	// strays are pods of ours that left the pod cache, to release.
+	strays strays
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;update;patch
@@ -94,6 +96,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.StatusPacer.forget(req.String())
 			r.RevisionData.Forget(req.String())
 			r.WrittenStatus.forget(req.String())
+			r.strays.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -156,7 +159,7 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 			builder.WithPredicates(specChanged(false))).
 		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
 			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
-		Watches(&corev1.Pod{}, lowPriority(observeGone{handler.EnqueueRequestsFromMapFunc(r.podOwners), r.Expectations}),
+		Watches(&corev1.Pod{}, lowPriority(observeGone{r.strays.noteStrays(handler.EnqueueRequestsFromMapFunc(r.podOwners)), r.Expectations}),
 			builder.WithPredicates(podUpdateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").

@@ -71,6 +71,9 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 // and keeps the revision number on the object up to date.
 func (r *MyDeploymentReconciler) syncRevisions(ctx context.Context, s *scope) error {
 	md := s.md
+	if err := r.claimRevisions(ctx, s); err != nil {
+		return fmt.Errorf("adopting revisions: %w", err)
+	}
 	s.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
 	if md.Spec.Paused {
 		s.update = named(s.revisions, md.Status.UpdateRevision)
@@ -146,11 +149,14 @@ func named(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRev
 	return nil
 }
 
-// claimPods releases owned pods the selector no longer matches and adopts
-// orphans that match both the selector and the update revision's template
-// (its hash label), as a ReplicaSet's ControllerRefManager does.
+// claimPods releases owned pods the selector no longer matches (those in
+// the cache, and strays that left it: see strays) and adopts orphans that
+// match both the selector and the update revision's template (its hash
+// label), as a ReplicaSet's ControllerRefManager does. An adopted pod is
+// relabelled with the update revision's name in the same write: it runs
+// that template whatever revision (maybe a deleted owner's) its label named.
 func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error {
-	var errs []error
+	errs := []error{r.releaseStrays(ctx, s)}
 	kept := s.pods[:0:0]
 	for _, pod := range s.pods {
 		if s.selector.Matches(labels.Set(pod.Labels)) {
@@ -171,30 +177,40 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	var orphans []*corev1.Pod
 	for _, pod := range candidates {
 		if podcontrol.ControllerOf(pod) == nil && pod.DeletionTimestamp == nil &&
-			pod.Labels[appsv1beta1.PodTemplateHashLabel] == hash && s.selector.Matches(labels.Set(pod.Labels)) {
+			pod.Labels[appsv1beta1.PodTemplateHashLabel] == hash && s.selector.Matches(labels.Set(pod.Labels)) &&
+			s.selector.Matches(relabelled(pod.Labels, s.update.Name)) {
 			orphans = append(orphans, pod)
 		}
 	}
 	if len(orphans) > 0 {
 		// Adopt only for the object as it is now, not a deleted namesake.
-		fresh := &appsv1beta1.MyDeployment{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.md), fresh); err != nil {
-			return fmt.Errorf("re-reading before adoption: %w", err)
-		}
-		if fresh.UID != s.md.UID || fresh.DeletionTimestamp != nil {
-			return nil
+		if ok, err := r.mayAdopt(ctx, s.md); !ok {
+			return kerrors.NewAggregate(append(errs, err))
 		}
 		for _, pod := range orphans {
-			if err := r.Pods.Adopt(ctx, s.md, pod); err != nil {
+			adopted, err := r.Pods.Adopt(ctx, s.md, pod, s.update)
+			if err != nil {
 				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 					errs = append(errs, err)
 				}
 				continue
 			}
-			s.pods = append(s.pods, pod)
+			s.pods = append(s.pods, adopted)
 		}
 	}
 	return kerrors.NewAggregate(errs)
+}
+
+// relabelled is labels with the revision label set to name, as adoption
+// writes them (a selector on that label would otherwise release the pod
+// it just adopted).
+func relabelled(podLabels map[string]string, name string) labels.Set {
+	out := make(labels.Set, len(podLabels))
+	for k, v := range podLabels {
+		out[k] = v
+	}
+	out[appsv1beta1.RevisionLabel] = name
+	return out
 }
 
 // act carries out the plan: deletions, then creations in slow start (one

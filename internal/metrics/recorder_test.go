@@ -232,8 +232,8 @@ func (f *failingPods) Delete(context.Context, *appsv1beta1.MyDeployment, *corev1
 	f.deletes++
 	return nil
 }
-func (f *failingPods) Adopt(context.Context, *appsv1beta1.MyDeployment, *corev1.Pod) error {
-	return nil
+func (f *failingPods) Adopt(context.Context, *appsv1beta1.MyDeployment, *corev1.Pod, *appsv1.ControllerRevision) (*corev1.Pod, error) {
+	return nil, nil
 }
 func (f *failingPods) Release(context.Context, *appsv1beta1.MyDeployment, *corev1.Pod) error {
 	return nil

@@ -37,9 +37,13 @@ type Interface interface {
 	// Delete deletes pod if it is still the same object (UID precondition);
 	// a pod already gone is success.
 	Delete(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error
-	// Adopt makes owner the controller of an orphan pod.
-	Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error
-	// Release removes owner's controller reference from pod.
+	// Adopt makes owner the controller of an orphan pod whose template is
+	// rev's (the caller checked its hash label) and labels it with rev's
+	// name, in one write guarded by the pod's resourceVersion. It returns
+	// the adopted pod; pod itself (maybe the cache's) is not modified.
+	Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error)
+	// Release removes owner's references from pod, guarded by the pod's
+	// resourceVersion; a pod already gone is success.
 	Release(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error
 }
 
@@ -101,35 +105,76 @@ func (r *Real) Delete(ctx context.Context, owner *appsv1beta1.MyDeployment, pod 
 	return nil
 }
 
-// Adopt implements [Interface]: a JSON merge patch that sets the owner
-// references, guarded by the pod's UID and resourceVersion so a pod that
-// changed meanwhile (for example adopted by someone else) is left alone.
-func (r *Real) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error {
-	refs := append(append([]metav1.OwnerReference(nil), pod.OwnerReferences...), *controllerRef(owner))
-	return r.patchOwners(ctx, pod, refs, "adopting")
+// Adopt implements [Interface]: a JSON merge patch of the owner references
+// and, if it names another revision, the revision label, guarded by the
+// pod's resourceVersion (a pod re-created under its name has another) so a
+// pod that changed meanwhile (for example adopted by someone else) is left
+// alone with a Conflict. A reference to owner the
+// pod already has (not as controller) becomes the controller reference:
+// one reference per owner, as the ControllerRefManager merges by UID.
+//
+// The revision label: an orphan whose template hash is the update
+// revision's runs that template, but its label may name the revision of a
+// deleted owner (revision names are <owner>-<hash>); relabelled, it counts
+// as updated instead of being replaced.
+func (r *Real) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
+	adopted := pod.DeepCopy()
+	adopted.OwnerReferences = withController(pod.OwnerReferences, *controllerRef(owner))
+	if adopted.Labels[appsv1beta1.RevisionLabel] != rev.Name {
+		if adopted.Labels == nil {
+			adopted.Labels = map[string]string{}
+		}
+		adopted.Labels[appsv1beta1.RevisionLabel] = rev.Name
+	}
+	if err := r.patch(ctx, pod, adopted, "adopting"); err != nil {
+		return nil, err
+	}
+	return adopted, nil
 }
 
-// Release implements [Interface].
-func (r *Real) Release(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error {
-	var refs []metav1.OwnerReference
-	for _, ref := range pod.OwnerReferences {
-		if ref.UID != owner.UID {
-			refs = append(refs, ref)
+// withController returns refs with ref as the one reference to its UID: an
+// existing reference to the same UID is replaced in place (and any further
+// ones dropped), else ref is appended. refs is not modified.
+func withController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	merged := false
+	for _, r := range refs {
+		switch {
+		case r.UID != ref.UID:
+			out = append(out, r)
+		case !merged:
+			out = append(out, ref)
+			merged = true
 		}
 	}
-	err := r.patchOwners(ctx, pod, refs, "releasing")
+	if !merged {
+		out = append(out, ref)
+	}
+	return out
+}
+
+// Release implements [Interface]: every reference to owner goes, not only
+// the controller one (the ControllerRefManager deletes by UID too).
+func (r *Real) Release(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error {
+	released := pod.DeepCopy()
+	released.OwnerReferences = nil
+	for _, ref := range pod.OwnerReferences {
+		if ref.UID != owner.UID {
+			released.OwnerReferences = append(released.OwnerReferences, ref)
+		}
+	}
+	err := r.patch(ctx, pod, released, "releasing")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
-func (r *Real) patchOwners(ctx context.Context, pod *corev1.Pod, refs []metav1.OwnerReference, verb string) error {
-	patched := pod.DeepCopy()
-	patched.OwnerReferences = refs
+// patch writes the difference from pod to changed as a JSON merge patch.
+func (r *Real) patch(ctx context.Context, pod, changed *corev1.Pod, verb string) error {
 	// Optimistic lock: fail with a conflict if the pod changed since we read it.
 	patch := client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Patch(ctx, patched, patch); err != nil {
+	if err := r.Client.Patch(ctx, changed, patch); err != nil {
 		return fmt.Errorf("%s pod %s: %w", verb, pod.Name, err)
 	}
 	return nil

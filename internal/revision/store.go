@@ -49,16 +49,21 @@ type Store struct {
 }
 
 // OwnerIndex is the cache index [Store] lists through when ByOwner is set:
-// ControllerRevisions by the UID of their controller. Register it with
-// [OwnerIndexValues] before the cache starts.
+// ControllerRevisions by the UID of their controller, orphans under
+// orphanIndexValue. Register it with [OwnerIndexValues] before the cache
+// starts.
 const OwnerIndex = "mydeployment.io/revision-controller-uid"
+
+// orphanIndexValue is [OwnerIndex]'s value for a revision with no
+// controller (no UID looks like it).
+const orphanIndexValue = "<none>"
 
 // OwnerIndexValues is [OwnerIndex]'s index function.
 func OwnerIndexValues(obj client.Object) []string {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		return []string{string(ref.UID)}
 	}
-	return nil
+	return []string{orphanIndexValue}
 }
 
 // List returns the revisions in namespace matched by selector (nil matches
@@ -88,6 +93,88 @@ func (s *Store) List(ctx context.Context, namespace string, selector labels.Sele
 	}
 	Sort(owned)
 	return owned, nil
+}
+
+// Orphans returns the revisions in namespace that selector matches, that
+// have no controller and are not being deleted: those an owner with that
+// selector may adopt (see [Store.Adopt]), sorted oldest first. A nil or
+// empty selector matches nothing (an owner must not adopt every revision
+// of the namespace).
+//
+// Promises: the returned objects are the caller's to keep. Reads may be
+// stale when Client is cached.
+func (s *Store) Orphans(ctx context.Context, namespace string, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	if selector == nil || selector.Empty() {
+		return nil, nil
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}}
+	if s.ByOwner {
+		opts = []client.ListOption{client.InNamespace(namespace), client.MatchingFields{OwnerIndex: orphanIndexValue}}
+	}
+	var list appsv1.ControllerRevisionList
+	if err := s.Client.List(ctx, &list, opts...); err != nil {
+		return nil, fmt.Errorf("listing orphan ControllerRevisions in %q: %w", namespace, err)
+	}
+	var orphans []*appsv1.ControllerRevision
+	for i := range list.Items {
+		rev := &list.Items[i]
+		if metav1.GetControllerOfNoCopy(rev) == nil && rev.DeletionTimestamp == nil &&
+			selector.Matches(labels.Set(rev.Labels)) {
+			orphans = append(orphans, rev)
+		}
+	}
+	Sort(orphans)
+	return orphans, nil
+}
+
+// Adopt makes owner (its Object and GVK) the controller of the orphan rev,
+// as StatefulSet's ControllerRefManager adopts ControllerRevisions: a JSON
+// merge patch of the owner references guarded by rev's resourceVersion, so
+// a revision that changed since it was read (adopted by another, or deleted
+// and re-created) is left alone with a Conflict. A reference to owner that
+// rev already lists (not as controller) becomes the controller reference:
+// one reference per UID. The caller checks that owner may adopt (it exists
+// as read and is not being deleted: re-read it uncached first) and that
+// its selector matches rev (see [Store.Orphans]).
+//
+// It returns the adopted revision; rev itself is never modified. API
+// errors are wrapped (apierrors.IsConflict and IsNotFound work on them).
+func (s *Store) Adopt(ctx context.Context, owner Owner, rev *appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
+	if owner.Object == nil {
+		return nil, fmt.Errorf("%w: adopting ControllerRevision %s/%s: no owner object", ErrInvalidOwner, rev.Namespace, rev.Name)
+	}
+	if ref := metav1.GetControllerOfNoCopy(rev); ref != nil {
+		return nil, fmt.Errorf("adopting ControllerRevision %s/%s: already controlled by %s %s",
+			rev.Namespace, rev.Name, ref.Kind, ref.Name)
+	}
+	adopted := rev.DeepCopy()
+	adopted.OwnerReferences = withController(rev.OwnerReferences, *metav1.NewControllerRef(owner.Object, owner.GVK))
+	patch := client.MergeFromWithOptions(rev, client.MergeFromWithOptimisticLock{})
+	if err := s.Client.Patch(ctx, adopted, patch); err != nil {
+		return nil, fmt.Errorf("adopting ControllerRevision %s/%s: %w", rev.Namespace, rev.Name, err)
+	}
+	return adopted, nil
+}
+
+// withController returns refs with ref as the one reference to its UID: an
+// existing reference to the same UID is replaced in place (any further ones
+// dropped), else ref is appended. refs is not modified.
+func withController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	merged := false
+	for _, r := range refs {
+		switch {
+		case r.UID != ref.UID:
+			out = append(out, r)
+		case !merged:
+			out = append(out, ref)
+			merged = true
+		}
+	}
+	if !merged {
+		out = append(out, ref)
+	}
+	return out
 }
 
 // Create creates rev (as built by [New]) and returns the stored revision.

@@ -1,0 +1,254 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+)
+
+// A stray is a pod a MyDeployment controls that left the manager's pod
+// cache while it still exists: the cache holds only pods with both
+// revision labels (CacheOptions), so a pod that lost one of them (or all
+// its labels) vanishes from view. Left alone, a stray stays owned forever:
+// never counted, never released, and garbage-collected with the
+// MyDeployment although it no longer belongs to it. So the sync reads each
+// possible stray around the cache and releases it if it no longer matches,
+// as a ReplicaSet's ControllerRefManager releases a pod its selector (which
+// includes pod-template-hash) no longer matches.
+//
+// Which DELETE events name possible strays: a label-selected watch reports
+// a pod that left the selector as deleted, carrying the pod as it was
+// before (k8s.io/apiserver cache_watcher.go convertToWatchEvent and
+// etcd3/watcher.go send the previous object), so the event's labels do not
+// tell a leave from a deletion. Its deletion timestamp mostly does: a pod
+// deleted gracefully (any pod bound to a node: our scale-downs and
+// rollouts, evictions, the garbage collector) was terminating in its last
+// state, a pod that left was not (or is terminating anyway). So only the
+// DELETE events of pods not terminating cost a read: leaves, and pods
+// deleted at once (never scheduled, or forced).
+//
+// Covered: pods that leave while the manager watches, and watch gaps the
+// informer closes with a tombstone (DeleteStateUnknown: deleted or left,
+// the uncached read tells). After a restart the cache never held a pod
+// that left while no manager ran, so no event names it: the first sync of
+// each MyDeployment older than the manager (sweep) lists, around the
+// cache, the pods its selector matches that lack a revision label. Not
+// covered: a pod that left while no manager ran and that the selector no
+// longer matches either (finding it would mean reading every pod of the
+// namespace); the garbage collector takes it with its MyDeployment.
+type strays struct {
+	mu sync.Mutex
+	// byOwner: per MyDeployment key, the stray pods' names by UID, with
+	// the UID of the controller they named (a namesake's are dropped).
+	byOwner map[types.NamespacedName]map[types.UID]stray
+	// since: MyDeployments created before this (the controller's setup,
+	// plus sweepMargin) are swept once, the UID recorded in swept.
+	since time.Time
+	swept map[types.NamespacedName]types.UID
+}
+
+// sweepMargin widens the sweep to MyDeployments created shortly after the
+// controller was set up: the API server's clock may differ from ours, and
+// the pod cache starts after the setup.
+const sweepMargin = 10 * time.Second
+
+type stray struct {
+	name  string
+	owner types.UID
+}
+
+// noteStrays wraps the pod watch's handler h: a DELETE event for a pod of
+// ours that may still exist (see mayHaveLeft) remembers it for its owner's
+// next sync before h enqueues that owner.
+func (x *strays) noteStrays(h handler.EventHandler) handler.EventHandler {
+	x.mu.Lock()
+	x.since = time.Now().Add(sweepMargin)
+	x.mu.Unlock()
+	return strayHandler{EventHandler: h, strays: x}
+}
+
+type strayHandler struct {
+	handler.EventHandler
+	strays *strays
+}
+
+func (h strayHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
+	if pod, ok := e.Object.(*corev1.Pod); ok && mayHaveLeft(e, pod) {
+		h.strays.note(pod)
+	}
+	h.EventHandler.Delete(ctx, e, q)
+}
+
+// mayHaveLeft reports whether the DELETE event e for pod may be for a pod
+// that still exists: it was missed (a tombstone), or the pod was not
+// terminating.
+func mayHaveLeft(e event.DeleteEvent, pod *corev1.Pod) bool {
+	return e.DeleteStateUnknown || pod.DeletionTimestamp == nil
+}
+
+// leftCache reports whether pod lacks a label the manager's pod cache
+// selects on: it is not (or no longer) in the cache.
+func leftCache(pod *corev1.Pod) bool {
+	_, rev := pod.Labels[appsv1beta1.RevisionLabel]
+	_, hash := pod.Labels[appsv1beta1.PodTemplateHashLabel]
+	return !rev || !hash
+}
+
+// note remembers pod if a MyDeployment controls it.
+func (x *strays) note(pod *corev1.Pod) {
+	ref := podcontrol.ControllerOf(pod)
+	if ref == nil || ref.Kind != "MyDeployment" {
+		return
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != appsv1beta1.GroupVersion.Group {
+		return
+	}
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.byOwner == nil {
+		x.byOwner = map[types.NamespacedName]map[types.UID]stray{}
+	}
+	if x.byOwner[key] == nil {
+		x.byOwner[key] = map[types.UID]stray{}
+	}
+	x.byOwner[key][pod.UID] = stray{name: pod.Name, owner: ref.UID}
+}
+
+// take removes and returns the strays remembered for key.
+func (x *strays) take(key types.NamespacedName) map[types.UID]stray {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s := x.byOwner[key]
+	delete(x.byOwner, key)
+	return s
+}
+
+// keep remembers again a stray that could not be dealt with.
+func (x *strays) keep(key types.NamespacedName, uid types.UID, s stray) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.byOwner == nil {
+		x.byOwner = map[types.NamespacedName]map[types.UID]stray{}
+	}
+	if x.byOwner[key] == nil {
+		x.byOwner[key] = map[types.UID]stray{}
+	}
+	x.byOwner[key][uid] = s
+}
+
+// forget drops what is remembered for a MyDeployment that is gone.
+func (x *strays) forget(key types.NamespacedName) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.byOwner, key)
+	delete(x.swept, key)
+}
+
+// toSweep reports whether md is to be swept now (older than the
+// controller, not swept yet in this run), and marks it swept.
+func (x *strays) toSweep(md *appsv1beta1.MyDeployment) bool {
+	key := client.ObjectKeyFromObject(md)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.swept[key] == md.UID || !md.CreationTimestamp.Time.Before(x.since) {
+		return false
+	}
+	if x.swept == nil {
+		x.swept = map[types.NamespacedName]types.UID{}
+	}
+	x.swept[key] = md.UID
+	return true
+}
+
+// unsweep undoes toSweep after a failed sweep, so the next sync tries again.
+func (x *strays) unsweep(key types.NamespacedName) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.swept, key)
+}
+
+// sweep notes as strays the pods md controls that its selector matches but
+// that lack a revision label: those that left the cache while no manager
+// ran. Two label-selected metadata-only lists around the cache, once per
+// MyDeployment older than the manager.
+func (r *MyDeploymentReconciler) sweep(ctx context.Context, s *scope) error {
+	if !r.strays.toSweep(s.md) {
+		return nil
+	}
+	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
+		missing, err := labels.NewRequirement(key, selection.DoesNotExist, nil)
+		if err != nil {
+			return err // constant key: cannot happen
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := r.APIReader.List(ctx, list, client.InNamespace(s.md.Namespace),
+			client.MatchingLabelsSelector{Selector: s.selector.Add(*missing)}); err != nil {
+			r.strays.unsweep(client.ObjectKeyFromObject(s.md))
+			return fmt.Errorf("listing pods without %s: %w", key, err)
+		}
+		for i := range list.Items {
+			meta := &list.Items[i]
+			if ref := metav1.GetControllerOfNoCopy(meta); ref != nil && ref.UID == s.md.UID {
+				r.strays.note(&corev1.Pod{ObjectMeta: meta.ObjectMeta})
+			}
+		}
+	}
+	return nil
+}
+
+// releaseStrays reads each stray remembered for s's MyDeployment around the
+// cache and releases it if it is still ours and no longer belongs: labels
+// the selector does not match, or a revision label missing. A pod gone,
+// re-created under its name, controlled by another, or back in shape (and
+// so back in the cache) is forgotten. A stray whose read or release failed
+// is kept for the next sync, and the errors returned.
+func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) error {
+	key := client.ObjectKeyFromObject(s.md)
+	var errs []error
+	if err := r.sweep(ctx, s); err != nil {
+		errs = append(errs, err)
+	}
+	for uid, st := range r.strays.take(key) {
+		if st.owner != s.md.UID {
+			continue // a deleted namesake's: the garbage collector's
+		}
+		pod := &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: st.name}, pod); err != nil {
+			if !apierrors.IsNotFound(err) {
+				r.strays.keep(key, uid, st)
+				errs = append(errs, fmt.Errorf("reading pod %s that left the cache: %w", st.name, err))
+			}
+			continue
+		}
+		ref := podcontrol.ControllerOf(pod)
+		if pod.UID != uid || ref == nil || ref.UID != s.md.UID {
+			continue
+		}
+		if !leftCache(pod) && s.selector.Matches(labels.Set(pod.Labels)) {
+			continue // back in the cache's view: claimPods sees it
+		}
+		if err := r.Pods.Release(ctx, s.md, pod); err != nil {
+			r.strays.keep(key, uid, st)
+			errs = append(errs, err)
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
