@@ -236,7 +236,7 @@ func Compute(in Input) Plan {
 	// revisions run or one was handled. A plain scale waits for the next
 	// new revision's write.
 	p.RecordSize = (in.SizedFor == nil || *in.SizedFor != p.SizedFor) &&
-		(s.activeRevisions() > 1 || l.scalingEvent && scaled && !in.Paused)
+		(s.severalRevisions() || l.scalingEvent && scaled && !in.Paused)
 	p.RequeueAfter = s.requeueAfter()
 	return p
 }

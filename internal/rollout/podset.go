@@ -78,14 +78,17 @@ func (s podSet) active() int {
 	return len(s.updated) + len(s.old)
 }
 
-// activeRevisions counts the distinct revisions among active pods, the
-// "active ReplicaSets" of a Deployment.
-func (s podSet) activeRevisions() int {
-	revisions := make(map[string]bool)
-	for _, pod := range slices.Concat(s.updated, s.old) {
-		revisions[revisionOf(pod)] = true
+// severalRevisions reports whether active pods are of more than one
+// revision, without a pass over all pods in the usual cases.
+func (s podSet) severalRevisions() bool {
+	switch {
+	case len(s.old) == 0:
+		return false
+	case len(s.updated) > 0:
+		return true
 	}
-	return len(revisions)
+	first := revisionOf(s.old[0])
+	return slices.ContainsFunc(s.old[1:], func(pod *corev1.Pod) bool { return revisionOf(pod) != first })
 }
 
 // revisionPods are the active pods of one revision: a Deployment's ReplicaSet.

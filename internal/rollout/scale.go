@@ -35,6 +35,9 @@ func creation(revision string, n int) []Creation {
 // caller plans the rollout step at once: a saturated update revision, or
 // one revision that already has Replicas pods, is the rollout's business.
 func planScalingEvent(s podSet, l limits) (Plan, *Size, bool) {
+	if len(s.old) == 0 {
+		return Plan{}, nil, false // a plain scale: no pass over the pods
+	}
 	groups := s.byRevision()
 	switch {
 	case len(groups) > 1 && !s.saturated(l):
