@@ -65,8 +65,10 @@ var _ = Describe("Scaling", func() {
 		Eventually(func() []corev1.Pod { return podsOf(b) }, 15*time.Second, 100*time.Millisecond).Should(HaveLen(3))
 		GinkgoWriter.Printf("bystander had its 3 pods after %v, with %d runaway pods\n", time.Since(start), countPods(a))
 
+		before, start := countPods(a), time.Now()
 		update(a, func(m *appsv1beta1.MyDeployment) { m.Spec.Replicas = ptr.To[int32](3) })
 		Eventually(func() int { return countPods(a) }, 40*time.Second, 500*time.Millisecond).Should(BeNumerically("<=", 3))
+		GinkgoWriter.Printf("runaway down from %d pods to 3 in %v\n", before, time.Since(start))
 		Consistently(func() int { return countPods(a) }, 2*time.Second, 250*time.Millisecond).Should(Equal(3),
 			"creation must have stopped")
 		Eventually(func() int32 { return get(a).Status.Replicas }, timeout, interval).Should(BeEquivalentTo(3))
