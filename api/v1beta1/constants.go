@@ -58,6 +58,15 @@ const (
 	// RevisionAnnotation on the MyDeployment holds the number of its update
 	// revision, like deployment.kubernetes.io/revision.
 	RevisionAnnotation = "apps.mydeployment.io/revision"
+	// DesiredReplicasAnnotation and MaxReplicasAnnotation on the MyDeployment
+	// record what its pods were last sized for: spec.replicas and
+	// replicas+maxSurge, as deployment.kubernetes.io/desired-replicas and
+	// max-replicas do on a Deployment's ReplicaSets. A scale while several
+	// revisions run is then spread over them proportionally, as a
+	// Deployment's is. Written with the revision annotation, and otherwise
+	// only when several revisions have pods.
+	DesiredReplicasAnnotation = "apps.mydeployment.io/desired-replicas"
+	MaxReplicasAnnotation     = "apps.mydeployment.io/max-replicas"
 	// ChangeCauseAnnotation is copied from the MyDeployment to the revision
 	// it creates, as kubectl rollout history shows it.
 	ChangeCauseAnnotation = "kubernetes.io/change-cause"

@@ -160,7 +160,7 @@ func statusEqual(a, b appsv1beta1.MyDeploymentStatus) bool {
 
 // logPlan logs the plan once per sync at V(1).
 func logPlan(ctx context.Context, s *scope) {
-	if len(s.plan.Delete) == 0 && s.plan.Create == 0 {
+	if len(s.plan.Delete) == 0 && len(s.plan.Create) == 0 {
 		return
 	}
 	victims := make([]klog.ObjectRef, 0, len(s.plan.Delete))

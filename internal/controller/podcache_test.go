@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestTrimPodKeepsWhatThePlannerReads(t *testing.T) {
 		}
 		in := rollout.Input{
 			Replicas:        int32(rng.IntN(n + 5)),
-			Recreate:        rng.IntN(4) == 0,
+			Strategy:        []rollout.Strategy{rollout.Recreate, rollout.RollingUpdate, rollout.RollingUpdate, rollout.RollingUpdate}[rng.IntN(4)],
 			MaxSurge:        int32(rng.IntN(4)),
 			MaxUnavailable:  int32(rng.IntN(4)),
 			MinReadySeconds: int32(rng.IntN(3) * 30),
@@ -48,7 +49,7 @@ func TestTrimPodKeepsWhatThePlannerReads(t *testing.T) {
 		want := rollout.Compute(in)
 		in.Pods = trimmed
 		got := rollout.Compute(in)
-		if got.Create != want.Create || got.Reason != want.Reason || got.RequeueAfter != want.RequeueAfter ||
+		if !slices.Equal(got.Create, want.Create) || got.Reason != want.Reason || got.RequeueAfter != want.RequeueAfter ||
 			fmt.Sprint(names(got.Delete)) != fmt.Sprint(names(want.Delete)) {
 			t.Fatalf("round %d: plan on trimmed pods %+v (delete %v), on whole pods %+v (delete %v)",
 				round, got, names(got.Delete), want, names(want.Delete))

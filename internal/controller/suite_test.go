@@ -44,7 +44,9 @@ import (
 // The suite runs the controller exactly as cmd/main.go wires it, against a
 // real kube-apiserver and etcd (envtest). There is no kubelet and no
 // scheduler: tests mark pods Ready themselves, as Kubernetes' own deployment
-// integration tests do, and unscheduled pods are deleted at once.
+// integration tests do, and unscheduled pods are deleted at once. The
+// clients use envtest's rest.Config: QPS 1000, burst 2000 (the manager's
+// default is 50/100), so timings here say little about production.
 
 var (
 	ctx     context.Context

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -40,30 +41,50 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	if s.update == nil {
 		return nil // paused before its first revision: nothing to run yet
 	}
-	if !s.md.Spec.Paused {
-		// The revision number on the object does not gate the pods: write it
-		// while they are created, one round trip less per new revision.
-		annotated := r.setRevisionAnnotation(ctx, s.md, s.update.Revision)
-		defer func() { err = kerrors.NewAggregate([]error{err, annotated()}) }()
-	}
 	if err := r.claimPods(ctx, s); err != nil {
 		return err
 	}
-	md := s.md
-	s.plan = rollout.Compute(rollout.Input{
-		Replicas:        ptr.Deref(md.Spec.Replicas, 1),
-		Recreate:        md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType,
-		MaxSurge:        s.maxSurge,
-		MaxUnavailable:  s.maxUnavailable,
-		MinReadySeconds: md.Spec.MinReadySeconds,
-		Paused:          md.Spec.Paused,
-		UpdateRevision:  s.update.Name,
-		Pods:            s.pods,
-		Now:             s.now,
-	})
+	in, err := rollout.NewInput(s.md, s.update.Name, s.revisions, s.pods, s.now)
+	if err != nil {
+		return fmt.Errorf("planning: %w", err)
+	}
+	s.plan = rollout.Compute(in)
 	logPlan(ctx, s)
+	// The annotations do not gate the pods: write them while the pods are
+	// created, one round trip less per new revision. Only a size that
+	// records pods this plan creates or deletes waits for them.
+	now, afterPods := s.annotations()
+	annotated := r.setAnnotations(ctx, s.md, now)
 	actErr := r.act(ctx, s)
-	return kerrors.NewAggregate([]error{actErr, r.truncateHistory(ctx, s)})
+	errs := []error{actErr, annotated()}
+	if actErr == nil && len(afterPods) > 0 {
+		errs = append(errs, r.setAnnotations(ctx, s.md, afterPods)())
+	}
+	return kerrors.NewAggregate(append(errs, r.truncateHistory(ctx, s)))
+}
+
+// annotations are what the object's annotations must say after this sync:
+// the update revision's number (not while paused) and what the pods are
+// sized for when the plan says it must be recorded, or with the revision
+// number's write anyway. A size recorded for the pods this plan creates or
+// deletes comes in afterPods: written once they are, or the next plan would
+// not know the scale is unfinished.
+func (s *scope) annotations() (now, afterPods map[string]string) {
+	md := s.md
+	now = map[string]string{}
+	if !md.Spec.Paused {
+		now[appsv1beta1.RevisionAnnotation] = strconv.FormatInt(s.update.Revision, 10)
+	}
+	if recorded := rollout.SizedForOf(md); recorded != nil && *recorded == s.plan.SizedFor {
+		return now, nil
+	}
+	switch {
+	case s.plan.RecordSize && (len(s.plan.Create) > 0 || len(s.plan.Delete) > 0):
+		afterPods = s.plan.SizedFor.Annotations()
+	case s.plan.RecordSize || md.Annotations[appsv1beta1.RevisionAnnotation] != now[appsv1beta1.RevisionAnnotation]:
+		maps.Copy(now, s.plan.SizedFor.Annotations())
+	}
+	return now, afterPods
 }
 
 // syncRevisions finds or records the update revision (paused: keeps the
@@ -114,25 +135,31 @@ func (r *MyDeploymentReconciler) syncRevisions(ctx context.Context, s *scope) er
 	return nil
 }
 
-// setRevisionAnnotation shows the update revision's number on the object,
-// like deployment.kubernetes.io/revision. It patches in the background and
-// returns the wait for it; md must not be written until that wait returns
-// (which then updates md's annotations and resourceVersion).
-func (r *MyDeploymentReconciler) setRevisionAnnotation(ctx context.Context, md *appsv1beta1.MyDeployment, number int64) (wait func() error) {
-	want := strconv.FormatInt(number, 10)
-	if md.Annotations[appsv1beta1.RevisionAnnotation] == want {
+// setAnnotations sets want's annotations on md (the revision number, like
+// deployment.kubernetes.io/revision, and what the pods are sized for) with
+// one merge patch of those that differ, in the background, and returns the
+// wait for it; md must not be written until that wait returns (which then
+// updates md's annotations and resourceVersion). Nothing to change: no request.
+func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, want map[string]string) (wait func() error) {
+	orig, patched := md.DeepCopy(), md.DeepCopy()
+	changed := false
+	for k, v := range want {
+		if cur, ok := md.Annotations[k]; !ok || cur != v {
+			if patched.Annotations == nil {
+				patched.Annotations = map[string]string{}
+			}
+			patched.Annotations[k] = v
+			changed = true
+		}
+	}
+	if !changed {
 		return func() error { return nil }
 	}
-	orig, patched := md.DeepCopy(), md.DeepCopy()
-	if patched.Annotations == nil {
-		patched.Annotations = map[string]string{}
-	}
-	patched.Annotations[appsv1beta1.RevisionAnnotation] = want
 	done := make(chan error, 1)
 	go func() { done <- r.Patch(ctx, patched, client.MergeFrom(orig)) }()
 	return func() error {
 		if err := <-done; err != nil {
-			return fmt.Errorf("setting the revision annotation: %w", err)
+			return fmt.Errorf("setting annotations: %w", err)
 		}
 		md.Annotations = patched.Annotations
 		md.ResourceVersion = patched.ResourceVersion
@@ -238,30 +265,45 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 				"Deleted %d pod(s): %s", deleted, s.plan.Reason)
 		}
 	}
-	if s.plan.Create > 0 {
-		// Decoded only to create: most syncs of a rollout create nothing.
-		template, err := revision.Template(s.update)
-		if err != nil {
-			return kerrors.NewAggregate(append(errs, fmt.Errorf("decoding revision %s: %w", s.update.Name, err)))
+	for _, c := range s.plan.Create {
+		rev := named(s.revisions, c.Revision)
+		if rev == nil && c.Revision == s.update.Name {
+			rev = s.update
 		}
-		created, err := slowStart(int(s.plan.Create), func() error {
-			pod, err := r.Pods.Create(ctx, s.md, template, s.update)
-			if err != nil {
-				return err
-			}
-			r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
-			return nil
-		})
+		created, err := r.create(ctx, s, rev, c)
+		if created > 0 {
+			r.Recorder.Eventf(s.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
+				"Created %d pod(s) of revision %q: %s", created, rev.Name, s.plan.Reason)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedCreate, Message: err.Error()}
-		}
-		if created > 0 {
-			r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, EventScalingRevision, "Scale",
-				"Created %d pod(s) of revision %q: %s", created, s.update.Name, s.plan.Reason)
+			break // a refusal is likely systematic: the next sync tries again
 		}
 	}
 	return kerrors.NewAggregate(errs)
+}
+
+// create makes c.Count pods of revision rev (c.Revision, nil if not
+// found) in slow start, each expected before the next sync plans again; it
+// returns how many it made.
+func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *appsv1.ControllerRevision, c rollout.Creation) (int, error) {
+	if rev == nil {
+		return 0, fmt.Errorf("creating pods of revision %s: no such ControllerRevision", c.Revision)
+	}
+	// Decoded only to create: most syncs of a rollout create nothing.
+	template, err := revision.Template(rev)
+	if err != nil {
+		return 0, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
+	}
+	return slowStart(int(c.Count), func() error {
+		pod, err := r.Pods.Create(ctx, s.md, template, rev)
+		if err != nil {
+			return err
+		}
+		r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
+		return nil
+	})
 }
 
 // truncateHistory deletes revisions beyond revisionHistoryLimit, never the

@@ -8,7 +8,10 @@
 // (pkg/controller/deployment/{rolling.go,recreate.go,sync.go}) and the pod
 // deletion ranking of pkg/controller/controller_utils.go, with one ReplicaSet
 // per pod-template revision replaced by the pods' controller-revision-hash
-// label.
+// label. Deployment's proportional scaling (sync.go scale()) needs what the
+// ReplicaSets were last sized for; the caller records it once for all
+// revisions (Plan.SizedFor, Input.SizedFor). Like a ReplicaSet's sync
+// (burstReplicas), one plan creates and deletes at most MaxBurst pods.
 //
 // Everything here is deterministic and free of I/O: no client, no clock read
 // (the caller passes "now"), and the same input, in any pod order, always

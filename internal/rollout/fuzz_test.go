@@ -58,8 +58,9 @@ func fuzzPods(data []byte) []*corev1.Pod {
 	return out
 }
 
-// FuzzCompute plans for random pod sets and settings and checks every
-// documented promise (checkPlan), determinism under pod reordering, that the
+// FuzzCompute plans for random pod sets and settings (flags: bit 0
+// Recreate, 1 paused, 2 old revisions creatable, 3-4 what the pods were
+// sized for, 5-6 MaxBurst) and checks every documented promise (checkPlan), determinism under pod reordering, that the
 // input is not modified, and that nothing panics.
 func FuzzCompute(f *testing.F) {
 	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0})
@@ -68,6 +69,10 @@ func FuzzCompute(f *testing.F) {
 	f.Add(uint8(1), uint8(1), uint8(1), uint8(10), uint8(2), []byte{0x46, 9, 200, 3, 0x44, 10, 1, 4, 0xC0, 11, 0, 5})
 	f.Add(uint8(0), uint8(0), uint8(5), uint8(0), uint8(3), []byte{0x41, 1, 0, 0, 0x10, 0, 0, 0})
 	f.Add(uint8(4), uint8(1), uint8(0), uint8(0), uint8(0), []byte{})
+	// a scaling event mid-rollout, old revisions creatable, MaxBurst 1
+	f.Add(uint8(12), uint8(0x1a), uint8(2), uint8(0x30), uint8(0x34), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x00, 3, 0, 0, 0x02, 4, 0, 0})
+	// paused, proportional, nothing recorded
+	f.Add(uint8(3), uint8(2), uint8(1), uint8(0), uint8(0x06), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0, 0x42, 4, 0, 0, 0x01, 5, 0, 0})
 
 	f.Fuzz(func(t *testing.T, replicas, surge, unavailable, minReady, flags uint8, podData []byte) {
 		in := Input{
@@ -75,12 +80,26 @@ func FuzzCompute(f *testing.F) {
 			MaxSurge:        int32(surge % 8),
 			MaxUnavailable:  int32(unavailable % 8),
 			MinReadySeconds: int32(minReady % 16),
-			Recreate:        flags&1 != 0,
 			Paused:          flags&2 != 0,
 			UpdateRevision:  revNew,
 			Pods:            fuzzPods(podData),
 			Now:             t0,
 		}
+		if flags&1 != 0 {
+			in.Strategy = Recreate
+		}
+		if flags&4 != 0 {
+			in.Revisions = []string{revOld2, revOld}
+		}
+		switch flags >> 3 & 3 { // what the pods were last sized for
+		case 1:
+			in.SizedFor = &Size{Replicas: in.Replicas, MaxReplicas: in.Replicas + in.MaxSurge}
+		case 2:
+			in.SizedFor = &Size{Replicas: int32(minReady >> 4), MaxReplicas: int32(surge >> 3)}
+		case 3:
+			in.SizedFor = &Size{Replicas: in.Replicas + 1, MaxReplicas: int32(unavailable>>3) + 1}
+		}
+		in.MaxBurst = int32(flags >> 5 & 3) // 0 is the default
 		before := make([]*corev1.Pod, len(in.Pods))
 		for i, p := range in.Pods {
 			before[i] = p.DeepCopy()

@@ -137,5 +137,6 @@ func join(lists ...[]*corev1.Pod) []*corev1.Pod { return slices.Concat(lists...)
 
 // describe renders a plan compactly for failure messages.
 func describe(p Plan) string {
-	return fmt.Sprintf("create=%d delete=%v requeue=%v reason=%s", p.Create, names(p.Delete), p.RequeueAfter, p.Reason)
+	return fmt.Sprintf("create=%v delete=%v requeue=%v reason=%s sizedFor=%+v record=%v",
+		p.Create, names(p.Delete), p.RequeueAfter, p.Reason, p.SizedFor, p.RecordSize)
 }

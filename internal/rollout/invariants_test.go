@@ -13,14 +13,24 @@ type observed struct {
 	replicas, maxSurge, minAvailable int
 	active, updated, old             int
 	available, updatedAvailable      int
-	revisions                        map[string]bool // of active pods
+	revisions                        map[string]int  // active pods per revision
+	creatable                        map[string]bool // revisions pods may be created from
+	recreate, saturated              bool
+	maxBurst                         int
 	oldUnfinished                    int
 	finished                         map[*corev1.Pod]bool // not terminating
 	input                            map[*corev1.Pod]bool
 }
 
 func observe(in Input) observed {
-	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]bool{}}
+	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{},
+		creatable: map[string]bool{in.UpdateRevision: true}, recreate: in.Strategy == Recreate, maxBurst: int(in.MaxBurst)}
+	if o.maxBurst <= 0 {
+		o.maxBurst = DefaultMaxBurst
+	}
+	for _, r := range in.Revisions {
+		o.creatable[r] = true
+	}
 	o.replicas = max(int(in.Replicas), 0)
 	o.maxSurge = max(int(in.MaxSurge), 0)
 	u := max(int(in.MaxUnavailable), 0)
@@ -44,7 +54,7 @@ func observe(in Input) observed {
 			o.finished[p] = true
 		case !done && !gone:
 			o.active++
-			o.revisions[revisionOf(p)] = true
+			o.revisions[revisionOf(p)]++
 			if isNew && IsAvailable(p, in.MinReadySeconds, in.Now) {
 				o.updatedAvailable++
 			}
@@ -58,7 +68,16 @@ func observe(in Input) observed {
 			}
 		}
 	}
+	o.saturated = o.updated == o.replicas && o.updatedAvailable == o.replicas
 	return o
+}
+
+// allowed is Deployment's allowed size for proportional scaling.
+func (o observed) allowed() int {
+	if o.replicas == 0 {
+		return 0
+	}
+	return o.replicas + o.maxSurge
 }
 
 // checkPlan asserts every promise Compute documents for this input, whatever
@@ -67,12 +86,35 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 	t.Helper()
 	o := observe(in)
 
-	if p.Create < 0 {
-		t.Fatalf("negative Create: %s", describe(p))
-	}
 	if p.RequeueAfter < 0 || p.RequeueAfter > time.Duration(max(in.MinReadySeconds, 0))*time.Second {
 		t.Fatalf("RequeueAfter %v outside [0, minReadySeconds=%d]", p.RequeueAfter, in.MinReadySeconds)
 	}
+
+	// Create: positive counts, each revision once, only revisions pods can be
+	// created from, old ones only if they have active pods; at most MaxBurst.
+	create, createOld := 0, 0
+	createdRevs := map[string]bool{}
+	for _, c := range p.Create {
+		switch {
+		case c.Count <= 0:
+			t.Fatalf("non-positive Create count: %s", describe(p))
+		case createdRevs[c.Revision]:
+			t.Fatalf("revision %q twice in Create: %s", c.Revision, describe(p))
+		case !o.creatable[c.Revision]:
+			t.Fatalf("Create names revision %q, not one pods can be created from: %s", c.Revision, describe(p))
+		case c.Revision != in.UpdateRevision && o.revisions[c.Revision] == 0:
+			t.Fatalf("Create adds to old revision %q, which has no active pod: %s", c.Revision, describe(p))
+		}
+		createdRevs[c.Revision] = true
+		create += int(c.Count)
+		if c.Revision != in.UpdateRevision {
+			createOld += int(c.Count)
+		}
+	}
+	if create > o.maxBurst || len(p.Delete) > o.maxBurst {
+		t.Fatalf("more than MaxBurst=%d creates or deletes: %s", o.maxBurst, describe(p))
+	}
+	cut := create == o.maxBurst || len(p.Delete) == o.maxBurst
 
 	// Delete: unique pods from the input, none terminating; finished, old, new order.
 	seen := map[*corev1.Pod]bool{}
@@ -110,38 +152,77 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		stage = s
 	}
 	for f := range o.finished {
-		if !seen[f] {
+		if !seen[f] && len(p.Delete) < o.maxBurst {
 			t.Fatalf("finished pod %q not deleted: %s", f.Name, describe(p))
 		}
 	}
+	after := o.active + create - delActive
 
-	create := int(p.Create)
+	// What the pods are sized for, and when it must be recorded.
+	sized := Size{Replicas: int32(o.replicas), MaxReplicas: int32(o.replicas + o.maxSurge)}
+	changed := in.SizedFor == nil || *in.SizedFor != p.SizedFor
+	if p.RecordSize && !changed {
+		t.Fatalf("RecordSize without a change from %+v: %s", in.SizedFor, describe(p))
+	}
+	if len(o.revisions) > 1 && changed && !p.RecordSize {
+		t.Fatalf("several revisions run and SizedFor changed from %+v, yet RecordSize is false: %s", in.SizedFor, describe(p))
+	}
+	if !cut && p.SizedFor != sized {
+		t.Fatalf("SizedFor %+v, want %+v (the plan is not cut by MaxBurst): %s", p.SizedFor, sized, describe(p))
+	}
+
+	scalingEvent := !in.Paused && !o.recreate && in.SizedFor != nil && int(in.SizedFor.Replicas) != o.replicas
+	oldOnly := len(o.revisions) == 1 && o.updated == 0
+	proportionalStep := p.Reason == ReasonProportionalScaleUp || p.Reason == ReasonProportionalScaleDown
+	if proportionalStep && !scalingEvent {
+		t.Fatalf("proportional scaling without a scaling event: %s", describe(p))
+	}
+	if createOld > 0 && !proportionalStep && !(in.Paused && !o.recreate) {
+		t.Fatalf("old-revision pods created outside scaling: %s", describe(p))
+	}
+
 	switch {
-	case in.Paused:
+	case in.Paused && o.recreate:
 		wantCreate := max(0, o.replicas-o.active)
-		if in.Recreate && o.oldUnfinished > 0 {
+		if o.oldUnfinished > 0 {
 			wantCreate = 0
 		}
-		// Deployment's scale(): a rolling update caught mid-way keeps its surge.
-		allowed := o.replicas
-		saturated := o.updated == o.replicas && o.updatedAvailable == o.replicas
-		if !in.Recreate && len(o.revisions) > 1 && o.replicas > 0 && !saturated {
-			allowed += o.maxSurge
-		}
-		if create != wantCreate || delActive != max(0, o.active-allowed) {
-			t.Fatalf("paused: want create=%d and %d deletions, got %s", wantCreate, max(0, o.active-allowed), describe(p))
+		if !cut && (create != wantCreate || delActive != max(0, o.active-o.replicas)) {
+			t.Fatalf("paused recreate: want create=%d and %d deletions, got %s", wantCreate, max(0, o.active-o.replicas), describe(p))
 		}
 		if delNew > 0 && delOld < o.old {
 			t.Fatalf("paused scale-down deleted an update-revision pod while old ones survive: %s", describe(p))
 		}
-	case in.Recreate && o.oldUnfinished > 0:
+	case in.Paused && len(o.revisions) <= 1:
+		if !cut && after != o.replicas {
+			t.Fatalf("paused, one revision: want %d active pods after the plan, got %d: %s", o.replicas, after, describe(p))
+		}
+	case in.Paused && o.saturated:
+		if create != 0 || delNew != 0 || !cut && delOld != o.old {
+			t.Fatalf("paused and saturated: want exactly the %d old pods deleted, got %s", o.old, describe(p))
+		}
+	case in.Paused:
+		checkProportional(t, o, p, after, create, cut)
+	case proportionalStep && oldOnly:
+		if !cut && after != o.replicas {
+			t.Fatalf("scaling event, one old revision: want %d active pods after the plan, got %d: %s", o.replicas, after, describe(p))
+		}
+		if createOld != create {
+			t.Fatalf("scaling event, one old revision: created pods of another: %s", describe(p))
+		}
+	case proportionalStep:
+		if o.saturated || len(o.revisions) < 2 {
+			t.Fatalf("proportional scaling with %d active revisions, saturated=%v: %s", len(o.revisions), o.saturated, describe(p))
+		}
+		checkProportional(t, o, p, after, create, cut)
+	case o.recreate && o.oldUnfinished > 0:
 		if create != 0 {
 			t.Fatalf("recreate created %d pods while %d old pods may run", create, o.oldUnfinished)
 		}
-		if delOld != o.old || delNew != max(0, o.updated-o.replicas) {
+		if !cut && (delOld != o.old || delNew != max(0, o.updated-o.replicas)) {
 			t.Fatalf("recreate: want all %d old and %d surplus new pods deleted, got %s", o.old, max(0, o.updated-o.replicas), describe(p))
 		}
-	case !in.Recreate && o.old > 0:
+	case !o.recreate && o.old > 0:
 		if create > 0 && (o.active+create > o.replicas+o.maxSurge || o.updated+create > o.replicas) {
 			t.Fatalf("rolling: create %d breaks surge: active=%d updated=%d replicas=%d maxSurge=%d", create, o.active, o.updated, o.replicas, o.maxSurge)
 		}
@@ -149,12 +230,38 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			t.Fatalf("rolling: deleted %d available pods, only %d allowed (available=%d minAvailable=%d): %s",
 				delAvailable, budget, o.available, o.minAvailable, describe(p))
 		}
-		if o.available == o.active && create == 0 && delActive == 0 {
+		if o.available == o.active && create == 0 && delActive == 0 && !cut {
 			t.Fatalf("rolling: every pod is available yet no progress: %s", describe(p))
 		}
 	default:
-		if create != max(0, o.replicas-o.updated) || delActive != max(0, o.updated-o.replicas) {
+		if !cut && (create != max(0, o.replicas-o.updated) || delActive != max(0, o.updated-o.replicas)) {
 			t.Fatalf("scale: want create=%d delete=%d, got %s", max(0, o.replicas-o.updated), max(0, o.updated-o.replicas), describe(p))
+		}
+	}
+}
+
+// checkProportional asserts Deployment's proportional scaling: the active
+// pods move towards the allowed size without passing it, growing exactly to
+// it (or by MaxBurst) when a revision with active pods can be created from.
+func checkProportional(t testing.TB, o observed, p Plan, after, create int, cut bool) {
+	t.Helper()
+	allowed := o.allowed()
+	switch {
+	case o.active < allowed:
+		canGrow := false
+		for rev := range o.revisions {
+			canGrow = canGrow || o.creatable[rev]
+		}
+		if after > allowed || after < o.active || canGrow && !cut && after != allowed || canGrow && create == 0 {
+			t.Fatalf("proportional scale-up from %d towards %d ends at %d: %s", o.active, allowed, after, describe(p))
+		}
+	case o.active > allowed:
+		if create != 0 || after < allowed || after >= o.active && !cut {
+			t.Fatalf("proportional scale-down from %d towards %d ends at %d: %s", o.active, allowed, after, describe(p))
+		}
+	default:
+		if len(p.Create) != 0 || after != o.active {
+			t.Fatalf("proportional scaling at the allowed size %d acted: %s", allowed, describe(p))
 		}
 	}
 }

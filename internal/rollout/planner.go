@@ -1,18 +1,47 @@
 package rollout
 
 import (
+	"math"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
+// DefaultMaxBurst is how many pods one plan creates, and how many it
+// deletes, at most: the ReplicaSet controller's burstReplicas. A bigger
+// change takes several syncs, each planned from the spec as it is then, so a
+// runaway scale can be stopped and status is written between batches.
+const DefaultMaxBurst = 500
+
+// Strategy is how pods of old revisions are replaced: Deployment's strategy types.
+type Strategy string
+
+const (
+	// RollingUpdate replaces pods gradually, within MaxSurge and
+	// MaxUnavailable. The zero Strategy means RollingUpdate too, as an empty
+	// strategy type does in the API.
+	RollingUpdate Strategy = "RollingUpdate"
+	// Recreate deletes every old pod before it creates a new one.
+	Recreate Strategy = "Recreate"
+)
+
+// Size is what the pods were sized for: Deployment's desired-replicas and
+// max-replicas annotations of its ReplicaSets.
+type Size struct {
+	// Replicas is the spec.replicas the pods were last scaled for.
+	Replicas int32
+	// MaxReplicas is the total the active pods were sized to, normally
+	// Replicas+MaxSurge; 0 if unknown.
+	MaxReplicas int32
+}
+
 // Input is everything the planner needs.
 type Input struct {
 	// Replicas is the desired number of pods; negative counts as 0.
 	Replicas int32
-	// Recreate selects the Recreate strategy; otherwise RollingUpdate.
-	Recreate bool
+	// Strategy is RollingUpdate (also when empty) or Recreate.
+	Strategy Strategy
 	// MaxSurge and MaxUnavailable are absolute counts, already resolved (see
 	// ResolveFenceposts); ignored by Recreate. Negative counts as 0,
 	// MaxUnavailable is clamped to Replicas, and 0/0 counts as 0/1 so a
@@ -26,6 +55,19 @@ type Input struct {
 	// UpdateRevision is the ControllerRevision name new pods are created
 	// from; pods whose controller-revision-hash label differs are "old".
 	UpdateRevision string
+	// Revisions names the other revisions pods may be created from (their
+	// ControllerRevisions exist), oldest first. UpdateRevision is always
+	// the newest, listed or not. Active pods of a revision not listed count
+	// as the oldest; they are scaled down with the others but never added to.
+	Revisions []string
+	// SizedFor is what the pods were sized for when last recorded (see
+	// Plan.SizedFor); nil if never. A RollingUpdate whose Replicas differ
+	// from SizedFor.Replicas is in a scaling event, as Deployment's
+	// isScalingEvent says, and is scaled proportionally before it rolls on.
+	SizedFor *Size
+	// MaxBurst caps the pods one plan creates, and separately the pods it
+	// deletes; 0 or negative means DefaultMaxBurst.
+	MaxBurst int32
 	// Pods are all pods the MyDeployment owns, including terminating ones
 	// (DeletionTimestamp set) and finished ones (phase Succeeded/Failed).
 	// Nil entries are ignored; order does not matter.
@@ -34,20 +76,49 @@ type Input struct {
 	Now time.Time
 }
 
+// Creation is a number of pods to create from one revision.
+type Creation struct {
+	// Revision is the ControllerRevision name to create the pods from:
+	// Input.UpdateRevision or one of Input.Revisions.
+	Revision string
+	// Count is how many; always positive.
+	Count int32
+}
+
 // Plan is what to do now. Executing it in any order (creates before, after or
 // among deletes) keeps the promises stated on Compute.
 type Plan struct {
-	// Create is how many pods of Input.UpdateRevision to create now; never negative.
-	Create int32
+	// Create lists the pods to create now, at most one entry per revision,
+	// newest revision first. Usually only the update revision has pods to
+	// create; a scaling event mid-rollout, and scaling while paused, add
+	// pods to old revisions too (Deployment's proportional scaling).
+	Create []Creation
 	// Delete lists the pods to delete now, in this order, each at most once,
 	// each taken from Input.Pods and none already terminating: finished pods
 	// first, then old-revision pods, then update-revision pods.
 	Delete []*corev1.Pod
+	// SizedFor is what the pods are sized for once the plan is carried out:
+	// the caller records it and passes it back as Input.SizedFor.
+	SizedFor Size
+	// RecordSize says SizedFor must be recorded before the next plan, if it
+	// differs from Input.SizedFor: a scale happened while several revisions
+	// have active pods. Otherwise recording it can wait for a write the
+	// caller makes anyway (a new revision).
+	RecordSize bool
 	// RequeueAfter, when positive, is when the next ready pod becomes
 	// available (MinReadySeconds); requeue then rather than poll.
 	RequeueAfter time.Duration
 	// Reason names the step, for logs and events.
 	Reason Reason
+}
+
+// Creates is the number of pods the plan creates, of every revision.
+func (p Plan) Creates() int32 {
+	var n int32
+	for _, c := range p.Create {
+		n += c.Count
+	}
+	return n
 }
 
 // Reason is a short machine-readable name of the step a Plan takes.
@@ -60,6 +131,12 @@ const (
 	// ReasonScaleUp / ReasonScaleDown: plain scaling, no old-revision pod involved.
 	ReasonScaleUp   Reason = "ScaleUp"
 	ReasonScaleDown Reason = "ScaleDown"
+	// ReasonProportionalScaleUp / ReasonProportionalScaleDown: a scaling
+	// event mid-rollout, every active revision scaled by its share
+	// (Deployment's proportional scaling); also an old revision that is the
+	// only one with active pods, scaled to Replicas before the rollout goes on.
+	ReasonProportionalScaleUp   Reason = "ProportionalScaleUp"
+	ReasonProportionalScaleDown Reason = "ProportionalScaleDown"
 	// ReasonRollingUpdate: a RollingUpdate step creates and/or deletes pods.
 	ReasonRollingUpdate Reason = "RollingUpdate"
 	// ReasonRollingUpdateWait: old pods remain but maxSurge/maxUnavailable allow no step until more pods become available.
@@ -82,7 +159,22 @@ const (
 // again; like a ReplicaSet the planner replaces them, unlike it, it does not
 // leave them to pod garbage collection) and never count as replicas;
 // terminating pods never count towards Replicas+MaxSurge; a finished or
-// terminating pod is never available.
+// terminating pod is never available. At most MaxBurst pods are created and
+// at most MaxBurst deleted (finished ones first); a bigger step is cut and
+// the next plan goes on from what this one did.
+//
+// RollingUpdate in a scaling event (SizedFor.Replicas differs from
+// Replicas), not paused: first Deployment's scale(). With several active
+// revisions and the update revision not saturated (Replicas pods, all
+// available), the active pods are scaled proportionally: towards
+// Replicas+MaxSurge (0 for Replicas 0), each revision by its share
+// round(pods*(Replicas+MaxSurge)/SizedFor.MaxReplicas), taken in order of
+// size, bigger first (ties: newer first when growing, older first when
+// shrinking), the rounding leftover to the first; no revision shrinks in a
+// scale-up or grows in a scale-down. An old revision that is
+// the only one with active pods is scaled to Replicas. Scaling ignores
+// MaxUnavailable, as Deployment's does. When scaling changes nothing, the
+// rollout step below is planned at once.
 //
 // RollingUpdate, not paused, with active old-revision pods (Deployment's
 // rolloutRolling): pods of the update revision are created up to
@@ -90,20 +182,19 @@ const (
 // reconcileOldReplicaSets does, unavailable ones first; update-revision pods
 // beyond Replicas are deleted, unavailable ones first. Promises: active pods
 // plus Create never exceed Replicas+MaxSurge unless they already did before
-// (then Create is 0), and the available pods deleted never bring availability
-// below Replicas-MaxUnavailable (none is deleted if it already was below).
+// (then Create is empty), and the available pods deleted never bring
+// availability below Replicas-MaxUnavailable (none is deleted if it already
+// was below).
 //
 // Recreate, not paused (rolloutRecreate): while any old-revision pod that is
 // not finished exists, active or terminating, the active ones are deleted and
 // nothing is created; update-revision pods beyond Replicas are deleted.
 //
-// Paused: no rollout step, only scaling, as Deployment's sync does. Pods
-// missing up to Replicas are created (of the update revision; under Recreate
-// only once no old pod may run). Surplus pods are deleted old-revision first,
-// then by ranking, where the allowed size is Replicas+MaxSurge for a
-// RollingUpdate caught mid-way (several active revisions, update revision not
-// yet saturated with Replicas available pods) and Replicas otherwise; so
-// pausing never deletes an available old pod to make room for a new one.
+// Paused: no rollout step, only scaling, as Deployment's sync does.
+// RollingUpdate: the scale() above, whether or not a scaling event is on,
+// and with the update revision saturated its old pods are deleted. Recreate:
+// pods missing up to Replicas are created of the update revision once no old
+// pod may run, surplus pods deleted old-revision first.
 //
 // Otherwise (no active old pods, or Recreate with no old pod left) the
 // update-revision pods are scaled to Replicas as a ReplicaSet would: the
@@ -114,33 +205,60 @@ const (
 // rank, so that the availability budget is spent only when needed.
 func Compute(in Input) Plan {
 	s := newPodSet(in)
-	l := newLimits(in)
+	l := newLimits(in, len(s.finished))
 	var p Plan
+	var sized *Size // what the pods are sized for, when not l.size()
+	scaled := false
 	switch {
 	case in.Paused:
-		p = planPaused(s, l, in.Recreate)
-	case in.Recreate && s.oldUnfinished > 0:
-		p = planRecreate(s, l)
-	case !in.Recreate && len(s.old) > 0:
-		p = planRolling(s, l)
-	default:
-		p = planScale(s, l)
+		p, sized = planPaused(s, l)
+		scaled = true
+	case l.scalingEvent:
+		p, sized, scaled = planScalingEvent(s, l)
+	}
+	if !scaled {
+		switch {
+		case l.recreate && s.oldUnfinished > 0:
+			p = planRecreate(s, l)
+		case !l.recreate && len(s.old) > 0:
+			p = planRolling(s, l)
+		default:
+			p = planScale(s, l)
+		}
 	}
 	p.Delete = slices.Concat(s.finished, p.Delete)
+	p = p.cut(l.maxBurst)
+	p.SizedFor = l.size()
+	if sized != nil {
+		p.SizedFor = *sized
+	}
+	// Only scaling events read the record: it must be right whenever several
+	// revisions run or one was handled. A plain scale waits for the next
+	// new revision's write.
+	p.RecordSize = (in.SizedFor == nil || *in.SizedFor != p.SizedFor) &&
+		(s.severalRevisions() || l.scalingEvent && scaled && !in.Paused)
 	p.RequeueAfter = s.requeueAfter()
 	return p
 }
 
 // limits are the Input's numbers, normalized and widened so sums cannot overflow.
 type limits struct {
+	recreate       bool
 	replicas       int
 	maxSurge       int
 	maxUnavailable int
 	minAvailable   int
+	// maxBurst caps creates and deletes; deleteBurst is what is left of it
+	// for active pods once the finished ones are deleted.
+	maxBurst, deleteBurst int
+	// sizedFor is Input.SizedFor; scalingEvent says a RollingUpdate's
+	// replicas changed since it was recorded.
+	sizedFor     *Size
+	scalingEvent bool
 }
 
 // newLimits applies the normalization documented on Input.
-func newLimits(in Input) limits {
+func newLimits(in Input, finished int) limits {
 	replicas := max(int(in.Replicas), 0)
 	surge := max(int(in.MaxSurge), 0)
 	unavailable := max(int(in.MaxUnavailable), 0)
@@ -148,10 +266,55 @@ func newLimits(in Input) limits {
 		unavailable = 1 // same rule as ResolveFenceposts, for callers that skipped it
 	}
 	unavailable = min(unavailable, replicas) // deploymentutil.MaxUnavailable clamps too
+	burst := int(in.MaxBurst)
+	if burst <= 0 {
+		burst = DefaultMaxBurst
+	}
+	recreate := in.Strategy == Recreate
 	return limits{
+		recreate:       recreate,
 		replicas:       replicas,
 		maxSurge:       surge,
 		maxUnavailable: unavailable,
 		minAvailable:   replicas - unavailable,
+		maxBurst:       burst,
+		deleteBurst:    max(0, burst-finished),
+		sizedFor:       in.SizedFor,
+		scalingEvent:   !recreate && in.SizedFor != nil && int(in.SizedFor.Replicas) != replicas,
 	}
+}
+
+// allowedSize is Deployment's allowed size while several revisions run:
+// Replicas+MaxSurge, or 0 when scaled to 0.
+func (l limits) allowedSize() int {
+	if l.replicas == 0 {
+		return 0
+	}
+	return l.replicas + l.maxSurge
+}
+
+// size is what pods sized for Replicas now are sized for.
+func (l limits) size() Size {
+	return Size{Replicas: int32(l.replicas), MaxReplicas: clampInt32(l.replicas + l.maxSurge)}
+}
+
+func clampInt32(n int) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
+}
+
+// cut keeps at most burst creates and burst deletes, the earliest listed.
+func (p Plan) cut(burst int) Plan {
+	if len(p.Delete) > burst {
+		p.Delete = p.Delete[:burst]
+	}
+	left := int32(burst)
+	var create []Creation
+	for _, c := range p.Create {
+		if n := min(c.Count, left); n > 0 {
+			create = append(create, Creation{Revision: c.Revision, Count: n})
+			left -= n
+		}
+	}
+	p.Create = create
+	return p
 }

@@ -14,10 +14,15 @@ type planCase struct {
 	name string
 	in   Input // Now defaults to t0
 
-	wantCreate  int32
-	wantDelete  []string
-	wantReason  Reason
-	wantRequeue time.Duration
+	wantCreate int32 // of the update revision
+	// wantCreations, when set, replaces wantCreate: pods of several revisions.
+	wantCreations []Creation
+	wantDelete    []string
+	// wantSizedFor, when set, is the plan's SizedFor, and wantRecord its RecordSize.
+	wantSizedFor *Size
+	wantRecord   bool
+	wantReason   Reason
+	wantRequeue  time.Duration
 }
 
 func runPlanCases(t *testing.T, cases []planCase) {
@@ -32,10 +37,17 @@ func runPlanCases(t *testing.T, cases []planCase) {
 				in.UpdateRevision = revNew
 			}
 			got := Compute(in)
-			if got.Create != tc.wantCreate || !slices.Equal(names(got.Delete), tc.wantDelete) ||
+			wantCreations := tc.wantCreations
+			if wantCreations == nil && tc.wantCreate > 0 {
+				wantCreations = []Creation{{Revision: in.UpdateRevision, Count: tc.wantCreate}}
+			}
+			if !slices.Equal(got.Create, wantCreations) || !slices.Equal(names(got.Delete), tc.wantDelete) ||
 				got.Reason != tc.wantReason || got.RequeueAfter != tc.wantRequeue {
-				t.Fatalf("got  %s\nwant create=%d delete=%v requeue=%v reason=%s",
-					describe(got), tc.wantCreate, tc.wantDelete, tc.wantRequeue, tc.wantReason)
+				t.Fatalf("got  %s\nwant create=%v delete=%v requeue=%v reason=%s",
+					describe(got), wantCreations, tc.wantDelete, tc.wantRequeue, tc.wantReason)
+			}
+			if tc.wantSizedFor != nil && (got.SizedFor != *tc.wantSizedFor || got.RecordSize != tc.wantRecord) {
+				t.Fatalf("got  %s\nwant sizedFor=%+v record=%v", describe(got), *tc.wantSizedFor, tc.wantRecord)
 			}
 			checkPlan(t, in, got)
 		})
@@ -169,39 +181,39 @@ func TestComputeRecreate(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{
 			name:       "recreate (step 1/3) deletes every active old pod and creates nothing",
-			in:         Input{Replicas: 3, Recreate: true, Pods: join(pods("old", revOld, 2), pods("sick", revOld2, 1, pending))},
+			in:         Input{Replicas: 3, Strategy: Recreate, Pods: join(pods("old", revOld, 2), pods("sick", revOld2, 1, pending))},
 			wantDelete: []string{"sick-0", "old-0", "old-1"}, wantReason: ReasonRecreateDeleteOld,
 		},
 		{
 			name:       "recreate (step 2/3) waits for terminating old pods",
-			in:         Input{Replicas: 3, Recreate: true, Pods: pods("old", revOld, 1, terminating)},
+			in:         Input{Replicas: 3, Strategy: Recreate, Pods: pods("old", revOld, 1, terminating)},
 			wantReason: ReasonRecreateWait,
 		},
 		{
 			name:       "recreate (step 3/3) creates all new pods once old pods are gone",
-			in:         Input{Replicas: 3, Recreate: true},
+			in:         Input{Replicas: 3, Strategy: Recreate},
 			wantCreate: 3, wantReason: ReasonScaleUp,
 		},
 		{
 			name:       "recreate waits for a terminating old pod in phase Unknown",
-			in:         Input{Replicas: 1, Recreate: true, Pods: pods("old", revOld, 1, terminating, phase(corev1.PodUnknown))},
+			in:         Input{Replicas: 1, Strategy: Recreate, Pods: pods("old", revOld, 1, terminating, phase(corev1.PodUnknown))},
 			wantReason: ReasonRecreateWait,
 		},
 		{
 			name: "recreate is not blocked by finished old pods, and deletes them",
-			in: Input{Replicas: 2, Recreate: true, Pods: join(
+			in: Input{Replicas: 2, Strategy: Recreate, Pods: join(
 				pods("done", revOld, 1, phase(corev1.PodSucceeded)), pods("dead", revOld, 1, phase(corev1.PodFailed), terminating))},
 			wantCreate: 2, wantDelete: []string{"done-0"}, wantReason: ReasonScaleUp,
 		},
 		{
 			name: "recreate deletes surplus new pods while old ones terminate",
-			in: Input{Replicas: 1, Recreate: true, Pods: join(
+			in: Input{Replicas: 1, Strategy: Recreate, Pods: join(
 				pods("old", revOld, 1, terminating), pods("new", revNew, 3))},
 			wantDelete: []string{"new-0", "new-1"}, wantReason: ReasonRecreateWait,
 		},
 		{
 			name:       "recreate ignores maxSurge and maxUnavailable",
-			in:         Input{Replicas: 4, Recreate: true, MaxSurge: 1, Pods: pods("old", revOld, 4)},
+			in:         Input{Replicas: 4, Strategy: Recreate, MaxSurge: 1, Pods: pods("old", revOld, 4)},
 			wantDelete: []string{"old-0", "old-1", "old-2", "old-3"}, wantReason: ReasonRecreateDeleteOld,
 		},
 	})
@@ -226,10 +238,11 @@ func TestComputePaused(t *testing.T) {
 			wantReason: ReasonPaused,
 		},
 		{
-			name: "paused scale down mid-rollout deletes beyond replicas+maxSurge, old-revision pods first",
+			name: "paused scale down mid-rollout shrinks both revisions to replicas+maxSurge by their share",
 			in: Input{Replicas: 2, MaxSurge: 1, Paused: true, Pods: join(
 				pods("new", revNew, 2, notReady), pods("old", revOld, 3))},
-			wantDelete: []string{"old-0", "old-1"}, wantReason: ReasonPausedScaleDown,
+			// 5 pods sized for 5 (nothing recorded) to 3: old round(3*3/5)=2, new round(2*3/5)=1.
+			wantDelete: []string{"old-0", "new-0"}, wantReason: ReasonPausedScaleDown,
 		},
 		{
 			name: "paused scale down reaches update-revision pods once old ones are gone",
@@ -250,14 +263,220 @@ func TestComputePaused(t *testing.T) {
 			wantDelete: []string{"fresh-0", "new-0"}, wantReason: ReasonPausedScaleDown,
 		},
 		{
+			name: "paused scale up of the only active revision, an old one, adds to it",
+			in: Input{Replicas: 5, MaxSurge: 1, Paused: true, Revisions: []string{revOld},
+				Pods: pods("old", revOld, 3)},
+			wantCreations: []Creation{{Revision: revOld, Count: 2}}, wantReason: ReasonPausedScaleUp,
+		},
+		{
+			name: "paused scale up mid-rollout spreads over both revisions (4 old/2 new, 4+1 -> 9+2)",
+			in: Input{Replicas: 9, MaxSurge: 2, Paused: true, Revisions: []string{revOld}, SizedFor: &Size{Replicas: 4, MaxReplicas: 6},
+				Pods: join(pods("old", revOld, 4), pods("new", revNew, 2, notReady))},
+			// allowed 11, 5 to add: old round(4*11/6)=7 (+3), new round(2*11/6)=4 (+2).
+			wantCreations: []Creation{{Revision: revNew, Count: 2}, {Revision: revOld, Count: 3}},
+			wantReason:    ReasonPausedScaleUp,
+			wantSizedFor:  &Size{Replicas: 9, MaxReplicas: 11}, wantRecord: true,
+		},
+		{
+			name: "paused mid-rollout refills a lost pod to the biggest revision",
+			in: Input{Replicas: 4, MaxSurge: 1, Paused: true, Revisions: []string{revOld}, SizedFor: &Size{Replicas: 4, MaxReplicas: 5},
+				Pods: join(pods("old", revOld, 3), pods("new", revNew, 1))},
+			// allowed 5, 1 to add: old round(3*5/5)-3=0, new 0, leftover to the biggest.
+			wantCreations: []Creation{{Revision: revOld, Count: 1}}, wantReason: ReasonPausedScaleUp,
+			wantSizedFor: &Size{Replicas: 4, MaxReplicas: 5},
+		},
+		{
 			name:       "paused recreate withholds creation while old pods run",
-			in:         Input{Replicas: 3, Recreate: true, Paused: true, Pods: pods("old", revOld, 2)},
+			in:         Input{Replicas: 3, Strategy: Recreate, Paused: true, Pods: pods("old", revOld, 2)},
 			wantReason: ReasonPaused,
 		},
 		{
 			name:       "paused recreate scales up when only update-revision pods exist",
-			in:         Input{Replicas: 3, Recreate: true, Paused: true, Pods: pods("new", revNew, 2)},
+			in:         Input{Replicas: 3, Strategy: Recreate, Paused: true, Pods: pods("new", revNew, 2)},
 			wantCreate: 1, wantReason: ReasonPausedScaleUp,
+		},
+	})
+}
+
+// TestComputeScalingEvent: replicas changed mid-rollout (Input.SizedFor
+// differs), scaled as Deployment's sync.go scale() does; the numbers are
+// Deployment's arithmetic.
+func TestComputeScalingEvent(t *testing.T) {
+	// The reported case: replicas 10 (25%/25%: surge 3, unavailable 2), a
+	// template whose pods never become ready, 8 old and 5 new pods.
+	stuck := func(old, updated int) []*corev1.Pod {
+		return join(pods("old", revOld, old), pods("new", revNew, updated, notReady))
+	}
+	runPlanCases(t, []planCase{
+		{
+			name: "scale 10->30 mid-rollout (step 1/3): 8 old/5 new grow to 23 old/15 new",
+			in: Input{Replicas: 30, MaxSurge: 8, MaxUnavailable: 7, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: stuck(8, 5)},
+			// allowed 38, 25 to add: old round(8*38/13)=23 (+15), new round(5*38/13)=15 (+10).
+			wantCreations: []Creation{{Revision: revNew, Count: 10}, {Revision: revOld, Count: 15}},
+			wantReason:    ReasonProportionalScaleUp,
+			wantSizedFor:  &Size{Replicas: 30, MaxReplicas: 38}, wantRecord: true,
+		},
+		{
+			name: "scale 10->30 mid-rollout (step 2/3): recorded, the rollout waits for the new pods",
+			in: Input{Replicas: 30, MaxSurge: 8, MaxUnavailable: 7, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 30, MaxReplicas: 38}, Pods: stuck(23, 15)},
+			wantReason:   ReasonRollingUpdateWait,
+			wantSizedFor: &Size{Replicas: 30, MaxReplicas: 38},
+		},
+		{
+			name: "scale 10->30 mid-rollout (step 3/3): the record lost, nothing to scale, recorded again",
+			in: Input{Replicas: 30, MaxSurge: 8, MaxUnavailable: 7, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: stuck(23, 15)},
+			wantReason:   ReasonRollingUpdateWait,
+			wantSizedFor: &Size{Replicas: 30, MaxReplicas: 38}, wantRecord: true,
+		},
+		{
+			name: "scale 30->10 mid-rollout: 23 old/15 new shrink to 8 old/5 new",
+			in: Input{Replicas: 10, MaxSurge: 3, MaxUnavailable: 2, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 30, MaxReplicas: 38}, Pods: stuck(23, 15)},
+			// allowed 13, 25 to remove: old round(23*13/38)=8 (-15), new round(15*13/38)=5 (-10).
+			wantDelete:   slices.Concat(byName(pods("old", revOld, 23), 15), byName(pods("new", revNew, 15), 10)),
+			wantReason:   ReasonProportionalScaleDown,
+			wantSizedFor: &Size{Replicas: 10, MaxReplicas: 13}, wantRecord: true,
+		},
+		{
+			name: "scale 10->30 without a record: shares of the active pods, as Deployment's status.replicas fallback",
+			in: Input{Replicas: 30, MaxSurge: 8, MaxUnavailable: 7, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 10}, Pods: stuck(8, 4)},
+			// allowed 38 over 12 pods: old round(8*38/12)=25 (+17), new round(4*38/12)=13 (+9).
+			wantCreations: []Creation{{Revision: revNew, Count: 9}, {Revision: revOld, Count: 17}},
+			wantReason:    ReasonProportionalScaleUp,
+			wantSizedFor:  &Size{Replicas: 30, MaxReplicas: 38}, wantRecord: true,
+		},
+		{
+			name: "scale up, equal revisions: the rounding leftover goes to the newest",
+			in: Input{Replicas: 8, MaxSurge: 2, MaxUnavailable: 2, Revisions: []string{revOld2, revOld},
+				SizedFor: &Size{Replicas: 6, MaxReplicas: 9},
+				Pods:     join(pods("older", revOld2, 3), pods("old", revOld, 3), pods("new", revNew, 3, notReady))},
+			// allowed 10, 1 to add: round(3*10/9)=3 each, the leftover to the first, newest.
+			wantCreations: []Creation{{Revision: revNew, Count: 1}},
+			wantReason:    ReasonProportionalScaleUp,
+			wantSizedFor:  &Size{Replicas: 8, MaxReplicas: 10}, wantRecord: true,
+		},
+		{
+			name: "scale down, equal revisions: the rounding leftover comes from the oldest",
+			in: Input{Replicas: 5, MaxSurge: 2, MaxUnavailable: 1, Revisions: []string{revOld2, revOld},
+				SizedFor: &Size{Replicas: 6, MaxReplicas: 9},
+				Pods:     join(pods("older", revOld2, 3), pods("old", revOld, 3), pods("new", revNew, 3, notReady))},
+			// allowed 7, 2 to remove: round(3*7/9)=2 each (-1), the third revision has nothing left to give.
+			wantDelete: []string{"older-0", "old-0"}, wantReason: ReasonProportionalScaleDown,
+			wantSizedFor: &Size{Replicas: 5, MaxReplicas: 7}, wantRecord: true,
+		},
+		{
+			name: "scale up never adds to an old revision without its ControllerRevision: the newest takes its share",
+			in: Input{Replicas: 30, MaxSurge: 8, MaxUnavailable: 7,
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: stuck(8, 5)},
+			wantCreations: []Creation{{Revision: revNew, Count: 25}},
+			wantReason:    ReasonProportionalScaleUp,
+			wantSizedFor:  &Size{Replicas: 30, MaxReplicas: 38}, wantRecord: true,
+		},
+		{
+			name: "scale 10->30 cut by MaxBurst=5 (step 1/2): 8 old/5 new grow proportionally to 18",
+			in: Input{Replicas: 30, MaxSurge: 8, MaxUnavailable: 7, Revisions: []string{revOld}, MaxBurst: 5,
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: stuck(8, 5)},
+			// old round(8*18/13)=11 (+3), new round(5*18/13)=7 (+2); still a scaling event, sized for 18.
+			wantCreations: []Creation{{Revision: revNew, Count: 2}, {Revision: revOld, Count: 3}},
+			wantReason:    ReasonProportionalScaleUp,
+			wantSizedFor:  &Size{Replicas: 10, MaxReplicas: 18}, wantRecord: true,
+		},
+		{
+			name: "scale 10->30 cut by MaxBurst=5 (step 2/2): goes on from 11 old/7 new",
+			in: Input{Replicas: 30, MaxSurge: 8, MaxUnavailable: 7, Revisions: []string{revOld}, MaxBurst: 5,
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 18}, Pods: stuck(11, 7)},
+			// old round(11*23/18)=14 (+3), new round(7*23/18)=9 (+2).
+			wantCreations: []Creation{{Revision: revNew, Count: 2}, {Revision: revOld, Count: 3}},
+			wantReason:    ReasonProportionalScaleUp,
+			wantSizedFor:  &Size{Replicas: 10, MaxReplicas: 23}, wantRecord: true,
+		},
+		{
+			name: "template and replicas changed at once (step 1/2): the only active revision, an old one, is scaled first",
+			in: Input{Replicas: 20, MaxSurge: 5, MaxUnavailable: 5, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: pods("old", revOld, 10)},
+			wantCreations: []Creation{{Revision: revOld, Count: 10}},
+			wantReason:    ReasonProportionalScaleUp,
+			wantSizedFor:  &Size{Replicas: 20, MaxReplicas: 25}, wantRecord: true,
+		},
+		{
+			name: "template and replicas changed at once (step 2/2): then it rolls",
+			in: Input{Replicas: 20, MaxSurge: 5, MaxUnavailable: 5, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 20, MaxReplicas: 25}, Pods: pods("old", revOld, 20)},
+			wantCreate: 5, wantDelete: byName(pods("old", revOld, 20), 5), wantReason: ReasonRollingUpdate,
+			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25},
+		},
+		{
+			name: "a stale record with the only revision at size: the rollout starts in the same plan",
+			in: Input{Replicas: 20, MaxSurge: 5, MaxUnavailable: 5, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: pods("old", revOld, 20)},
+			wantCreate: 5, wantDelete: byName(pods("old", revOld, 20), 5), wantReason: ReasonRollingUpdate,
+			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25},
+		},
+		{
+			name: "plain scale of one revision: no record needed",
+			in: Input{Replicas: 20, MaxSurge: 5, MaxUnavailable: 5,
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: pods("new", revNew, 10)},
+			wantCreate: 10, wantReason: ReasonScaleUp,
+			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25},
+		},
+		{
+			name: "a saturated update revision is the rollout's: its old pods go",
+			in: Input{Replicas: 4, MaxSurge: 1, MaxUnavailable: 1, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 3, MaxReplicas: 4}, Pods: join(pods("old", revOld, 1), pods("new", revNew, 4))},
+			wantDelete: []string{"old-0"}, wantReason: ReasonRollingUpdate,
+			wantSizedFor: &Size{Replicas: 4, MaxReplicas: 5}, wantRecord: true,
+		},
+		{
+			name: "Recreate has no scaling event",
+			in: Input{Replicas: 6, Strategy: Recreate, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 3, MaxReplicas: 3}, Pods: join(pods("old", revOld, 2), pods("new", revNew, 1))},
+			wantDelete: []string{"old-0", "old-1"}, wantReason: ReasonRecreateDeleteOld,
+			wantSizedFor: &Size{Replicas: 6, MaxReplicas: 6}, wantRecord: true,
+		},
+	})
+}
+
+// byName is the first n names of pods that differ in nothing else: the
+// deletion ranking's last criterion orders them by name.
+func byName(ps []*corev1.Pod, n int) []string {
+	out := names(ps)
+	slices.Sort(out)
+	return out[:n]
+}
+
+// TestComputeMaxBurst: no plan creates or deletes more than MaxBurst pods,
+// so a runaway scale is planned again from the spec after each batch.
+func TestComputeMaxBurst(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{
+			name:       "scale to a billion creates DefaultMaxBurst pods",
+			in:         Input{Replicas: 1_000_000_000, MaxSurge: 250_000_000, MaxUnavailable: 250_000_000, Pods: pods("new", revNew, 2)},
+			wantCreate: DefaultMaxBurst, wantReason: ReasonScaleUp,
+		},
+		{
+			name:       "scale up by more than MaxBurst",
+			in:         Input{Replicas: 10, MaxSurge: 3, MaxUnavailable: 2, MaxBurst: 4, Pods: pods("new", revNew, 2)},
+			wantCreate: 4, wantReason: ReasonScaleUp,
+		},
+		{
+			name:       "scale down by more than MaxBurst deletes the most deletable first",
+			in:         Input{Replicas: 1, MaxSurge: 1, MaxBurst: 2, Pods: join(pods("new", revNew, 3), pods("fresh", revNew, 2, pending))},
+			wantDelete: []string{"fresh-0", "fresh-1"}, wantReason: ReasonScaleDown,
+		},
+		{
+			name: "finished pods count towards MaxBurst, first",
+			in: Input{Replicas: 1, MaxSurge: 1, MaxBurst: 2, Pods: join(
+				pods("new", revNew, 3), pods("done", revNew, 1, phase(corev1.PodSucceeded)))},
+			wantDelete: []string{"done-0", "new-0"}, wantReason: ReasonScaleDown,
+		},
+		{
+			name:       "rolling step cut by MaxBurst",
+			in:         Input{Replicas: 10, MaxSurge: 10, MaxUnavailable: 10, MaxBurst: 3, Pods: pods("old", revOld, 10)},
+			wantCreate: 3, wantDelete: []string{"old-0", "old-1", "old-2"}, wantReason: ReasonRollingUpdate,
 		},
 	})
 }

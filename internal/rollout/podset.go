@@ -27,6 +27,11 @@ type podSet struct {
 	// terminating but not finished. Recreate waits for it to reach 0.
 	oldUnfinished int
 
+	// update is the update revision; age ranks revisions, newer higher:
+	// the update revision highest, Input.Revisions by their order, any other 0.
+	update string
+	age    map[string]int
+
 	rank            ranker
 	minReadySeconds int32
 	now             time.Time
@@ -34,7 +39,12 @@ type podSet struct {
 
 // newPodSet classifies pods; nil entries are ignored.
 func newPodSet(in Input) podSet {
-	s := podSet{rank: newRanker(in.Pods), minReadySeconds: in.MinReadySeconds, now: in.Now}
+	s := podSet{rank: newRanker(in.Pods), minReadySeconds: in.MinReadySeconds, now: in.Now, update: in.UpdateRevision}
+	s.age = make(map[string]int, len(in.Revisions)+1)
+	for i, name := range in.Revisions {
+		s.age[name] = i + 1
+	}
+	s.age[in.UpdateRevision] = len(in.Revisions) + 1
 	for _, pod := range in.Pods {
 		if pod == nil {
 			continue
@@ -68,14 +78,47 @@ func (s podSet) active() int {
 	return len(s.updated) + len(s.old)
 }
 
-// activeRevisions counts the distinct revisions among active pods, the
-// "active ReplicaSets" of a Deployment.
-func (s podSet) activeRevisions() int {
-	revisions := make(map[string]bool)
-	for _, pod := range slices.Concat(s.updated, s.old) {
-		revisions[revisionOf(pod)] = true
+// severalRevisions reports whether active pods are of more than one
+// revision, without a pass over all pods in the usual cases.
+func (s podSet) severalRevisions() bool {
+	switch {
+	case len(s.old) == 0:
+		return false
+	case len(s.updated) > 0:
+		return true
 	}
-	return len(revisions)
+	first := revisionOf(s.old[0])
+	return slices.ContainsFunc(s.old[1:], func(pod *corev1.Pod) bool { return revisionOf(pod) != first })
+}
+
+// revisionPods are the active pods of one revision: a Deployment's ReplicaSet.
+type revisionPods struct {
+	name string
+	pods []*corev1.Pod
+	// age ranks revisions, newer higher; creatable says pods of it can be created.
+	age       int
+	creatable bool
+}
+
+// byRevision groups the active pods by revision, newest revision first.
+func (s podSet) byRevision() []revisionPods {
+	index := make(map[string]int)
+	var groups []revisionPods
+	for _, pod := range slices.Concat(s.updated, s.old) {
+		name := revisionOf(pod)
+		i, ok := index[name]
+		if !ok {
+			age, known := s.age[name]
+			i = len(groups)
+			index[name] = i
+			groups = append(groups, revisionPods{name: name, age: age, creatable: known})
+		}
+		groups[i].pods = append(groups[i].pods, pod)
+	}
+	slices.SortFunc(groups, func(a, b revisionPods) int {
+		return cmp.Or(cmp.Compare(b.age, a.age), cmp.Compare(a.name, b.name))
+	})
+	return groups
 }
 
 // available returns how many of pods are available at s.now.

@@ -50,7 +50,7 @@ func planRolling(s podSet, l limits) Plan {
 	}
 
 	p := Plan{
-		Create: int32(create),
+		Create: creation(s.update, create),
 		Delete: slices.Concat(deleteOld, deleteUpdated),
 		Reason: ReasonRollingUpdate,
 	}

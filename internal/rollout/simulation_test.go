@@ -109,8 +109,10 @@ func (c *cluster) reconcile(in Input) Plan {
 		ts := metav1.NewTime(c.now)
 		d.DeletionTimestamp = &ts
 	}
-	for range p.Create {
-		c.pods = append(c.pods, c.newPod(in.UpdateRevision))
+	for _, cr := range p.Create {
+		for range cr.Count {
+			c.pods = append(c.pods, c.newPod(cr.Revision))
+		}
 	}
 
 	var candidates []*corev1.Pod
@@ -224,7 +226,7 @@ func runRollingUpdate(t *testing.T, c *cluster, in Input) {
 func assertSettled(t *testing.T, c *cluster, in Input) {
 	t.Helper()
 	p := Compute(c.input(in))
-	if p.Create != 0 || len(p.Delete) != 0 || p.RequeueAfter != 0 || p.Reason != ReasonInSync {
+	if len(p.Create) != 0 || len(p.Delete) != 0 || p.RequeueAfter != 0 || p.Reason != ReasonInSync {
 		t.Fatalf("converged but plan is %s", describe(p))
 	}
 	want := Counts{Replicas: in.Replicas, Ready: in.Replicas, Available: in.Replicas, Updated: in.Replicas}
@@ -242,7 +244,7 @@ func TestRecreateSimulation(t *testing.T) {
 				oldRevs := []string{revOld, revOld2}[:1+i%2]
 				t.Run(fmt.Sprintf("replicas=%d/minReady=%d/%s/oldRevisions=%d", replicas, minReady, ready.name, len(oldRevs)), func(t *testing.T) {
 					c := newCluster(t, ready, int(replicas), oldRevs...)
-					in := Input{Replicas: replicas, Recreate: true, MinReadySeconds: minReady, UpdateRevision: revNew}
+					in := Input{Replicas: replicas, Strategy: Recreate, MinReadySeconds: minReady, UpdateRevision: revNew}
 					for !c.converged(in) {
 						if c.step > stepBudget(replicas) {
 							t.Fatalf("no convergence after %d steps", c.step)
@@ -323,7 +325,7 @@ func TestPauseDuringRolloutSimulation(t *testing.T) {
 				c.reconcile(paused)
 				frozen := names(c.active())
 				for range 5 {
-					if p := c.reconcile(paused); p.Create != 0 || len(p.Delete) != 0 {
+					if p := c.reconcile(paused); len(p.Create) != 0 || len(p.Delete) != 0 {
 						t.Fatalf("step %d: paused rollout acted: %s", c.step, describe(p))
 					}
 				}
@@ -334,4 +336,124 @@ func TestPauseDuringRolloutSimulation(t *testing.T) {
 			})
 		}
 	}
+}
+
+// neverReady is a kubelet that makes no pod of revNew Ready: the reported
+// rollout whose new template never starts.
+var neverReady = readiness{"new-never-ready", func(int, int) int { return 0 }}
+
+// TestScaleEventDuringRolloutSimulation scales a rollout mid-way with the
+// record of what the pods were sized for kept as the controller keeps it
+// (written when the plan says so), so scaling is proportional. At every
+// step no plan takes the active pods above replicas+maxSurge nor the
+// available ones below replicas-maxUnavailable (unless they already were),
+// and the rollout converges; a MaxBurst of 7 cuts the big scales into steps.
+func TestScaleEventDuringRolloutSimulation(t *testing.T) {
+	for _, tc := range []struct{ from, to int32 }{{10, 30}, {30, 10}, {10, 1}, {3, 25}, {25, 2}, {10, 0}, {4, 100}} {
+		for _, f := range fences {
+			for _, ready := range readinessPatterns {
+				t.Run(fmt.Sprintf("%d->%d/fence=%s/%s", tc.from, tc.to, f, ready.name), func(t *testing.T) {
+					c := newCluster(t, ready, int(tc.from), revOld)
+					in := scaledInput(t, f, tc.from)
+					for range 2 {
+						in = c.reconcileRecorded(in)
+					}
+					next := scaledInput(t, f, tc.to)
+					next.SizedFor = in.SizedFor
+					in = next
+					for !c.converged(in) {
+						if c.step > 2+stepBudget(max(tc.from, tc.to)) {
+							t.Fatalf("no convergence after %d steps: %+v", c.step, Count(c.pods, in.UpdateRevision, in.MinReadySeconds, c.now))
+						}
+						in = c.reconcileRecorded(in)
+					}
+					assertSettled(t, c, in)
+				})
+			}
+		}
+	}
+}
+
+// TestScaleEventStuckRolloutSimulation is the reported case: replicas 10
+// (25%/25%), new pods that never become Ready, 8 old/5 new; scaled to 30 the
+// old revision grows too, as Deployment's proportional scaling does: 23
+// old/15 new, and none of the old pods is deleted while the new ones are
+// unavailable. A MaxBurst of 10 reaches the same numbers in three steps
+// (each step rounds on its own: a smaller burst can end a pod or two off).
+func TestScaleEventStuckRolloutSimulation(t *testing.T) {
+	quarter := intstr.FromString("25%")
+	f := fence{quarter, quarter}
+	for _, burst := range []int32{0, 10} {
+		t.Run(fmt.Sprintf("maxBurst=%d", burst), func(t *testing.T) {
+			c := newCluster(t, neverReady, 10, revOld)
+			in := scaledInput(t, f, 10)
+			in.MaxBurst = burst
+			for range 4 {
+				in = c.reconcileRecorded(in)
+			}
+			if old, updated := c.activeOf(revOld), c.activeOf(revNew); old != 8 || updated != 5 {
+				t.Fatalf("before the scale: %d old/%d new pods, want 8/5", old, updated)
+			}
+			next := scaledInput(t, f, 30)
+			next.SizedFor, next.MaxBurst = in.SizedFor, burst
+			in = next
+			for range 20 {
+				in = c.reconcileRecorded(in)
+			}
+			if old, updated := c.activeOf(revOld), c.activeOf(revNew); old != 23 || updated != 15 {
+				t.Fatalf("after scaling to 30: %d old/%d new pods, want 23/15", old, updated)
+			}
+		})
+	}
+}
+
+// scaledInput is the planner input for replicas under fence f, rolling out
+// revNew from revOld, with nothing recorded yet but the start.
+func scaledInput(t *testing.T, f fence, replicas int32) Input {
+	t.Helper()
+	surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, MinReadySeconds: 5,
+		UpdateRevision: revNew, Revisions: []string{revOld2, revOld}, MaxBurst: 7,
+		SizedFor: &Size{Replicas: replicas, MaxReplicas: replicas + surge}}
+}
+
+// reconcileRecorded is reconcile with the invariants of one step checked
+// and Plan.SizedFor recorded when the plan says it must be; it returns the
+// input for the next step.
+func (c *cluster) reconcileRecorded(in Input) Input {
+	c.t.Helper()
+	o := observe(c.input(in))
+	maxActive := o.replicas + o.maxSurge
+	p := c.reconcile(in)
+	deletedAvailable := 0
+	for _, d := range p.Delete {
+		if IsAvailable(d, in.MinReadySeconds, c.now.Add(-tick)) {
+			deletedAvailable++
+		}
+	}
+	if active := o.active + int(p.Creates()) - len(p.Delete); active > max(o.active, maxActive) {
+		c.t.Fatalf("step %d (%s): %d active pods, more than replicas+maxSurge=%d", c.step, p.Reason, active, maxActive)
+	}
+	if available := o.available - deletedAvailable; available < min(o.available, o.minAvailable) {
+		c.t.Fatalf("step %d (%s): %d available pods left, fewer than replicas-maxUnavailable=%d", c.step, p.Reason, available, o.minAvailable)
+	}
+	if p.RecordSize {
+		sized := p.SizedFor
+		in.SizedFor = &sized
+	}
+	return in
+}
+
+// activeOf counts the active pods of rev.
+func (c *cluster) activeOf(rev string) int {
+	n := 0
+	for _, p := range c.active() {
+		if revisionOf(p) == rev {
+			n++
+		}
+	}
+	return n
 }

@@ -198,8 +198,8 @@ func TestSimulateRolloutCatchesABrokenPlanner(t *testing.T) {
 	}{
 		{"surges too far", func(in rollout.Input) rollout.Plan {
 			p := rollout.Compute(in)
-			if p.Create > 0 {
-				p.Create += 2
+			if len(p.Create) > 0 {
+				p.Create[0].Count += 2
 			}
 			return p
 		}, "more than replicas+maxSurge=5"},
@@ -237,7 +237,7 @@ func TestSimulateRolloutCatchesABrokenPlanner(t *testing.T) {
 
 	recreate := mdWith(3, "Recreate", nil, nil, 0)
 	_, problems := simulateRollout(recreate, func(in rollout.Input) rollout.Plan {
-		in.Recreate = false // plans a rolling update instead
+		in.Strategy = rollout.RollingUpdate // plans a rolling update instead
 		return rollout.Compute(in)
 	})
 	if !strings.Contains(strings.Join(problems, "\n"), "Recreate runs new pods while old ones still exist") {

@@ -24,22 +24,6 @@ const (
 // tick is the least the simulated clock moves per reconcile.
 const tick = time.Second
 
-// plannerInput builds the planner's settings from the spec as the
-// controller does (rollout.StrategyFenceposts, as internal/controller does):
-// replicas default 1, Recreate 0/0, RollingUpdate values default 25%/25%.
-func plannerInput(md *appsv1beta1.MyDeployment) (rollout.Input, error) {
-	replicas := ptr.Deref(md.Spec.Replicas, 1)
-	in := rollout.Input{
-		Replicas:        replicas,
-		Recreate:        md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType,
-		MinReadySeconds: md.Spec.MinReadySeconds,
-		Paused:          md.Spec.Paused,
-	}
-	var err error
-	in.MaxSurge, in.MaxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, replicas)
-	return in, err
-}
-
 // simulateRollout runs the controller's planner (rollout.Compute) on a fake
 // cluster for md: from no pods to spec.replicas available pods of a first
 // revision, then to the same of a second revision (a template edit). Created
@@ -51,7 +35,9 @@ func plannerInput(md *appsv1beta1.MyDeployment) (rollout.Input, error) {
 // together (Recreate). It returns a one-line summary, or the problems found.
 // plan is the planner under test: rollout.Compute, or a broken one in tests.
 func simulateRollout(md *appsv1beta1.MyDeployment, plan func(rollout.Input) rollout.Plan) (string, []string) {
-	in, err := plannerInput(md)
+	// The controller's own mapping of the spec: replicas default 1, Recreate
+	// 0/0, RollingUpdate values default 25%/25%.
+	in, err := rollout.NewInput(md, "", nil, nil, time.Time{})
 	if err != nil {
 		return "", []string{err.Error()}
 	}
@@ -69,7 +55,7 @@ func simulateRollout(md *appsv1beta1.MyDeployment, plan func(rollout.Input) roll
 		return "", prefixed("rolling out a new template: ", problems)
 	}
 	strategy := fmt.Sprintf("RollingUpdate maxSurge=%d maxUnavailable=%d", in.MaxSurge, in.MaxUnavailable)
-	if in.Recreate {
+	if in.Strategy == rollout.Recreate {
 		strategy = "Recreate"
 	}
 	return fmt.Sprintf("%d replicas, %s, minReadySeconds=%d: all available from 0 pods in %d reconcile(s) (peak %d pods); new template rolled out in %d more (peak %d pods, at least %d available)",
@@ -113,7 +99,7 @@ func (c *fakeCluster) rollTo(in rollout.Input, rev string) (progress, []string) 
 		availableBefore := c.available(in)
 		activeBefore := len(c.active())
 		plan := c.plan(in)
-		if plan.Create == 0 && len(plan.Delete) == 0 && c.converged(in) {
+		if len(plan.Create) == 0 && len(plan.Delete) == 0 && c.converged(in) {
 			pr.steps = step
 			return pr, nil
 		}
@@ -126,8 +112,10 @@ func (c *fakeCluster) rollTo(in rollout.Input, rev string) (progress, []string) 
 			}
 			p.DeletionTimestamp = ptr.To(metav1.NewTime(c.now))
 		}
-		for range plan.Create {
-			c.pods = append(c.pods, c.newPod(rev))
+		for _, cr := range plan.Create {
+			for range cr.Count {
+				c.pods = append(c.pods, c.newPod(cr.Revision))
+			}
 		}
 
 		active := c.active()
@@ -135,11 +123,11 @@ func (c *fakeCluster) rollTo(in rollout.Input, rev string) (progress, []string) 
 			return pr, []string{fmt.Sprintf("step %d (%s): %d active pods, more than replicas+maxSurge=%d", step, plan.Reason, len(active), limit)}
 		}
 		available := c.available(in)
-		if !in.Recreate && available < min(availableBefore, minAvailable) {
+		if in.Strategy != rollout.Recreate && available < min(availableBefore, minAvailable) {
 			return pr, []string{fmt.Sprintf("step %d (%s): deleting left %d available pods, below replicas-maxUnavailable=%d",
 				step, plan.Reason, available, minAvailable)}
 		}
-		if in.Recreate && slices.ContainsFunc(active, isRev(rev)) &&
+		if in.Strategy == rollout.Recreate && slices.ContainsFunc(active, isRev(rev)) &&
 			slices.ContainsFunc(c.pods, func(p *corev1.Pod) bool { return !isRev(rev)(p) }) {
 			return pr, []string{fmt.Sprintf("step %d (%s): Recreate runs new pods while old ones still exist", step, plan.Reason)}
 		}

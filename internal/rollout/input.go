@@ -1,0 +1,87 @@
+package rollout
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// NewInput is the planner's input for md as its controller plans it:
+// spec.replicas (1 if unset), the strategy with maxSurge and maxUnavailable
+// resolved (StrategyFenceposts), minReadySeconds, paused, what the pods were
+// sized for (md's DesiredReplicasAnnotation and MaxReplicasAnnotation) and
+// DefaultMaxBurst. updateRevision names the revision new pods are created
+// from; revisions are the ControllerRevisions pods may be created from, in
+// any order (ordered here by revision number); pods and now are passed on.
+// The only error is a strategy that cannot be resolved.
+func NewInput(md *appsv1beta1.MyDeployment, updateRevision string, revisions []*appsv1.ControllerRevision,
+	pods []*corev1.Pod, now time.Time) (Input, error) {
+	replicas := ptr.Deref(md.Spec.Replicas, 1)
+	surge, unavailable, err := StrategyFenceposts(md.Spec.Strategy, replicas)
+	if err != nil {
+		return Input{}, err
+	}
+	strategy := RollingUpdate
+	if md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		strategy = Recreate
+	}
+	return Input{
+		Replicas:        replicas,
+		Strategy:        strategy,
+		MaxSurge:        surge,
+		MaxUnavailable:  unavailable,
+		MinReadySeconds: md.Spec.MinReadySeconds,
+		Paused:          md.Spec.Paused,
+		UpdateRevision:  updateRevision,
+		Revisions:       olderRevisions(revisions, updateRevision),
+		SizedFor:        SizedForOf(md),
+		MaxBurst:        DefaultMaxBurst,
+		Pods:            pods,
+		Now:             now,
+	}, nil
+}
+
+// olderRevisions names revisions other than update, oldest first.
+func olderRevisions(revisions []*appsv1.ControllerRevision, update string) []string {
+	sorted := slices.DeleteFunc(slices.Clone(revisions), func(r *appsv1.ControllerRevision) bool {
+		return r == nil || r.Name == update
+	})
+	slices.SortFunc(sorted, func(a, b *appsv1.ControllerRevision) int {
+		return cmp.Or(cmp.Compare(a.Revision, b.Revision), cmp.Compare(a.Name, b.Name))
+	})
+	names := make([]string, len(sorted))
+	for i, r := range sorted {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// SizedForOf reads what md's pods were last sized for from its
+// annotations: nil without a valid DesiredReplicasAnnotation; MaxReplicas 0
+// without a valid MaxReplicasAnnotation.
+func SizedForOf(md *appsv1beta1.MyDeployment) *Size {
+	desired, err := strconv.ParseInt(md.Annotations[appsv1beta1.DesiredReplicasAnnotation], 10, 32)
+	if err != nil || desired < 0 {
+		return nil
+	}
+	size := &Size{Replicas: int32(desired)}
+	if m, err := strconv.ParseInt(md.Annotations[appsv1beta1.MaxReplicasAnnotation], 10, 32); err == nil && m > 0 {
+		size.MaxReplicas = int32(m)
+	}
+	return size
+}
+
+// Annotations are the annotations that record s (see SizedForOf).
+func (s Size) Annotations() map[string]string {
+	return map[string]string{
+		appsv1beta1.DesiredReplicasAnnotation: strconv.FormatInt(int64(s.Replicas), 10),
+		appsv1beta1.MaxReplicasAnnotation:     strconv.FormatInt(int64(s.MaxReplicas), 10),
+	}
+}
