@@ -50,7 +50,7 @@ type watcher struct {
 	history map[types.UID][]*corev1.Pod // every version of every pod seen
 	// deletedAt is the resourceVersion of each pod's delete event.
 	deletedAt map[types.UID]int64
-	owners  map[types.UID]*bounds       // MyDeployment UID -> its bounds
+	owners    map[types.UID]*bounds // MyDeployment UID -> its bounds
 	// mixed counts, per tracked owner, the events after which its
 	// unfinished pods ran two revisions or more (a rollout's middle).
 	mixed      map[types.UID]int
