@@ -119,6 +119,33 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		Expect(podsOf(md)).To(HaveLen(3))
 	})
 
+	It("counts no unavailable replica while Recreate waits for the old pods to go, as Deployment", func() {
+		md := newMD(ns, "gap", 3, "nginx:1.27")
+		md.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		createReady(md)
+		// A finalizer stands for a kubelet still stopping the old pods.
+		const hold = "test.mydeployment.io/hold"
+		old := podsOf(md)
+		for i := range old {
+			updatePod(&old[i], func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, hold) })
+		}
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		Eventually(func(g Gomega) {
+			cur := get(md)
+			g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+			g.Expect(cur.Status.Replicas).To(BeZero())
+			g.Expect(ptr.Deref(cur.Status.TerminatingReplicas, 0)).To(Equal(int32(3)))
+			g.Expect(cur.Status.UnavailableReplicas).To(BeZero(), "Deployment's old ReplicaSet is scaled to 0 and its new one not yet up")
+		}, timeout, interval).Should(Succeed())
+		for i := range old {
+			updatePod(&old[i], func(p *corev1.Pod) { p.Finalizers = nil })
+		}
+		Eventually(func() int32 { return get(md).Status.UnavailableReplicas }, timeout, interval).Should(Equal(int32(3)),
+			"the new pods, not yet ready")
+		markAllReady(md)
+		complete(md)
+	})
+
 	It("returns either a result or an error, never both", func() {
 		stopManager()
 		r := startManager(func(r *MyDeploymentReconciler) { r.Pods = refusedCreates{r.Pods} })

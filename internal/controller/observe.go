@@ -42,6 +42,7 @@ type scope struct {
 	maxSurge        int32
 	maxUnavailable  int32
 	plan            rollout.Plan
+	planned         bool // plan was computed
 	failure         *status.Failure
 }
 
@@ -143,6 +144,12 @@ func (s *scope) statusInput(synced bool) status.Input {
 	// Pods are counted even with no update revision known (its write
 	// failed): a status of 0 replicas while pods run would mislead scalers.
 	in.Counts = rollout.Count(s.pods, in.UpdateRevision, s.md.Spec.MinReadySeconds, s.now)
+	if s.planned {
+		// What the plan keeps or creates, as Deployment sums its ReplicaSets'
+		// desired sizes: 0 while Recreate waits for the old pods to go.
+		deleted := rollout.Count(s.plan.Delete, in.UpdateRevision, 0, s.now).Replicas
+		in.Planned = ptr.To(in.Counts.Replicas - deleted + s.plan.Creates())
+	}
 	if s.current != nil {
 		in.CurrentRevision = s.current.Name
 		in.CurrentReplicas = in.Counts.Updated

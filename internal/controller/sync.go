@@ -49,6 +49,7 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 		return fmt.Errorf("planning: %w", err)
 	}
 	s.plan = rollout.Compute(in)
+	s.planned = true
 	logPlan(ctx, s)
 	// The annotations do not gate the pods: write them while the pods are
 	// created, one round trip less per new revision. Only a size that

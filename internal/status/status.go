@@ -46,6 +46,11 @@ type Input struct {
 	LabelSelector string
 	// MaxUnavailable is the resolved maxUnavailable (0 for Recreate).
 	MaxUnavailable int32
+	// Planned, when known, is how many active pods the sync's plan keeps
+	// or creates: Deployment's sum of its ReplicaSets' desired replicas,
+	// from which it counts unavailable replicas. Nil (no plan, e.g. the
+	// sync failed first): the larger of spec.replicas and active pods.
+	Planned *int32
 	// Failure is the last refused pod write of this sync, nil if none.
 	Failure *Failure
 	Now     time.Time
@@ -79,7 +84,7 @@ func Compute(in Input) Result {
 	c := in.Counts
 	s.Replicas, s.ReadyReplicas, s.AvailableReplicas, s.UpdatedReplicas = c.Replicas, c.Ready, c.Available, c.Updated
 	s.TerminatingReplicas = ptr.To(c.Terminating)
-	s.UnavailableReplicas = max(0, max(desired, c.Replicas)-c.Available)
+	s.UnavailableReplicas = max(0, ptr.Deref(in.Planned, max(desired, c.Replicas))-c.Available)
 	s.UpdateRevision = in.UpdateRevision
 	s.LabelSelector = in.LabelSelector
 	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas

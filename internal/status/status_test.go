@@ -139,3 +139,27 @@ func TestAvailableAndFailure(t *testing.T) {
 		t.Fatalf("a clean sync clears ReplicaFailure and observes the generation: %+v", r.Status)
 	}
 }
+
+// unavailableReplicas is Deployment's: the pods its plan keeps or creates
+// (the sum of its ReplicaSets' desired sizes) less the available ones.
+func TestUnavailableCountsPlannedPods(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		planned *int32
+		counts  rollout.Counts
+		want    int32
+	}{
+		{name: "Recreate waiting for the old pods to go", planned: ptr.To[int32](0), counts: rollout.Counts{}, want: 0},
+		{name: "Recreate creating the new pods", planned: ptr.To[int32](6), counts: rollout.Counts{}, want: 6},
+		{name: "rolling update at its surge", planned: ptr.To[int32](7), counts: rollout.Counts{Replicas: 7, Available: 5}, want: 2},
+		{name: "no plan: spec.replicas", counts: rollout.Counts{Replicas: 2, Available: 2}, want: 4},
+		{name: "no plan: more pods than spec.replicas", counts: rollout.Counts{Replicas: 7, Available: 3}, want: 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Compute(Input{Object: md(6, false, appsv1beta1.MyDeploymentStatus{}), Counts: tt.counts, Planned: tt.planned, Now: t0})
+			if got := r.Status.UnavailableReplicas; got != tt.want {
+				t.Errorf("unavailableReplicas = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
