@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -36,6 +37,10 @@ type statusClaim struct {
 type statusWatcher struct {
 	mu     sync.Mutex
 	claims []statusClaim
+	// last is each object's status as last seen: only an event that
+	// changes it is a status write (a metadata write keeps the old status,
+	// and a new object's empty status claims nothing).
+	last map[types.UID]appsv1beta1.MyDeploymentStatus
 }
 
 // run watches every MyDeployment until ctx ends (resuming on a break).
@@ -48,27 +53,34 @@ func (s *statusWatcher) run(ctx context.Context, c client.WithWatch, tracked fun
 		}
 		for ev := range wi.ResultChan() {
 			md, ok := ev.Object.(*appsv1beta1.MyDeployment)
-			if !ok || ev.Type != watch.Modified || !tracked(md.UID) {
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
 				continue
 			}
-			s.record(md)
+			s.record(md, ev.Type == watch.Modified && tracked(md.UID))
 		}
 		wi.Stop()
 	}
 }
 
-func (s *statusWatcher) record(md *appsv1beta1.MyDeployment) {
+func (s *statusWatcher) record(md *appsv1beta1.MyDeployment, check bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[types.UID]appsv1beta1.MyDeploymentStatus{}
+	}
+	prev, seen := s.last[md.UID]
+	s.last[md.UID] = md.Status
+	if !check || !seen || apiequality.Semantic.DeepEqual(prev, md.Status) {
+		return
+	}
 	st, want := md.Status, ptr.Deref(md.Spec.Replicas, 1)
 	c := statusClaim{owner: md.UID, name: md.Namespace + "/" + md.Name, rv: resourceVersion(md), seen: time.Now(),
 		update: st.UpdateRevision, zero: st.Replicas == 0,
 		complete: st.ObservedGeneration == md.Generation && st.Replicas == want && st.UpdatedReplicas == want &&
 			st.AvailableReplicas == want && st.UpdateRevision != ""}
-	if !c.complete && !c.zero {
-		return
+	if c.complete || c.zero {
+		s.claims = append(s.claims, c)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.claims = append(s.claims, c)
 }
 
 func (s *statusWatcher) count() int {
