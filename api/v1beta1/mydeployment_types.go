@@ -52,10 +52,14 @@ type MyDeploymentSpec struct {
 	Template corev1.PodTemplateSpec `json:"template"`
 
 	// The deployment strategy to use to replace existing pods with new ones.
-	// Defaults to RollingUpdate with maxSurge 25% and maxUnavailable 25%.
+	// Defaults to RollingUpdate; a RollingUpdate without a rollingUpdate
+	// block rolls out with maxSurge 25% and maxUnavailable 25%, Deployment's
+	// defaults. No rollingUpdate block is stored by default, so that changing
+	// the type to Recreate (kubectl apply, client- or server-side) needs no
+	// block to be removed.
 	// +optional
 	// +patchStrategy=retainKeys
-	// +kubebuilder:default={type: "RollingUpdate", rollingUpdate: {maxSurge: "25%", maxUnavailable: "25%"}}
+	// +kubebuilder:default={type: "RollingUpdate"}
 	// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'Recreate' || !has(self.rollingUpdate)",message="may not be specified when strategy `type` is 'Recreate'",fieldPath=".rollingUpdate"
 	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || (type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) >= 0 : string(self.rollingUpdate.maxSurge).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxSurge"
 	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) >= 0 : string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxUnavailable"

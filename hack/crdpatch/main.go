@@ -8,7 +8,10 @@
 //     template labels ("estimated rule cost exceeds budget");
 //   - the strategy type's allowed values (Recreate, RollingUpdate);
 //   - Deployment's nested strategy defaults (type RollingUpdate; maxSurge and
-//     maxUnavailable 25% when rollingUpdate is given);
+//     maxUnavailable 25% when rollingUpdate is given). A rollingUpdate block is
+//     never defaulted into existence: a schema default cannot depend on the
+//     type, and one stored for a RollingUpdate would have to be removed by
+//     whoever changes the type to Recreate (kubectl apply does not);
 //   - no descriptions under spec.template.spec (the PodSpec: `kubectl explain
 //     pod.spec` has them), so the CRD stays small enough to apply; the schema
 //     itself is untouched.
