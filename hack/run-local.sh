@@ -7,30 +7,28 @@
 # cluster.
 #
 # RUN_LOCAL_EXIT=1 stops the manager and returns once the sample is Ready
-# (what CI uses to keep this command honest).
+# (what CI uses to keep this command honest). LOCAL_CLUSTER names the
+# cluster (default mydeployment; `make local-down LOCAL_CLUSTER=...` stops it).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 BIN=$ROOT/bin
 export KUBECONFIG=$BIN/local/kubeconfig
+CLUSTER=${LOCAL_CLUSTER:-mydeployment}
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 step "1/6 tools (first run builds the control plane from source: about 5-10 minutes)"
 hack/tools.sh control-plane kwok kwokctl controller-gen kustomize
 
 step "2/6 local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
-hack/local-cluster.sh up mydeployment "$KUBECONFIG"
+hack/local-cluster.sh up "$CLUSTER" "$KUBECONFIG"
 "$BIN/kubectl" get nodes
 
 step "3/6 CRD"
 make --no-print-directory manifests >/dev/null
-"$BIN/kubectl" apply --server-side -f config/crd/bases >/dev/null
-# Poll: kubectl wait fails outright while the new CRD has no conditions yet.
-for _ in $(seq 1 120); do
-  [ "$("$BIN/kubectl" get crd mydeployments.apps.mydeployment.io -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ] && break
-  sleep 0.5
-done
+"$BIN/kubectl" apply --server-side -f config/crd/bases
+"$BIN/kubectl" wait --for=condition=Established --timeout=60s crd/mydeployments.apps.mydeployment.io
 
 step "4/6 manager"
 go build -o "$BIN/manager" ./cmd

@@ -43,8 +43,14 @@ const (
 	// ReasonFailedDelete: ReplicaFailure=True, a pod delete was refused.
 	ReasonFailedDelete = "FailedDelete"
 	// ReasonInvalidSelector: ReplicaFailure=True, the selector cannot be
-	// used (only possible for objects created before admission checks).
+	// used or does not select the template's labels (only possible for
+	// objects admission did not check: stored before its rules, or created
+	// with the webhook off).
 	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonInvalidStrategy: ReplicaFailure=True, the strategy cannot be
+	// resolved to pod counts (e.g. a maxSurge percentage of spec.replicas
+	// beyond the int32 range); nothing is created or deleted until it changes.
+	ReasonInvalidStrategy = "InvalidStrategy"
 )
 
 // Labels and annotations the controller writes.

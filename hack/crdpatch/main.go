@@ -2,12 +2,16 @@
 // with what markers cannot say about types that come from k8s.io/api:
 //
 //   - bounds on spec.selector.matchLabels and spec.template.metadata.labels
-//     (maxProperties, value maxLength), without which kube-apiserver refuses
-//     the CEL rule that checks the selector matches the template labels
-//     ("estimated rule cost exceeds budget");
+//     (maxProperties, value maxLength) and on spec.selector.matchExpressions
+//     (items, key and value lengths, values per item), without which
+//     kube-apiserver refuses the CEL rules that check the selector matches the
+//     template labels ("estimated rule cost exceeds budget");
 //   - the strategy type's allowed values (Recreate, RollingUpdate);
 //   - Deployment's nested strategy defaults (type RollingUpdate; maxSurge and
-//     maxUnavailable 25% when rollingUpdate is given);
+//     maxUnavailable 25% when rollingUpdate is given). A rollingUpdate block is
+//     never defaulted into existence: a schema default cannot depend on the
+//     type, and one stored for a RollingUpdate would have to be removed by
+//     whoever changes the type to Recreate (kubectl apply does not);
 //   - no descriptions under spec.template.spec (the PodSpec: `kubectl explain
 //     pod.spec` has them), so the CRD stays small enough to apply; the schema
 //     itself is untouched.
@@ -24,8 +28,11 @@ import (
 )
 
 const (
-	maxLabels          = 64 // label count bound for the CEL cost estimate
-	maxLabelValueBytes = 63 // a label value's limit in Kubernetes
+	maxLabels           = 64  // label count bound for the CEL cost estimate
+	maxLabelValueBytes  = 63  // a label value's limit in Kubernetes
+	maxLabelKeyBytes    = 317 // a label key's limit: a 253-byte DNS prefix, "/", a 63-byte name
+	maxExpressions      = 64  // matchExpressions bound for the CEL cost estimate
+	maxExpressionValues = 256 // values of one matchExpressions item, likewise
 )
 
 func main() {
@@ -83,6 +90,23 @@ func patchSpec(spec object) error {
 		m["maxProperties"] = maxLabels
 		values["maxLength"] = maxLabelValueBytes
 	}
+
+	expressions, err := field(spec, "selector", "matchExpressions")
+	if err != nil {
+		return err
+	}
+	expressions["maxItems"] = maxExpressions
+	key, err := field(expressions["items"].(object), "key")
+	if err != nil {
+		return err
+	}
+	key["maxLength"] = maxLabelKeyBytes
+	values, err := field(expressions["items"].(object), "values")
+	if err != nil {
+		return err
+	}
+	values["maxItems"] = maxExpressionValues
+	values["items"].(object)["maxLength"] = maxLabelValueBytes
 
 	strategyType, err := field(spec, "strategy", "type")
 	if err != nil {

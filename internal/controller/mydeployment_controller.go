@@ -202,10 +202,10 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 // event, without an error (a retry cannot fix it; a spec change requeues).
 func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1beta1.MyDeployment, s *scope) error {
 	if c := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); c == nil || c.Message != s.invalid.Error() {
-		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonInvalidSelector, "Sync", "%v", s.invalid)
+		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, s.invalidReason, "Sync", "%v", s.invalid)
 	}
 	st := md.Status.DeepCopy()
-	status.SetFailure(st, &status.Failure{Reason: appsv1beta1.ReasonInvalidSelector, Message: s.invalid.Error()}, s.now)
+	status.SetFailure(st, &status.Failure{Reason: s.invalidReason, Message: s.invalid.Error()}, s.now)
 	if statusEqual(md.Status, *st) {
 		return nil
 	}

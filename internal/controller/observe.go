@@ -28,8 +28,10 @@ type scope struct {
 	key      string
 	now      time.Time
 	selector labels.Selector
-	// invalid is set when the spec can never work (the selector).
-	invalid error
+	// invalid is set when the spec can never work (the selector, the
+	// strategy); invalidReason is the ReplicaFailure reason to report it under.
+	invalid       error
+	invalidReason string
 	// settled: the cache reflects every pod write of earlier syncs.
 	settled bool
 	// pods the MyDeployment controls (after adoption and release).
@@ -46,8 +48,16 @@ type scope struct {
 	failure         *status.Failure
 }
 
-var errEmptySelector = errors.New("spec.selector: empty selector is invalid for a MyDeployment")
+var (
+	errEmptySelector = errors.New("spec.selector: empty selector is invalid for a MyDeployment")
+	// errTemplateNotSelected is Deployment's validation error, on the field it names.
+	errTemplateNotSelected = errors.New("spec.template.metadata.labels: Invalid value: `selector` does not match template `labels`")
+)
 
+// selectorOf returns md's selector, or an error if it can never work: absent,
+// empty, malformed, or not selecting the template's labels (its pods would
+// be released as soon as they were created). Admission refuses all of these;
+// an object it did not check (webhook off, stored before) can still have one.
 func selectorOf(md *appsv1beta1.MyDeployment) (labels.Selector, error) {
 	if md.Spec.Selector == nil {
 		return nil, errEmptySelector
@@ -59,6 +69,9 @@ func selectorOf(md *appsv1beta1.MyDeployment) (labels.Selector, error) {
 	if sel.Empty() {
 		return nil, errEmptySelector
 	}
+	if !sel.Matches(labels.Set(md.Spec.Template.Labels)) {
+		return nil, errTemplateNotSelected
+	}
 	return sel, nil
 }
 
@@ -68,12 +81,12 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	s := &scope{md: md, key: client.ObjectKeyFromObject(md).String(), now: r.Clock.Now()}
 	sel, err := selectorOf(md)
 	if err != nil {
-		s.invalid = err
+		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector
 		return s, nil
 	}
 	s.selector = sel
 	if s.maxSurge, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
-		s.invalid = err
+		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidStrategy
 		return s, nil
 	}
 

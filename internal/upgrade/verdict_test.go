@@ -65,6 +65,10 @@ func TestEvaluate(t *testing.T) {
 			m.Generation = 3
 			withCondition(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, appsv1beta1.ReasonInvalidSelector)(m)
 		})}, 0, ReasonSettled, nil},
+		{"an invalid strategy does not hold upgrades", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			unavailable(m)
+			withCondition(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, appsv1beta1.ReasonInvalidStrategy)(m)
+		})}, 0, ReasonSettled, nil},
 		{"a failed create still holds them (it may succeed on retry)", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
 			unavailable(m)
 			withCondition(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, appsv1beta1.ReasonFailedCreate)(m)

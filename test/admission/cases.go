@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,42 +46,70 @@ type Case struct {
 	Raw func(obj map[string]any)
 	// Update: create the valid object first, then apply the change as an update.
 	Update bool
+	// Before changes Valid's object before an Update case creates it (a
+	// selector form other than matchLabels: the selector is immutable).
+	Before func(*appsv1beta1.MyDeployment)
 	// Field must appear in the error; Why too (case-insensitive).
 	Field, Why string
 	By         By
 }
 
 // Submit sends the case's object to the API server in namespace ns (for an
-// Update case: creates the valid object, then updates it) and returns the
+// Update case: creates the valid object, then updates it, retrying on
+// conflicts with a controller writing the object meanwhile) and returns the
 // refusal; err is set when the setup failed or the object was accepted.
 func (c Case) Submit(ctx context.Context, cl client.Client, ns string) (refusal, err error) {
 	md := Valid(ns, "bad")
-	if c.Update {
-		if err := cl.Create(ctx, md); err != nil {
-			return nil, fmt.Errorf("creating the valid object: %w", err)
-		}
-	}
-	if c.Change != nil {
-		c.Change(md)
-	}
-	var obj client.Object = md
-	if c.Raw != nil {
-		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(md)
+	if !c.Update {
+		obj, err := c.changed(md)
 		if err != nil {
 			return nil, err
 		}
-		u := &unstructured.Unstructured{Object: raw}
-		u.SetGroupVersionKind(appsv1beta1.GroupVersion.WithKind("MyDeployment"))
-		c.Raw(u.Object)
-		obj = u
+		return accepted(c.Name, cl.Create(ctx, obj))
 	}
-	if c.Update {
+	if c.Before != nil {
+		c.Before(md)
+	}
+	if err := cl.Create(ctx, md); err != nil {
+		return nil, fmt.Errorf("creating the valid object: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		cur := &appsv1beta1.MyDeployment{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(md), cur); err != nil {
+			return nil, fmt.Errorf("reading the valid object: %w", err)
+		}
+		obj, err := c.changed(cur)
+		if err != nil {
+			return nil, err
+		}
 		refusal = cl.Update(ctx, obj)
-	} else {
-		refusal = cl.Create(ctx, obj)
+		if !apierrors.IsConflict(refusal) || attempt == 9 {
+			return accepted(c.Name, refusal)
+		}
 	}
+}
+
+// changed applies the case's changes to md.
+func (c Case) changed(md *appsv1beta1.MyDeployment) (client.Object, error) {
+	if c.Change != nil {
+		c.Change(md)
+	}
+	if c.Raw == nil {
+		return md, nil
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(md)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetGroupVersionKind(appsv1beta1.GroupVersion.WithKind("MyDeployment"))
+	c.Raw(u.Object)
+	return u, nil
+}
+
+func accepted(name string, refusal error) (error, error) {
 	if refusal == nil {
-		return nil, fmt.Errorf("%q was accepted", c.Name)
+		return nil, fmt.Errorf("%q was accepted", name)
 	}
 	return refusal, nil
 }
@@ -104,6 +133,20 @@ func rolling(surge, unavailable intstr.IntOrString) func(*appsv1beta1.MyDeployme
 	return func(m *appsv1beta1.MyDeployment) {
 		m.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
+	}
+}
+
+// expressions makes the selector matchExpressions alone.
+func expressions(reqs ...metav1.LabelSelectorRequirement) func(*appsv1beta1.MyDeployment) {
+	return func(m *appsv1beta1.MyDeployment) {
+		m.Spec.Selector = &metav1.LabelSelector{MatchExpressions: reqs}
+	}
+}
+
+func rawRolling(surge, unavailable any) func(map[string]any) {
+	return func(o map[string]any) {
+		spec(o)["strategy"] = map[string]any{"type": "RollingUpdate",
+			"rollingUpdate": map[string]any{"maxSurge": surge, "maxUnavailable": unavailable}}
 	}
 }
 
@@ -143,7 +186,44 @@ func Cases() []Case {
 		{Name: "matchExpressions not matching the template labels", Change: func(m *appsv1beta1.MyDeployment) {
 			m.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{
 				{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"front"}}}
-		}, Field: "spec.template.metadata.labels", Why: "does not match template", By: Webhook},
+		}, Field: "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "matchExpressions In not matching the template label's value", Change: expressions(
+			metav1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"api", "db"}}),
+			Field: "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "matchExpressions NotIn the template label's value", Change: expressions(
+			metav1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}}),
+			Field: "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "matchExpressions Exists on a label the template lacks", Change: expressions(
+			metav1.LabelSelectorRequirement{Key: "tier", Operator: metav1.LabelSelectorOpExists}),
+			Field: "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "matchExpressions DoesNotExist on a label the template has", Change: expressions(
+			metav1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist}),
+			Field: "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "matchExpressions selector and a template without labels", Change: func(m *appsv1beta1.MyDeployment) {
+			expressions(metav1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}})(m)
+			m.Spec.Template.Labels = nil
+		}, Field: "spec.template.metadata.labels", Why: "does not match template"},
+		// Bounds Deployment does not have: the CEL rule above needs them (cost).
+		{Name: "more than 64 matchExpressions", Change: func(m *appsv1beta1.MyDeployment) {
+			for i := range 65 {
+				m.Spec.Selector.MatchExpressions = append(m.Spec.Selector.MatchExpressions,
+					metav1.LabelSelectorRequirement{Key: fmt.Sprintf("k%d", i), Operator: metav1.LabelSelectorOpDoesNotExist})
+			}
+		}, Field: "spec.selector.matchExpressions", Why: "must have at most 64 items"},
+		{Name: "more than 256 values in one matchExpressions item", Change: func(m *appsv1beta1.MyDeployment) {
+			values := []string{"web"}
+			for i := range 256 {
+				values = append(values, fmt.Sprintf("v%d", i))
+			}
+			m.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: values}}
+		}, Field: "spec.selector.matchExpressions[0].values", Why: "must have at most 256 items"},
+		{Name: "template labels changed by an update so the matchLabels selector no longer matches", Update: true,
+			Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Labels = map[string]string{"app": "other"} },
+			Field:  "spec.template.metadata.labels", Why: "does not match template"},
+		{Name: "template labels changed by an update so the matchExpressions selector no longer matches", Update: true,
+			Before: expressions(metav1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}),
+			Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Labels = map[string]string{"app": "other"} },
+			Field:  "spec.template.metadata.labels", Why: "does not match template"},
 		{Name: "selector label key not a qualified name", Change: func(m *appsv1beta1.MyDeployment) {
 			m.Spec.Selector.MatchLabels["bad key"] = "x"
 			m.Spec.Template.Labels["bad key"] = "x"
@@ -173,6 +253,10 @@ func Cases() []Case {
 			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0 when `maxSurge` is 0"},
 		{Name: "maxSurge and maxUnavailable both 0%", Change: rolling(intstr.FromString("0%"), intstr.FromString("0%")),
 			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0"},
+		{Name: "maxSurge 00% and maxUnavailable 0% (both resolve to 0)", Change: rolling(intstr.FromString("00%"), intstr.FromString("0%")),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0 when `maxSurge` is 0"},
+		{Name: "maxSurge 0 and maxUnavailable 000%", Change: rolling(intstr.FromInt32(0), intstr.FromString("000%")),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0 when `maxSurge` is 0"},
 		{Name: "maxSurge and maxUnavailable both set to 0 by an update", Update: true,
 			Change: rolling(intstr.FromInt32(0), intstr.FromInt32(0)),
 			Field:  "spec.strategy.rollingUpdate.maxUnavailable", Why: "may not be 0"},
@@ -184,6 +268,19 @@ func Cases() []Case {
 			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "non-negative integer or a percent"},
 		{Name: "maxUnavailable over 100%", Change: rolling(intstr.FromInt32(1), intstr.FromString("101%")),
 			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "not be greater than 100%"},
+		{Name: "maxUnavailable a percent of 20 digits", Change: rolling(intstr.FromInt32(1), intstr.FromString("99999999999999999999%")),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "not be greater than 100%"},
+		{Name: "maxUnavailable an integer beyond int32", Raw: rawRolling(1, int64(1)<<32),
+			Field: "spec.strategy.rollingUpdate.maxUnavailable", Why: "must not be greater than 2147483647"},
+		// Deployment accepts these (its validation parses the percent into an
+		// int64) and its controller truncates the pod count they give to int32;
+		// no pod count can come of them.
+		{Name: "maxSurge a percent beyond int32", Change: rolling(intstr.FromString("99999999999%"), intstr.FromInt32(1)),
+			Field: "spec.strategy.rollingUpdate.maxSurge", Why: "must not be greater than 2147483647"},
+		{Name: "maxSurge a percent of 20 digits", Change: rolling(intstr.FromString("99999999999999999999%"), intstr.FromInt32(1)),
+			Field: "spec.strategy.rollingUpdate.maxSurge", Why: "must not be greater than 2147483647"},
+		{Name: "maxSurge an integer beyond int32", Raw: rawRolling(int64(1)<<32, 1),
+			Field: "spec.strategy.rollingUpdate.maxSurge", Why: "must not be greater than 2147483647"},
 		{Name: "maxSurge a fraction", Raw: func(o map[string]any) {
 			spec(o)["strategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": 1.5}}
 		}, Field: "spec.strategy.rollingUpdate.maxSurge", Why: "must be of type"},

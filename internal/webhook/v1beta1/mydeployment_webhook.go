@@ -67,10 +67,10 @@ func (v *MyDeploymentValidator) ValidateCreate(ctx context.Context, md *appsv1be
 	return v.validateTemplate(ctx, md)
 }
 
-// validateSelector checks what the CRD's rules cannot (they see only
-// matchLabels): the selector's syntax, matchExpressions included, and that it
-// selects the template's labels, as Deployment's validation does. The
-// selector is immutable (a CRD rule), so only a create needs this.
+// validateSelector checks the selector's syntax (matchExpressions operators
+// and values, label keys), which the CRD's rules do not, and that it selects
+// the template's labels, as Deployment's validation does (the CRD's rules
+// check that too; a CRD installed before them does not).
 func validateSelector(md *appsv1beta1.MyDeployment) field.ErrorList {
 	path := field.NewPath("spec", "selector")
 	errs := metav1validation.ValidateLabelSelector(md.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, path)
@@ -89,10 +89,14 @@ func validateSelector(md *appsv1beta1.MyDeployment) field.ErrorList {
 }
 
 // ValidateUpdate implements admission.Validator; an unchanged template is
-// not checked again (so scaling or pausing never fails on it).
+// not checked again (so scaling or pausing never fails on it). A changed
+// template must still be selected by the (immutable) selector.
 func (v *MyDeploymentValidator) ValidateUpdate(ctx context.Context, oldMD, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
 	if apiequality.Semantic.DeepEqual(oldMD.Spec.Template, md.Spec.Template) {
 		return nil, nil
+	}
+	if errs := validateSelector(md); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("MyDeployment").GroupKind(), md.Name, errs)
 	}
 	return v.validateTemplate(ctx, md)
 }
