@@ -247,7 +247,9 @@ func relabelled(podLabels map[string]string, name string) labels.Set {
 // missing pod. Every successful write is recorded as an expectation before
 // the next sync may plan again.
 func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
-	r.Expectations.Open(s.key, s.now) // a pod deleted as soon as created is observed too
+	if len(s.plan.Create) > 0 {
+		r.Expectations.Open(s.key, s.now) // a pod deleted as soon as created is observed too
+	}
 	var errs []error
 	if n := len(s.plan.Delete); n > 0 {
 		deleted := parallel(n, func(i int) error {

@@ -168,7 +168,13 @@ func (s *Store) Forget(owner string) {
 func (s *Store) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.owners)
+	n := 0
+	for _, p := range s.owners {
+		if len(p.creates)+len(p.deletes) > 0 {
+			n++ // a record opened for creates that all failed waits on nothing
+		}
+	}
+	return n
 }
 
 func (s *Store) get(owner string, now time.Time) *pending {

@@ -110,3 +110,13 @@ func TestGoneBeforeExpectCreate(t *testing.T) {
 		t.Fatalf("Pending = %d, want 1", s.Pending())
 	}
 }
+
+// An owner opened for creates that all failed waits on nothing: it must not
+// count as pending (Upgradeable would be held False at rest).
+func TestOpenAloneIsNotPending(t *testing.T) {
+	s := New(0)
+	s.Open("ns/md", time.Unix(1000, 0))
+	if s.Pending() != 0 {
+		t.Fatalf("Pending = %d after Open alone, want 0", s.Pending())
+	}
+}
