@@ -55,6 +55,7 @@ var (
 	// reconciler is the running manager's.
 	reconciler *MyDeploymentReconciler
 	cfg        *rest.Config
+	managerCfg *rest.Config // cfg as the manager's service account, with its RBAC only
 	k8sClient  client.Client
 	scheme     = runtime.NewScheme()
 	// stopManager stops the running manager; startManager starts a new one.
@@ -86,6 +87,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	managerCfg = asManager(ctx, cfg)
 	startManager()
 })
 
@@ -103,7 +105,7 @@ var _ = AfterSuite(func() {
 // before the manager starts (to inject a failure into one collaborator).
 func startManager(changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
 	podIndex := NewPodIndex()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  CacheOptions(nil, podIndex),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -113,13 +113,19 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]rule{
-		// The reconciler: its pods, revisions, objects, status, events (events.k8s.io).
+		// The reconciler: its pods, revisions, objects, status, events
+		// (events.k8s.io). Pods are read from the cache only (no get); a
+		// MyDeployment is read around it before adoption (get) and written by
+		// patch only (the revision annotation, then the status subresource);
+		// a revision is read around the cache on a name collision (get). The
+		// finalizers update lets the pods' and revisions' ownerReferences block
+		// the owner's deletion where OwnerReferencesPermissionEnforcement is on.
 		"ClusterRole/mydeployment-operator-manager-role": {
-			{"", "pods", "create,delete,get,list,patch,watch"},
+			{"", "pods", "create,delete,list,patch,watch"},
 			{"apps", "controllerrevisions", "create,delete,get,list,patch,watch"},
-			{"apps.mydeployment.io", "mydeployments", "get,list,patch,update,watch"},
+			{"apps.mydeployment.io", "mydeployments", "get,list,patch,watch"},
 			{"apps.mydeployment.io", "mydeployments/finalizers", "update"},
-			{"apps.mydeployment.io", "mydeployments/status", "get,patch,update"},
+			{"apps.mydeployment.io", "mydeployments/status", "patch"},
 			{"events.k8s.io", "events", "create,patch"},
 		},
 		// Leader election: the lease and its events (core events, client-go's recorder).

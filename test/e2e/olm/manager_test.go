@@ -28,6 +28,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
@@ -41,10 +42,14 @@ import (
 // --enable-aggregator-routing, so it calls the webhook at the Service's
 // endpoint, the pod IP: that call reaches the host manager with OLM's
 // certificate, which the ValidatingWebhookConfiguration's caBundle trusts.
+// The host manager impersonates the pod's service account, so it has
+// exactly the permissions OLM granted the CSV, in the namespaces OLM chose.
 
 const (
 	operatorNamespace  = "md-system"
 	operatorDeployment = "mydeployment-operator-controller-manager"
+	// operatorServiceAccount is the one the CSV's permissions are for.
+	operatorServiceAccount = "mydeployment-operator-controller-manager"
 )
 
 var (
@@ -96,6 +101,9 @@ func startManager() {
 	watch := get(`{.metadata.annotations.olm\.targetNamespaces}`, "pod", pod)
 	condition := get(`{.spec.template.spec.containers[0].env[?(@.name=="OPERATOR_CONDITION_NAME")].value}`,
 		"deployment", operatorDeployment)
+	Expect(get(`{.spec.template.spec.serviceAccountName}`, "deployment", operatorDeployment)).To(Equal(operatorServiceAccount))
+	kubeconfig := impersonating(serviceAccountUser(operatorNamespace, operatorServiceAccount),
+		filepath.Join(workDir, "manager-"+pod+".kubeconfig"))
 	secret := get(`{.spec.template.spec.volumes[?(@.name=="webhook-cert")].secret.secretName}`,
 		"deployment", operatorDeployment)
 	Expect(secret).NotTo(BeEmpty(), "OLM mounts the webhook certificate it made as volume webhook-cert")
@@ -115,8 +123,12 @@ func startManager() {
 	manager, err = utils.Start("manager", filepath.Join(workDir, "manager-"+pod+".log"),
 		// OPERATOR_NAMESPACE: in a pod operator-lib reads the namespace from
 		// the service account's files, which a host process has not.
-		[]string{"WATCH_NAMESPACE=" + watch, "OPERATOR_CONDITION_NAME=" + condition, "OPERATOR_NAMESPACE=" + operatorNamespace},
+		[]string{"WATCH_NAMESPACE=" + watch, "OPERATOR_CONDITION_NAME=" + condition, "OPERATOR_NAMESPACE=" + operatorNamespace,
+			"KUBECONFIG=" + kubeconfig},
+		// Leader election as in the pod: the lease is in the operator's
+		// namespace, which the OperatorGroup need not target.
 		filepath.Join(projectDir, "bin", "manager"), "--webhook-cert-path="+certDir,
+		"--leader-elect", "--leader-election-namespace="+operatorNamespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func() error {
@@ -129,6 +141,34 @@ func startManager() {
 		}
 		return err
 	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the webhook server listens at the pod's address")
+}
+
+// serviceAccountUser is the user name RBAC knows service account ns/name by.
+func serviceAccountUser(ns, name string) string { return "system:serviceaccount:" + ns + ":" + name }
+
+// impersonating writes to path a copy of $KUBECONFIG whose users act as user.
+func impersonating(user, path string) string {
+	cfg, err := clientcmd.LoadFromFile(os.Getenv("KUBECONFIG"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = user
+	}
+	Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
+	return path
+}
+
+// canI is `kubectl auth can-i VERB RESOURCE -n NS --as USER`: "yes" or "no"
+// (anything else is returned whole, for the failure message).
+func canI(user, ns, verb, resource string) func() string {
+	return func() string {
+		out, _ := utils.Kubectl("auth", "can-i", verb, resource, "-n", ns, "--as", user)
+		if lines := utils.GetNonEmptyLines(out); len(lines) > 0 {
+			if last := strings.TrimSpace(lines[len(lines)-1]); last == "yes" || last == "no" {
+				return last
+			}
+		}
+		return out
+	}
 }
 
 func stopManager() {

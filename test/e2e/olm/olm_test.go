@@ -204,6 +204,13 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Eventually(jsonpath("{.status.installedCSV}", "-n", operatorNamespace, "subscription", pkg), time.Minute, time.Second).
 			Should(Equal(csv(version)))
 
+		By("OLM grants this version's pod writes in the target namespaces only (the previous release's were cluster-wide)")
+		sa := serviceAccountUser(operatorNamespace, operatorServiceAccount)
+		for _, ns := range targets {
+			Eventually(canI(sa, ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), ns)
+		}
+		Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal("no"), outside)
+
 		By("the running workloads did not notice")
 		Expect(podUIDs()).To(Equal(before))
 		Expect(jsonpath("{.metadata.generation}", "-n", targets[0], "md", "mydeployment-sample")()).To(Equal(generation))
@@ -228,9 +235,10 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Eventually(jsonpath("{.items[*].metadata.name}", "-n", operatorNamespace, "deployments"), time.Minute, time.Second).
 			Should(BeEmpty())
 
-		for _, mode := range []struct{ ns, targets, watch string }{
-			{ns: "md-own", targets: "[md-own]", watch: "md-own"}, // OwnNamespace
-			{ns: "md-all", targets: "", watch: ""},               // AllNamespaces
+		// elsewhere: may the operator create pods in a namespace it does not watch?
+		for _, mode := range []struct{ ns, targets, watch, elsewhere string }{
+			{ns: "md-own", targets: "[md-own]", watch: "md-own", elsewhere: "no"}, // OwnNamespace
+			{ns: "md-all", targets: "", watch: "", elsewhere: "yes"},              // AllNamespaces
 		} {
 			By("installing into " + mode.ns + " with targetNamespaces " + mode.targets)
 			kubectl("create", "namespace", mode.ns)
@@ -253,6 +261,9 @@ spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespa
 			Eventually(jsonpath(`{.items[*].metadata.annotations.olm\.targetNamespaces}`, "-n", mode.ns, "pods",
 				"-l", "control-plane=controller-manager"), time.Minute, time.Second).Should(Equal(mode.watch),
 				"the operator pod's WATCH_NAMESPACE (empty: all namespaces)")
+			sa := serviceAccountUser(mode.ns, operatorServiceAccount)
+			Eventually(canI(sa, mode.ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), mode.ns)
+			Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal(mode.elsewhere), outside)
 			kubectl("-n", mode.ns, "delete", "subscription", pkg)
 			kubectl("-n", mode.ns, "delete", "csv", csv(version))
 			kubectl("-n", mode.ns, "delete", "operatorgroup", "mydeployment")
