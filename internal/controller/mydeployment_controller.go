@@ -80,7 +80,7 @@ type MyDeploymentReconciler struct {
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -114,14 +114,15 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 	}
 	want := map[string][]rule{
 		// The reconciler: its pods, revisions, objects, status, events
-		// (events.k8s.io). Pods are read from the cache only (no get); a
-		// MyDeployment is read around it before adoption (get) and written by
+		// (events.k8s.io). Pods are read from the cache, but for one that left it
+		// (lost a label it selects on: get, to release it); a MyDeployment is
+		// read around the cache before adoption (get) and written by
 		// patch only (the revision annotation, then the status subresource);
 		// a revision is read around the cache on a name collision (get). The
 		// finalizers update lets the pods' and revisions' ownerReferences block
 		// the owner's deletion where OwnerReferencesPermissionEnforcement is on.
 		"ClusterRole/mydeployment-operator-manager-role": {
-			{"", "pods", "create,delete,list,patch,watch"},
+			{"", "pods", "create,delete,get,list,patch,watch"},
 			{"apps", "controllerrevisions", "create,delete,get,list,patch,watch"},
 			{"apps.mydeployment.io", "mydeployments", "get,list,patch,watch"},
 			{"apps.mydeployment.io", "mydeployments/finalizers", "update"},

@@ -42,7 +42,7 @@ func ruleStrings(perms []v1alpha1.StrategyDeploymentPermissions, sa string) []st
 // namespaced objects (pods, revisions, MyDeployments, events, its lease) is
 // in `permissions`, and `clusterPermissions` only holds what has no
 // namespace: the metrics endpoint's token and access reviews. The lists are
-// exact: a verb the manager does not use (get on pods, update on
+// exact: a verb the manager does not use (update on
 // mydeployments, get or update on mydeployments/status) fails it, as does a
 // rule added anywhere. The OperatorCondition is not asked for: OLM grants
 // access to the operator's own.
@@ -65,7 +65,7 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 		perms: spec.Permissions,
 		want: []string{
 			// The reconciler (config/rbac/role.yaml, from the RBAC markers).
-			`"" pods create,delete,list,patch,watch`,
+			`"" pods create,delete,get,list,patch,watch`,
 			"apps controllerrevisions create,delete,get,list,patch,watch",
 			"apps.mydeployment.io mydeployments get,list,patch,watch",
 			"apps.mydeployment.io mydeployments/finalizers update",
