@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -112,23 +111,9 @@ func leftCache(pod *corev1.Pod) bool {
 
 // note remembers pod if a MyDeployment controls it.
 func (x *strays) note(pod *corev1.Pod) {
-	ref := podcontrol.ControllerOf(pod)
-	if ref == nil || ref.Kind != "MyDeployment" {
-		return
+	if key, ok := controllingMyDeployment(pod); ok {
+		x.keep(key, pod.UID, stray{name: pod.Name, owner: podcontrol.ControllerOf(pod).UID})
 	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != appsv1beta1.GroupVersion.Group {
-		return
-	}
-	key := types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.byOwner == nil {
-		x.byOwner = map[types.NamespacedName]map[types.UID]stray{}
-	}
-	if x.byOwner[key] == nil {
-		x.byOwner[key] = map[types.UID]stray{}
-	}
-	x.byOwner[key][pod.UID] = stray{name: pod.Name, owner: ref.UID}
 }
 
 // take removes and returns the strays remembered for key.
@@ -140,7 +125,7 @@ func (x *strays) take(key types.NamespacedName) map[types.UID]stray {
 	return s
 }
 
-// keep remembers again a stray that could not be dealt with.
+// keep remembers a stray of key (again, when it could not be dealt with).
 func (x *strays) keep(key types.NamespacedName, uid types.UID, s stray) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

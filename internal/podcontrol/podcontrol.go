@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownerref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -119,7 +120,7 @@ func (r *Real) Delete(ctx context.Context, owner *appsv1beta1.MyDeployment, pod 
 // as updated instead of being replaced.
 func (r *Real) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
 	adopted := pod.DeepCopy()
-	adopted.OwnerReferences = withController(pod.OwnerReferences, *controllerRef(owner))
+	adopted.OwnerReferences = ownerref.WithController(pod.OwnerReferences, *controllerRef(owner))
 	if adopted.Labels[appsv1beta1.RevisionLabel] != rev.Name {
 		if adopted.Labels == nil {
 			adopted.Labels = map[string]string{}
@@ -130,27 +131,6 @@ func (r *Real) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *
 		return nil, err
 	}
 	return adopted, nil
-}
-
-// withController returns refs with ref as the one reference to its UID: an
-// existing reference to the same UID is replaced in place (and any further
-// ones dropped), else ref is appended. refs is not modified.
-func withController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []metav1.OwnerReference {
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	merged := false
-	for _, r := range refs {
-		switch {
-		case r.UID != ref.UID:
-			out = append(out, r)
-		case !merged:
-			out = append(out, ref)
-			merged = true
-		}
-	}
-	if !merged {
-		out = append(out, ref)
-	}
-	return out
 }
 
 // Release implements [Interface]: every reference to owner goes, not only

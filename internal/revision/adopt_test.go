@@ -5,7 +5,6 @@ package revision
 
 import (
 	"context"
-	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,37 +87,4 @@ func TestStoreOrphansAndAdopt(t *testing.T) {
 			t.Fatal("Adopt of a controlled revision succeeded")
 		}
 	})
-}
-
-func TestWithController(t *testing.T) {
-	ctrl := metav1.OwnerReference{Name: "web", UID: "a", Controller: ptr.To(true)}
-	other := metav1.OwnerReference{Name: "cm", UID: "b"}
-	plainA := metav1.OwnerReference{Name: "web", UID: "a"}
-	for _, tc := range []struct {
-		name string
-		in   []metav1.OwnerReference
-		want []metav1.OwnerReference
-	}{
-		{"none", nil, []metav1.OwnerReference{ctrl}},
-		{"another owner kept first", []metav1.OwnerReference{other}, []metav1.OwnerReference{other, ctrl}},
-		{"non-controller reference to the same UID replaced in place", []metav1.OwnerReference{plainA, other},
-			[]metav1.OwnerReference{ctrl, other}},
-		{"duplicates collapsed", []metav1.OwnerReference{plainA, other, plainA}, []metav1.OwnerReference{ctrl, other}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := append([]metav1.OwnerReference(nil), tc.in...)
-			got := withController(in, ctrl)
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
-			}
-			for i := range got {
-				if got[i].UID != tc.want[i].UID || ptr.Deref(got[i].Controller, false) != ptr.Deref(tc.want[i].Controller, false) {
-					t.Fatalf("got %+v, want %+v", got, tc.want)
-				}
-			}
-			if !reflect.DeepEqual(in, tc.in) {
-				t.Fatalf("refs modified: %+v", in)
-			}
-		})
-	}
 }

@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownerref"
 )
 
 // maxCreateAttempts bounds [Store.Create]; each extra attempt needs a name
@@ -148,33 +150,12 @@ func (s *Store) Adopt(ctx context.Context, owner Owner, rev *appsv1.ControllerRe
 			rev.Namespace, rev.Name, ref.Kind, ref.Name)
 	}
 	adopted := rev.DeepCopy()
-	adopted.OwnerReferences = withController(rev.OwnerReferences, *metav1.NewControllerRef(owner.Object, owner.GVK))
+	adopted.OwnerReferences = ownerref.WithController(rev.OwnerReferences, *metav1.NewControllerRef(owner.Object, owner.GVK))
 	patch := client.MergeFromWithOptions(rev, client.MergeFromWithOptimisticLock{})
 	if err := s.Client.Patch(ctx, adopted, patch); err != nil {
 		return nil, fmt.Errorf("adopting ControllerRevision %s/%s: %w", rev.Namespace, rev.Name, err)
 	}
 	return adopted, nil
-}
-
-// withController returns refs with ref as the one reference to its UID: an
-// existing reference to the same UID is replaced in place (any further ones
-// dropped), else ref is appended. refs is not modified.
-func withController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []metav1.OwnerReference {
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	merged := false
-	for _, r := range refs {
-		switch {
-		case r.UID != ref.UID:
-			out = append(out, r)
-		case !merged:
-			out = append(out, ref)
-			merged = true
-		}
-	}
-	if !merged {
-		out = append(out, ref)
-	}
-	return out
 }
 
 // Create creates rev (as built by [New]) and returns the stored revision.
