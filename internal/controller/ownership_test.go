@@ -115,22 +115,32 @@ var _ = Describe("MyDeployment ownership", func() {
 		}),
 	)
 
-	It("releases a pod that lost its pod-template-hash label while no manager ran", func() {
-		md := newMD(ns, "asleep", 3, "nginx:1.27")
-		createReady(md)
-		owner := get(md)
-		victim := podsOf(md)[0]
-		stopManager()
-		updatePod(&victim, func(p *corev1.Pod) { delete(p.Labels, appsv1beta1.PodTemplateHashLabel) })
-		startManager()
+	DescribeTable("releases a pod that left the pod cache while no manager ran",
+		func(change func(*corev1.Pod)) {
+			md := newMD(ns, "asleep", 3, "nginx:1.27")
+			createReady(md)
+			owner := get(md)
+			victim := podsOf(md)[0]
+			stopManager()
+			updatePod(&victim, change)
+			startManager()
 
-		Eventually(func(g Gomega) {
-			p := &corev1.Pod{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), p)).To(Succeed())
-			g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
-		}, timeout, interval).Should(Succeed())
-		Eventually(func() []types.UID { return controlledBy(owner) }, timeout, interval).Should(HaveLen(3))
-	})
+			Eventually(func(g Gomega) {
+				p := &corev1.Pod{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), p)).To(Succeed())
+				g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
+			}, timeout, interval).Should(Succeed())
+			Eventually(func() []types.UID { return controlledBy(owner) }, timeout, interval).Should(HaveLen(3))
+		},
+		Entry("its pod-template-hash label removed", func(p *corev1.Pod) {
+			delete(p.Labels, appsv1beta1.PodTemplateHashLabel)
+		}),
+		// Also what a manager killed between the pod's DELETE event and its
+		// release leaves behind (the chaos suite's label surgery found it).
+		Entry("all its labels replaced", func(p *corev1.Pod) {
+			p.Labels = map[string]string{"name": "unrelated"}
+		}),
+	)
 
 	It("adopts a pod that lists it as a non-controller owner with one reference, not two", func() {
 		md := newMD(ns, "dup", 2, "nginx:1.27")

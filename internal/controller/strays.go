@@ -45,12 +45,11 @@ import (
 // Covered: pods that leave while the manager watches, and watch gaps the
 // informer closes with a tombstone (DeleteStateUnknown: deleted or left,
 // the uncached read tells). After a restart the cache never held a pod
-// that left while no manager ran, so no event names it: the first sync of
-// each MyDeployment older than the manager (sweep) lists, around the
-// cache, the pods its selector matches that lack a revision label. Not
-// covered: a pod that left while no manager ran and that the selector no
-// longer matches either (finding it would mean reading every pod of the
-// namespace); the garbage collector takes it with its MyDeployment.
+// that left while no manager ran (or before a killed manager released
+// it), so no event names it: the first sync of each MyDeployment older
+// than the manager (sweep) takes its pods from a metadata-only list,
+// around the cache, of the namespace's pods that lack a revision label,
+// made once per namespace per manager run.
 type strays struct {
 	mu sync.Mutex
 	// byOwner: per MyDeployment key, the stray pods' names by UID, with
@@ -60,6 +59,15 @@ type strays struct {
 	// plus sweepMargin) are swept once, the UID recorded in swept.
 	since time.Time
 	swept map[types.NamespacedName]types.UID
+	// namespaces holds each namespace's sweep, listed once.
+	namespaces map[string]*namespaceSweep
+}
+
+// namespaceSweep is one namespace's listing of possible strays.
+type namespaceSweep struct {
+	mu    sync.Mutex
+	done  bool
+	found map[types.UID]map[types.UID]stray // by controller UID, then pod UID
 }
 
 // sweepMargin widens the sweep to MyDeployments created shortly after the
@@ -162,6 +170,32 @@ func (x *strays) toSweep(md *appsv1beta1.MyDeployment) bool {
 	return true
 }
 
+// namespaceStrays returns what list finds in ns, listing once per manager
+// run: the first MyDeployment of ns to be swept lists for all of them.
+// A failed list is tried again by the next.
+func (x *strays) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]stray, error)) (map[types.UID]map[types.UID]stray, error) {
+	x.mu.Lock()
+	if x.namespaces == nil {
+		x.namespaces = map[string]*namespaceSweep{}
+	}
+	sw := x.namespaces[ns]
+	if sw == nil {
+		sw = &namespaceSweep{}
+		x.namespaces[ns] = sw
+	}
+	x.mu.Unlock()
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.done {
+		found, err := list()
+		if err != nil {
+			return nil, err
+		}
+		sw.found, sw.done = found, true
+	}
+	return sw.found, nil
+}
+
 // unsweep undoes toSweep after a failed sweep, so the next sync tries again.
 func (x *strays) unsweep(key types.NamespacedName) {
 	x.mu.Lock()
@@ -169,34 +203,59 @@ func (x *strays) unsweep(key types.NamespacedName) {
 	delete(x.swept, key)
 }
 
-// sweep notes as strays the pods md controls that its selector matches but
-// that lack a revision label: those that left the cache while no manager
-// ran. Two label-selected metadata-only lists around the cache, once per
-// MyDeployment older than the manager.
+// sweep notes as strays the pods md controls that lack a revision label:
+// those that left the cache while no manager ran, whatever their labels now
+// (a manager killed between a pod's DELETE event and its release leaves one
+// behind too). Once per MyDeployment older than the manager; the pods of
+// its namespace are listed once for all of them (namespaceStrays).
 func (r *MyDeploymentReconciler) sweep(ctx context.Context, s *scope) error {
 	if !r.strays.toSweep(s.md) {
 		return nil
 	}
+	found, err := r.strays.namespaceStrays(s.md.Namespace, func() (map[types.UID]map[types.UID]stray, error) {
+		return r.listStrays(ctx, s.md.Namespace)
+	})
+	if err != nil {
+		r.strays.unsweep(client.ObjectKeyFromObject(s.md))
+		return err
+	}
+	for uid, st := range found[s.md.UID] {
+		r.strays.keep(client.ObjectKeyFromObject(s.md), uid, st)
+	}
+	return nil
+}
+
+// listStrays lists, around the cache and metadata only, the pods of ns
+// that lack a revision label and that a MyDeployment controls: by
+// controller UID, each pod's stray by its UID. Two label-selected lists;
+// pods of other controllers come back too (a Deployment's lack
+// controller-revision-hash), but only once per namespace per manager run.
+func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]stray, error) {
+	found := map[types.UID]map[types.UID]stray{}
 	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
 		missing, err := labels.NewRequirement(key, selection.DoesNotExist, nil)
 		if err != nil {
-			return err // constant key: cannot happen
+			return nil, err // constant key: cannot happen
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-		if err := r.APIReader.List(ctx, list, client.InNamespace(s.md.Namespace),
-			client.MatchingLabelsSelector{Selector: s.selector.Add(*missing)}); err != nil {
-			r.strays.unsweep(client.ObjectKeyFromObject(s.md))
-			return fmt.Errorf("listing pods without %s: %w", key, err)
+		if err := r.APIReader.List(ctx, list, client.InNamespace(ns),
+			client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*missing)}); err != nil {
+			return nil, fmt.Errorf("listing pods without %s: %w", key, err)
 		}
 		for i := range list.Items {
-			meta := &list.Items[i]
-			if ref := metav1.GetControllerOfNoCopy(meta); ref != nil && ref.UID == s.md.UID {
-				r.strays.note(&corev1.Pod{ObjectMeta: meta.ObjectMeta})
+			pod := &corev1.Pod{ObjectMeta: list.Items[i].ObjectMeta}
+			if _, ok := controllingMyDeployment(pod); !ok {
+				continue
 			}
+			owner := podcontrol.ControllerOf(pod).UID
+			if found[owner] == nil {
+				found[owner] = map[types.UID]stray{}
+			}
+			found[owner][pod.UID] = stray{name: pod.Name, owner: owner}
 		}
 	}
-	return nil
+	return found, nil
 }
 
 // releaseStrays reads each stray remembered for s's MyDeployment around the
