@@ -118,18 +118,30 @@ func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 			return fmt.Errorf("label surgery on %s: %w", name, err)
 		}
 	}
+	// Each must be released (a ReplicaSet releases what its selector, which
+	// includes pod-template-hash, stops matching), then d converges again.
+	deadline := time.Now().Add(e.changeTimeout)
+	for _, name := range names[:min(len(names), len(surgery))] {
+		for {
+			pod := &corev1.Pod{}
+			if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: name}, pod); err != nil {
+				return fmt.Errorf("reading released pod %s: %w", name, err)
+			}
+			ref := metav1.GetControllerOfNoCopy(pod)
+			if ref == nil || ref.UID != d.uid {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s/%s: pod %s no longer matches but is still controlled", d.ns, d.name, name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	if err := e.waitConverged(ctx, d, d.cur); err != nil {
 		return err
 	}
-	// The released pods are no one's now: each must have lost its controller.
 	for _, name := range names[:min(len(names), len(surgery))] {
-		pod := &corev1.Pod{}
-		if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: name}, pod); err != nil {
-			return fmt.Errorf("reading released pod %s: %w", name, err)
-		}
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == d.uid {
-			return fmt.Errorf("%s/%s: pod %s no longer matches but is still controlled", d.ns, d.name, name)
-		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.ns}}
 		if err := e.c.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
