@@ -32,8 +32,11 @@ func (r *MyDeploymentReconciler) claimRevisions(ctx context.Context, s *scope) e
 	for _, rev := range orphans {
 		adopted, err := r.Revisions.Adopt(ctx, owner, rev)
 		if err != nil {
-			// Gone or changed since the cache saw it: its next event says.
-			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			// Gone: nothing to adopt. Anything else (changed since the cache
+			// saw it, a failed write) retries the sync: going on could record
+			// a colliding revision under another name while the orphan, whose
+			// pods carry its hash, waits to be adopted.
+			if !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 			}
 			continue

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -158,6 +159,12 @@ func (s *Store) Adopt(ctx context.Context, owner Owner, rev *appsv1.ControllerRe
 	return adopted, nil
 }
 
+// ErrOrphanHoldsName is wrapped by [Store.Create] when the revision's name
+// is taken by an orphan revision with the same template and labels: the
+// owner's previous incarnation's, which the owner must adopt (a cache that
+// has not yet seen it orphaned did not list it). Retry after adopting.
+var ErrOrphanHoldsName = errors.New("the revision's name is held by an orphan revision of the same template")
+
 // Create creates rev (as built by [New]) and returns the stored revision.
 // rev's name and [HashLabel] are recomputed from its data and *collisionCount,
 // so collisionCount is the single source of the name.
@@ -217,6 +224,11 @@ func (s *Store) Create(ctx context.Context, rev *appsv1.ControllerRevision,
 			return nil, fmt.Errorf("reading existing ControllerRevision %s/%s: %w", obj.Namespace, obj.Name, err)
 		case Equal(existing, obj) && controlledBy(existing, ref.UID):
 			return existing, nil
+		case Equal(existing, obj) && metav1.GetControllerOfNoCopy(existing) == nil &&
+			maps.Equal(existing.Labels, obj.Labels):
+			// A namesake's orphan of our template (deleted with
+			// --cascade=orphan): adopt it rather than collide with it.
+			return nil, fmt.Errorf("%w: %s/%s", ErrOrphanHoldsName, obj.Namespace, obj.Name)
 		}
 		*collisionCount++
 	}

@@ -174,6 +174,23 @@ func TestStoreCreate(t *testing.T) {
 	}
 }
 
+// A namesake deleted with --cascade=orphan leaves our revision orphaned
+// under our name: Create must not collide with it (its pods carry its hash).
+func TestStoreCreateLeavesAnOrphanOfOurTemplateToAdopt(t *testing.T) {
+	ours := mustNew(t, testOwner(webTemplate()), 3)
+	orphan := ours.DeepCopy()
+	orphan.OwnerReferences = nil
+	c := newFake(t, &writes{}, nil, orphan)
+	cc := int32(0)
+	_, err := (&Store{Client: c}).Create(context.Background(), ours.DeepCopy(), &cc)
+	if !errors.Is(err, ErrOrphanHoldsName) || cc != 0 {
+		t.Fatalf("Create over an orphan of our template: %v, collisionCount %d; want ErrOrphanHoldsName and 0", err, cc)
+	}
+	if n := len(listAll(t, c)); n != 1 {
+		t.Fatalf("%d revisions stored, want the orphan alone", n)
+	}
+}
+
 func TestStoreCreateReadsTakenNameFromAPIReader(t *testing.T) {
 	ours := mustNew(t, testOwner(webTemplate()), 1)
 	apiServer := newFake(t, &writes{}, nil, ours.DeepCopy())

@@ -98,11 +98,14 @@ func (e *env) deleteFirstNewPod(ctx context.Context, d *tracked, before map[type
 }
 
 // labelSurgery strips one pod's pod-template-hash and replaces another's
-// labels; availability may dip by those two (a user took them away), so
-// it is not checked until d has converged again.
+// labels; availability may dip by those two (a user took them away), and a
+// stripped pod looks like another revision, so neither is checked until d
+// has converged again.
 func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 	b := d.inFlight(d.cur, d.cur)
-	b.checkAvailable = false
+	// Until released, the pods the user took away still count as d's: an
+	// unavailable one, or one of "another revision" (its label removed).
+	b.checkAvailable, b.recreate = false, false
 	e.w.setBounds(d.uid, b)
 	names := slices.Sorted(maps.Values(e.w.podNames(d.uid)))
 	if len(names) == 0 {
