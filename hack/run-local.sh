@@ -18,7 +18,7 @@ export KUBECONFIG=$BIN/local/kubeconfig
 CLUSTER=${LOCAL_CLUSTER:-mydeployment}
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
-step "1/6 tools (first run builds the control plane from source: about 5-10 minutes)"
+step "1/6 tools (first run builds the control plane from source: about 15 minutes)"
 hack/tools.sh control-plane kwok kwokctl controller-gen kustomize
 
 step "2/6 local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
@@ -28,6 +28,12 @@ hack/local-cluster.sh up "$CLUSTER" "$KUBECONFIG"
 step "3/6 CRD"
 make --no-print-directory manifests >/dev/null
 "$BIN/kubectl" apply --server-side -f config/crd/bases
+# kubectl wait errors out (rather than waits) while the new CRD has no
+# conditions at all yet: retry it quietly, then once more to show its answer.
+for _ in $(seq 50); do
+  "$BIN/kubectl" wait --for=condition=Established --timeout=60s crd/mydeployments.apps.mydeployment.io >/dev/null 2>&1 && break
+  sleep 0.2
+done
 "$BIN/kubectl" wait --for=condition=Established --timeout=60s crd/mydeployments.apps.mydeployment.io
 
 step "4/6 manager"
