@@ -89,11 +89,7 @@ var _ = Describe("MyDeployment ownership", func() {
 			victim := podsOf(md)[0]
 			updatePod(&victim, change)
 
-			Eventually(func(g Gomega) {
-				p := &corev1.Pod{}
-				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), p)).To(Succeed())
-				g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
-			}, timeout, interval).Should(Succeed())
+			expectReleased(&victim)
 			Eventually(func() []types.UID { return controlledBy(owner) }, timeout, interval).Should(HaveLen(3))
 			Expect(controlledBy(owner)).NotTo(ContainElement(victim.UID))
 			markAllReady(md)
@@ -125,11 +121,7 @@ var _ = Describe("MyDeployment ownership", func() {
 			updatePod(&victim, change)
 			startManager()
 
-			Eventually(func(g Gomega) {
-				p := &corev1.Pod{}
-				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), p)).To(Succeed())
-				g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
-			}, timeout, interval).Should(Succeed())
+			expectReleased(&victim)
 			Eventually(func() []types.UID { return controlledBy(owner) }, timeout, interval).Should(HaveLen(3))
 		},
 		Entry("its pod-template-hash label removed", func(p *corev1.Pod) {
@@ -230,4 +222,13 @@ func expectAllControlledBy(owner *appsv1beta1.MyDeployment, pods []types.UID) {
 	for _, r := range revisionsOf(owner) {
 		Expect(metav1.IsControlledBy(&r, owner)).To(BeTrue(), "revision %s is %s's", r.Name, owner.Name)
 	}
+}
+
+// expectReleased waits until pod has no owner reference left.
+func expectReleased(pod *corev1.Pod) {
+	Eventually(func(g Gomega) {
+		p := &corev1.Pod{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
+		g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
+	}, timeout, interval).Should(Succeed())
 }
