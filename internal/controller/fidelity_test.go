@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // deletedOnCreate plays someone who deletes a new pod of one MyDeployment
@@ -40,6 +42,24 @@ func (d *deletedOnCreate) Create(ctx context.Context, owner *appsv1beta1.MyDeplo
 		Expect(k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 	}
 	return pod, err
+}
+
+// lostReplies plays an API server whose reply to a pod write is lost: the
+// write is done, the caller gets a server timeout.
+type lostReplies struct{ podcontrol.Interface }
+
+func (l lostReplies) Create(ctx context.Context, owner *appsv1beta1.MyDeployment, template *corev1.PodTemplateSpec, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
+	if _, err := l.Interface.Create(ctx, owner, template, rev); err != nil {
+		return nil, err
+	}
+	return nil, apierrors.NewServerTimeout(corev1.Resource("pods"), "create", 1)
+}
+
+func (l lostReplies) Delete(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error {
+	if err := l.Interface.Delete(ctx, owner, pod); err != nil {
+		return err
+	}
+	return apierrors.NewServerTimeout(corev1.Resource("pods"), "delete", 1)
 }
 
 // refusedCreates makes the API server refuse every pod create.
@@ -144,6 +164,39 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 			"the new pods, not yet ready")
 		markAllReady(md)
 		complete(md)
+	})
+
+	It("waits for the cache after a pod write whose reply was lost, instead of writing again", func() {
+		md := newMD(ns, "lost", 0, "nginx:1.27")
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(func() []appsv1.ControllerRevision { return revisionsOf(md) }, timeout, interval).Should(HaveLen(1))
+		// No manager: the pods are this test's alone.
+		stopManager()
+		defer startManager()
+		md, rev := get(md), revisionsOf(md)[0]
+		sel, err := selectorOf(md)
+		Expect(err).NotTo(HaveOccurred())
+		// A reconciler of its own, so the running one cannot observe for it.
+		r := &MyDeploymentReconciler{
+			APIReader:    k8sClient,
+			Pods:         lostReplies{&podcontrol.Real{Client: k8sClient}},
+			Expectations: expectations.New(0),
+		}
+		s := &scope{md: md, key: ns + "/lost", now: time.Now(), selector: sel}
+
+		created, err := r.create(ctx, s, &rev, rollout.Creation{Revision: rev.Name, Count: 1})
+		Expect(err).To(MatchError(ContainSubstring("could not be completed at this time")), "the caller sees the timeout")
+		Expect(created).To(BeZero())
+		pods := podsOf(md)
+		Expect(pods).To(HaveLen(1), "the create took effect")
+		// A sync whose cache does not list the pod yet must not plan.
+		Expect(r.Expectations.Observe(s.key, nil, time.Now()).Satisfied).To(BeFalse(), "the pod of the lost reply is expected")
+		Expect(r.Expectations.Observe(s.key, []*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeTrue(), "and observed once listed")
+
+		s.plan = rollout.Plan{Delete: []*corev1.Pod{&pods[0]}}
+		Expect(r.act(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
+		Expect(r.Expectations.Observe(s.key, []*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
+			"a cache still listing the deleted pod must not plan another delete")
 	})
 
 	It("returns either a result or an error, never both", func() {

@@ -255,6 +255,9 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 		deleted := parallel(n, func(i int) error {
 			pod := s.plan.Delete[i]
 			if err := r.Pods.Delete(ctx, s.md, pod); err != nil {
+				if outcomeUnknown(err) && r.deletedAfterAll(ctx, pod) {
+					r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+				}
 				return err
 			}
 			r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
@@ -302,6 +305,9 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 	return slowStart(int(c.Count), func() error {
 		pod, err := r.Pods.Create(ctx, s.md, template, rev)
 		if err != nil {
+			if outcomeUnknown(err) {
+				r.expectUnlistedPods(ctx, s)
+			}
 			return err
 		}
 		r.Expectations.ExpectCreate(s.key, pod.Name, s.now)

@@ -275,10 +275,7 @@ func TestAPIFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	// Corners under API faults only in the full run: there they still find
-	// pods created beyond the count (see docs/reliability.md); the short run
-	// of make test keeps the corners under kills alone.
-	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(3, 8), changes: scale(6, 60), corners: *full})
+	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(3, 8), changes: scale(6, 60), corners: true})
 	m.stop()
 	writes, reads := faultsOf(m)
 	figures.add(phaseFigures{name: "API faults (10% writes fail, 5% replies lost, 20% reads delayed)", mds: scale(3, 8), res: res,

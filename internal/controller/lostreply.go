@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// A write whose reply is lost (the API server or the connection timed out)
+// may have taken effect. Counting it as not done is how a controller
+// creates a pod twice: the next sync plans from a cache that does not list
+// the pod yet, and no expectation holds it back. The ReplicaSet controller
+// keeps its count-based expectation for a timed-out create for the same
+// reason. Ours are by name, and a created pod's name is server-assigned
+// (generateName), so the outcome is read back from the API server instead.
+
+// outcomeUnknown reports whether err leaves open whether the write happened.
+func outcomeUnknown(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+}
+
+// expectUnlistedPods is called after a create of s.md's pod timed out: it
+// lists s.md's pods from the API server (a quorum read) and expects every
+// one it controls, so the next sync waits until the cache lists them all,
+// the pod of the lost reply among them if it was created. Pods the cache
+// lists already are observed at once. If the list fails, nothing is
+// expected: the next sync plans as if the create had failed.
+func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, s *scope) {
+	list := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(s.md.Namespace),
+		client.MatchingLabelsSelector{Selector: s.selector}); err != nil {
+		logf.FromContext(ctx).Error(err, "listing pods after a create timed out")
+		return
+	}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == s.md.UID && pod.DeletionTimestamp == nil {
+			r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
+		}
+	}
+}
+
+// deletedAfterAll is called after a delete of pod timed out: it reads pod
+// back from the API server and reports whether it is gone or terminating,
+// i.e. whether the delete (or another) took effect.
+func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev1.Pod) bool {
+	fresh := &corev1.Pod{}
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		logf.FromContext(ctx).Error(err, "reading a pod back after its delete timed out", "pod", pod.Name)
+		return false
+	default:
+		return fresh.UID != pod.UID || fresh.DeletionTimestamp != nil
+	}
+}
