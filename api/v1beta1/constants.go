@@ -77,3 +77,51 @@ const (
 	// it creates, as kubectl rollout history shows it.
 	ChangeCauseAnnotation = "kubernetes.io/change-cause"
 )
+
+// Behaviour beyond Deployment, each opted into by an annotation on the
+// MyDeployment or a label on a pod and off without it: the spec stays
+// Deployment's, field for field. internal/optin parses and validates them;
+// the webhook refuses a bad value with a message naming the annotation.
+const (
+	// PartitionAnnotation ("<n>" or "<p>%", percent of spec.replicas
+	// rounded up) holds that many pods on the current revision during a
+	// RollingUpdate: a canary. "0" or no annotation completes the rollout.
+	// Refused with strategy Recreate.
+	PartitionAnnotation = "apps.mydeployment.io/partition"
+	// SpecifiedDeleteLabel ("true") on a pod of the MyDeployment makes it
+	// the first to go: deleted first on a scale-down, otherwise replaced
+	// (a new pod first where maxSurge allows). On a pod it does not own it
+	// does nothing.
+	SpecifiedDeleteLabel = "apps.mydeployment.io/specified-delete"
+	// RespectPDBAnnotation ("true" or "false") makes a rollout and a
+	// specified delete remove pods through the Eviction API, so that
+	// PodDisruptionBudgets hold. Scale-down stays a plain delete.
+	RespectPDBAnnotation = "apps.mydeployment.io/respect-pdb"
+)
+
+// Reasons of behaviour beyond Deployment.
+const (
+	// ReasonPartitionAvailable: Progressing=True, the rollout went as far
+	// as the partition lets it (every pod available, the partition's pods
+	// on the current revision, the others updated); it is held there, not
+	// failing: no progress deadline applies. The message says how many
+	// pods are updated, e.g. "2 of 10 pods updated, 8 held by partition".
+	ReasonPartitionAvailable = "PartitionAvailable"
+	// ReasonInvalidAnnotation: ReplicaFailure=True, an opt-in annotation
+	// has a value that can never work (only possible for objects admission
+	// did not check); nothing is created or deleted until it changes.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+)
+
+// Event reasons of behaviour beyond Deployment.
+const (
+	// EventEvicted: pods were removed through the Eviction API
+	// (RespectPDBAnnotation).
+	EventEvicted = "Evicted"
+	// EventEvictionRefused: an eviction was refused (429) because of a
+	// PodDisruptionBudget, named in the message; once per refusal spell,
+	// not once per retry.
+	EventEvictionRefused = "EvictionRefused"
+	// EventPartitionHeld: the rollout reached its partition and is held.
+	EventPartitionHeld = "PartitionHeld"
+)

@@ -232,6 +232,10 @@ func (f *failingPods) Delete(context.Context, *appsv1beta1.MyDeployment, *corev1
 	f.deletes++
 	return nil
 }
+func (f *failingPods) Evict(context.Context, *appsv1beta1.MyDeployment, *corev1.Pod) error {
+	f.deletes++
+	return nil
+}
 func (f *failingPods) Adopt(context.Context, *appsv1beta1.MyDeployment, *corev1.Pod, *appsv1.ControllerRevision) (*corev1.Pod, error) {
 	return nil, nil
 }

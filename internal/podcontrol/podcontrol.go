@@ -6,10 +6,12 @@ package podcontrol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -38,6 +40,11 @@ type Interface interface {
 	// Delete deletes pod if it is still the same object (UID precondition);
 	// a pod already gone is success.
 	Delete(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error
+	// Evict removes pod through the Eviction API (policy/v1) if it is still
+	// the same object (UID precondition), so that a PodDisruptionBudget over
+	// it holds; a pod already gone is success. A refusal by a budget is an
+	// error for which EvictionRefused reports true.
+	Evict(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error
 	// Adopt makes owner the controller of an orphan pod whose template is
 	// rev's (the caller checked its hash label) and labels it with rev's
 	// name, in one write guarded by the pod's resourceVersion. It returns
@@ -104,6 +111,42 @@ func (r *Real) Delete(ctx context.Context, owner *appsv1beta1.MyDeployment, pod 
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 	}
 	return nil
+}
+
+// Evict implements [Interface]. A refusal by a budget gets no event here:
+// the caller retries and says so once per spell, not once per retry.
+func (r *Real) Evict(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error {
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	}
+	err := r.Client.SubResource("eviction").Create(ctx, pod, eviction)
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if refused, _ := EvictionRefused(err); !refused {
+		r.Recorder.Eventf(owner, pod, corev1.EventTypeWarning, EventFailedDelete, "Evict", "Error evicting: %v", err)
+	}
+	return fmt.Errorf("evicting pod %s: %w", pod.Name, err)
+}
+
+// EvictionRefused reports whether err is an eviction refused because of a
+// PodDisruptionBudget (429 Too Many Requests), and returns the API server's
+// words naming the budget ("The disruption budget web needs 9 healthy pods
+// and has 9 currently"), or its message when it names none.
+func EvictionRefused(err error) (bool, string) {
+	var status apierrors.APIStatus
+	if !apierrors.IsTooManyRequests(err) || !errors.As(err, &status) {
+		return false, ""
+	}
+	if d := status.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == policyv1.DisruptionBudgetCause {
+				return true, c.Message
+			}
+		}
+	}
+	return true, status.Status().Message
 }
 
 // Adopt implements [Interface]: a JSON merge patch of the owner references

@@ -1,0 +1,124 @@
+// Package optin reads the annotations and labels by which a MyDeployment
+// opts into behaviour beyond Deployment (see the constants in api/v1beta1):
+// one parser for the controller, the webhook and the kubectl plugin, so
+// that what admission refuses and what the controller refuses to act on
+// are the same thing, with the same message.
+package optin
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// Options are the opt-in behaviours of one MyDeployment. The zero value is
+// plain Deployment behaviour.
+type Options struct {
+	// Partition holds pods on the current revision during a RollingUpdate;
+	// nil when the annotation is absent.
+	Partition *Partition
+	// RespectPDB removes the pods a rollout or a specified delete replaces
+	// through the Eviction API.
+	RespectPDB bool
+}
+
+// Partition is a parsed PartitionAnnotation: a count, or a percentage of
+// spec.replicas.
+type Partition struct {
+	Value   int32
+	Percent bool
+}
+
+// String is the annotation value p was parsed from (canonical form).
+func (p Partition) String() string {
+	if p.Percent {
+		return strconv.Itoa(int(p.Value)) + "%"
+	}
+	return strconv.Itoa(int(p.Value))
+}
+
+// Pods is how many pods p holds on the current revision out of replicas:
+// a percentage rounded up (as StatefulSet and CloneSet round a partition),
+// never more than replicas nor less than 0.
+func (p *Partition) Pods(replicas int32) int32 {
+	if p == nil || replicas <= 0 {
+		return 0
+	}
+	n := int64(p.Value)
+	if p.Percent {
+		n = (int64(p.Value)*int64(replicas) + 99) / 100
+	}
+	return int32(min(max(n, 0), int64(replicas)))
+}
+
+// Path is the field path of an annotation, as admission errors name it.
+func Path(annotation string) *field.Path {
+	return field.NewPath("metadata", "annotations").Key(annotation)
+}
+
+// Parse reads md's opt-in annotations. Each value that can never work is an
+// error naming its annotation: a partition that is not a non-negative
+// integer or a percentage from 0% to 100%, a partition with strategy
+// Recreate, a respect-pdb other than "true" or "false". The Options
+// returned hold what could be parsed.
+func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
+	var (
+		o    Options
+		errs field.ErrorList
+	)
+	if v, ok := md.Annotations[appsv1beta1.PartitionAnnotation]; ok {
+		p, err := ParsePartition(v)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(Path(appsv1beta1.PartitionAnnotation), v, err.Error()))
+		case md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
+			errs = append(errs, field.Forbidden(Path(appsv1beta1.PartitionAnnotation),
+				"a partition needs spec.strategy.type RollingUpdate: Recreate replaces every pod at once"))
+		default:
+			o.Partition = &p
+		}
+	}
+	if v, ok := md.Annotations[appsv1beta1.RespectPDBAnnotation]; ok {
+		b, err := parseBool(v)
+		if err != nil {
+			errs = append(errs, field.NotSupported(Path(appsv1beta1.RespectPDBAnnotation), v, []string{"true", "false"}))
+		}
+		o.RespectPDB = b
+	}
+	return o, errs
+}
+
+// ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
+// 2147483647, or "<p>%" with p from 0 to 100.
+func ParsePartition(v string) (Partition, error) {
+	const want = `must be a non-negative integer ("8") or a percentage from 0% to 100% ("80%")`
+	s, percent := strings.CutSuffix(v, "%")
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 || s != strconv.FormatInt(n, 10) || percent && n > 100 {
+		return Partition{}, fmt.Errorf("%s", want)
+	}
+	return Partition{Value: int32(min(n, math.MaxInt32)), Percent: percent}, nil
+}
+
+func parseBool(v string) (bool, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is neither true nor false", v)
+}
+
+// SpecifiedDelete reports whether pod is labelled to go first
+// (SpecifiedDeleteLabel "true"). The caller checks the pod is its own.
+func SpecifiedDelete(pod *corev1.Pod) bool {
+	return pod.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true"
+}
