@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,4 +60,20 @@ func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev
 	default:
 		return fresh.UID != pod.UID || fresh.DeletionTimestamp != nil
 	}
+}
+
+// adoptedAfterAll is called after adopting pod failed with a conflict or a
+// timeout: the pod changed since the cache listed it, or the reply to the
+// adoption was lost. It reads the pod back and returns it if s.md controls
+// it now (and it is the same pod, not terminating), nil otherwise.
+func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, s *scope, pod *corev1.Pod) (*corev1.Pod, error) {
+	fresh := &corev1.Pod{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+		return nil, fmt.Errorf("reading pod %s back after adopting it failed: %w", pod.Name, err)
+	}
+	ref := metav1.GetControllerOfNoCopy(fresh)
+	if fresh.UID != pod.UID || ref == nil || ref.UID != s.md.UID || fresh.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	return fresh, nil
 }

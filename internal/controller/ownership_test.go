@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
 // Ownership corners of issue 21, each reproduced on a real cluster first.
@@ -80,6 +83,30 @@ var _ = Describe("MyDeployment ownership", func() {
 		Expect(violations).To(BeEmpty())
 		Expect(created).To(Equal(3), "no pod created or replaced")
 	})
+
+	DescribeTable("takes back its orphans when an adoption's reply says it failed but it took effect",
+		func(reply error) {
+			md := newMD(ns, "adoptlost", 3, "nginx:1.27")
+			createReady(md)
+			pods := uidsOf(md)
+			deleteOrphaning(md)
+			stopManager()
+			startManager(func(r *MyDeploymentReconciler) { r.Pods = adoptedAnyway{Interface: r.Pods, reply: reply} })
+			defer func() { stopManager(); startManager() }()
+
+			w := watchPods(md, 3, -1)
+			defer w.stop()
+			Expect(k8sClient.Create(ctx, newMD(ns, "adoptlost", 3, "nginx:1.27"))).To(Succeed())
+			complete(md)
+			expectAllControlledBy(get(md), pods)
+			Consistently(func() []types.UID { return uidsOf(md) }, 2*time.Second, interval).Should(Equal(pods))
+			_, created := w.result()
+			Expect(created).To(Equal(3), "no pod created beside the adopted ones")
+		},
+		// What a retry from a stale cache sees after its own adoption.
+		Entry("a conflict", apierrors.NewConflict(corev1.Resource("pods"), "", errors.New("the object has been modified"))),
+		Entry("a timeout", apierrors.NewServerTimeout(corev1.Resource("pods"), "patch", 1)),
+	)
 
 	DescribeTable("releases a pod that no longer matches although it left the pod cache, and replaces it",
 		func(change func(*corev1.Pod)) {
@@ -231,4 +258,17 @@ func expectReleased(pod *corev1.Pod) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
 		g.Expect(p.OwnerReferences).To(BeEmpty(), "released")
 	}, timeout, interval).Should(Succeed())
+}
+
+// adoptedAnyway adopts, then answers with reply as if it had not.
+type adoptedAnyway struct {
+	podcontrol.Interface
+	reply error
+}
+
+func (a adoptedAnyway) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
+	if _, err := a.Interface.Adopt(ctx, owner, pod, rev); err != nil {
+		return nil, err
+	}
+	return nil, a.reply
 }

@@ -217,13 +217,19 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 		}
 		for _, pod := range orphans {
 			adopted, err := r.Pods.Adopt(ctx, s.md, pod, s.update)
-			if err != nil {
-				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					errs = append(errs, err)
-				}
-				continue
+			if apierrors.IsConflict(err) || outcomeUnknown(err) {
+				// Changed since the cache saw it, maybe by our own earlier
+				// adoption whose reply was lost: planning without a pod
+				// that is ours would create its replacement.
+				adopted, err = r.adoptedAfterAll(ctx, s, pod)
 			}
-			s.pods = append(s.pods, adopted)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				errs = append(errs, err)
+			case adopted != nil:
+				s.pods = append(s.pods, adopted)
+			}
 		}
 	}
 	return kerrors.NewAggregate(errs)
