@@ -184,8 +184,16 @@ func faultsOf(ms ...*manager) (writes, reads int) {
 }
 
 // killer SIGKILLs m at random moments (every 0.5-3 s) and restarts it
-// after 0-0.5 s, until stop is called; it counts kills and those that
+// after 1-1.5 s, until stop is called; it counts kills and those that
 // landed while a change was in flight.
+//
+// Why not at once: a pod create the killed process sent can still land in
+// the API server after it died, and a replacement started within
+// milliseconds can list the pods before it does and create the pod again
+// (a loaded machine saw one such duplicate). Every controller has this
+// window; a deployed manager runs with --leader-elect, whose lease (15 s)
+// keeps a replacement waiting far longer than any request in flight. The
+// restarts here run without leader election, so they wait a second.
 type killer struct {
 	kills, midRollout atomic.Int64
 	stop              func()
@@ -207,7 +215,7 @@ func startKiller(t *testing.T, m *manager) *killer {
 			}
 			m.kill()
 			k.kills.Add(1)
-			time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
+			time.Sleep(time.Second + time.Duration(rand.IntN(500))*time.Millisecond)
 			if err := m.start(); err != nil {
 				t.Errorf("restarting the manager: %v", err)
 				return
