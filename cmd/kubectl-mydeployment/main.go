@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // Command kubectl-mydeployment is a kubectl plugin ("kubectl mydeployment")
-// for MyDeployments: rollout status/history/undo/restart/pause/resume and get.
+// for MyDeployments: rollout status/history/undo/restart/pause/resume/
+// partition/promote and get.
 package main
 
 import (

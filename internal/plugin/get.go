@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,12 +32,20 @@ import (
 )
 
 func newGetCommand(f *factory, o *Options) *cobra.Command {
-	var all bool
+	var (
+		all    bool
+		output string
+	)
 	cmd := &cobra.Command{
 		Use:   "get [NAME]",
 		Short: "List MyDeployments, or show one",
-		Args:  cobra.MaximumNArgs(1),
+		Long: "List MyDeployments, or show one. -o wide adds the partition (the " + appsv1beta1.PartitionAnnotation +
+			" annotation, \"(held)\" once the rollout is held there), containers, images and selector.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "wide" {
+				return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide", output)
+			}
 			name := ""
 			if len(args) == 1 {
 				name = args[0]
@@ -51,15 +60,17 @@ func newGetCommand(f *factory, o *Options) *cobra.Command {
 			if all {
 				t.namespace = ""
 			}
-			return t.list(cmd.Context(), o, all)
+			return t.list(cmd.Context(), o, all, output == "wide")
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List MyDeployments across all namespaces.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide adds PARTITION, CONTAINERS, IMAGES and SELECTOR.")
 	return cmd
 }
 
-// list prints the table of the named MyDeployment or of all in the namespace.
-func (t *target) list(ctx context.Context, o *Options, withNamespace bool) error {
+// list prints the table of the named MyDeployment or of all in the
+// namespace; wide adds kubectl's wide columns for a Deployment and PARTITION.
+func (t *target) list(ctx context.Context, o *Options, withNamespace, wide bool) error {
 	var items []appsv1beta1.MyDeployment
 	if t.name != "" {
 		md, err := t.get(ctx)
@@ -87,18 +98,52 @@ func (t *target) list(ctx context.Context, o *Options, withNamespace bool) error
 		if withNamespace {
 			fmt.Fprint(w, "NAMESPACE\t")
 		}
-		fmt.Fprintln(w, "NAME\tREADY\tUP-TO-DATE\tAVAILABLE\tREVISION\tCONDITION\tAGE")
+		fmt.Fprint(w, "NAME\tREADY\tUP-TO-DATE\tAVAILABLE\tREVISION\tCONDITION\tAGE")
+		if wide {
+			fmt.Fprint(w, "\tPARTITION\tCONTAINERS\tIMAGES\tSELECTOR")
+		}
+		fmt.Fprintln(w)
 		for i := range items {
 			md := &items[i]
 			if withNamespace {
 				fmt.Fprintf(w, "%s\t", md.Namespace)
 			}
-			fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\n", md.Name,
+			fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%s\t%s\t%s", md.Name,
 				md.Status.ReadyReplicas, desired(md), md.Status.UpdatedReplicas, md.Status.AvailableReplicas,
 				orNone(md.Annotations[appsv1beta1.RevisionAnnotation]), orNone(progressingReason(md)),
 				age(md.CreationTimestamp, now))
+			if wide {
+				names, images := containers(md)
+				fmt.Fprintf(w, "\t%s\t%s\t%s\t%s", partitionColumn(md), names, images,
+					metav1.FormatLabelSelector(md.Spec.Selector))
+			}
+			fmt.Fprintln(w)
 		}
 	})
+}
+
+// partitionColumn is the partition annotation's value, "(held)" appended
+// once the rollout is held there, or "<none>".
+func partitionColumn(md *appsv1beta1.MyDeployment) string {
+	v, ok := md.Annotations[appsv1beta1.PartitionAnnotation]
+	switch {
+	case !ok:
+		return "<none>"
+	case heldAtPartition(md):
+		return v + "(held)"
+	default:
+		return orNone(v)
+	}
+}
+
+// containers are the template's container names and images, comma
+// separated, as kubectl's wide Deployment columns.
+func containers(md *appsv1beta1.MyDeployment) (names, images string) {
+	var n, i []string
+	for _, c := range md.Spec.Template.Spec.Containers {
+		n, i = append(n, c.Name), append(i, c.Image)
+	}
+	return strings.Join(n, ","), strings.Join(i, ",")
 }
 
 // desired is spec.replicas, defaulting to 1 as the API does.

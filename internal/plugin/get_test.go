@@ -23,6 +23,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -96,5 +97,59 @@ var _ = Describe("get", func() {
 		r = runPlugin(ns, "get", "nope")
 		Expect(r.code).To(Equal(1))
 		Expect(r.err).To(Equal(`error: mydeployments.apps.mydeployment.io "nope" not found` + "\n"))
+	})
+})
+
+var _ = Describe("get -o wide", func() {
+	It("adds the partition, held or not, and kubectl's wide Deployment columns", func() {
+		ns := newNamespace()
+		createMD(ns, "api", "nginx:1", 2)
+		canary := createMD(ns, "canary", "nginx:2", 10)
+		setAnnotation(canary, appsv1beta1.PartitionAnnotation, "8")
+		canaryStatus := func(updated int32, reason string) {
+			setStatus(canary, func(cur *appsv1beta1.MyDeployment) {
+				cur.Status.ObservedGeneration = cur.Generation
+				cur.Status.CurrentRevision, cur.Status.UpdateRevision = "canary-1", "canary-2"
+				cur.Status.Replicas, cur.Status.ReadyReplicas, cur.Status.AvailableReplicas = 10, 10, 10
+				cur.Status.UpdatedReplicas = updated
+				cur.Status.Conditions = []appsv1.DeploymentCondition{progressing(corev1.ConditionTrue, reason)}
+			})
+		}
+		canaryStatus(1, appsv1beta1.ReasonRevisionUpdated)
+		header := []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "CONDITION", "AGE",
+			"PARTITION", "CONTAINERS", "IMAGES", "SELECTOR"}
+		wide := func() [][]string {
+			r := runPlugin(ns, "get", "-o", "wide")
+			Expect(r.code).To(Equal(0), r.err)
+			table := rows(r.out)
+			for _, row := range table[1:] {
+				row[6] = "AGE" // the clock is not the point here
+			}
+			return table
+		}
+
+		Expect(wide()).To(Equal([][]string{header,
+			{"api", "0/2", "0", "0", "<none>", "<none>", "AGE", "<none>", "app", "nginx:1", "app=api"},
+			{"canary", "10/10", "1", "10", "<none>", "RevisionUpdated", "AGE", "8", "app", "nginx:2", "app=canary"},
+		}))
+
+		By("held once the controller says so")
+		canaryStatus(2, appsv1beta1.ReasonPartitionAvailable)
+		Expect(wide()[2]).To(Equal(
+			[]string{"canary", "10/10", "2", "10", "<none>", "PartitionAvailable", "AGE", "8(held)", "app", "nginx:2", "app=canary"}))
+
+		By("not held at a partition changed since")
+		setAnnotation(canary, appsv1beta1.PartitionAnnotation, "50%")
+		Expect(wide()[2][7]).To(Equal("50%"))
+
+		By("the plain table is unchanged")
+		r := runPlugin(ns, "get", "canary")
+		Expect(rows(r.out)[0]).To(Equal(header[:7]))
+	})
+
+	It("refuses other output formats", func() {
+		r := runPlugin(newNamespace(), "get", "-o", "json")
+		Expect(r.code).To(Equal(1))
+		Expect(r.err).To(Equal(`error: unable to match a printer suitable for the output format "json", allowed formats are: wide` + "\n"))
 	})
 })

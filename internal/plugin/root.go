@@ -17,7 +17,7 @@ limitations under the License.
 // Package plugin implements kubectl-mydeployment, a kubectl plugin that gives
 // MyDeployments the rollout commands kubectl has for Deployments (status,
 // history, undo, restart, pause, resume) and a get table, with kubectl's
-// wording.
+// wording, and the canary commands a Deployment lacks (partition, promote).
 package plugin
 
 import (
@@ -88,6 +88,8 @@ func NewRootCommand(o Options) *cobra.Command {
 		newRestartCommand(f, &o),
 		newPauseCommand(f, &o, true),
 		newPauseCommand(f, &o, false),
+		newPartitionCommand(f, &o),
+		newPromoteCommand(f, &o),
 	)
 	cmd.AddCommand(rollout, newGetCommand(f, &o))
 	return cmd

@@ -24,8 +24,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // ErrTimeout is returned by rollout status when --timeout passes first
@@ -54,6 +56,9 @@ func rolloutStatus(md *appsv1beta1.MyDeployment, wantRevision int64) (string, bo
 			return "", false, fmt.Errorf("mydeployment %q exceeded its progress deadline", md.Name)
 		}
 	}
+	if msg, done, ok := partitionedStatus(md); ok {
+		return msg, done, nil
+	}
 	if md.Spec.Replicas != nil && st.UpdatedReplicas < *md.Spec.Replicas {
 		return fmt.Sprintf("Waiting for mydeployment %q rollout to finish: %d out of %d new replicas have been updated...\n",
 			md.Name, st.UpdatedReplicas, *md.Spec.Replicas), false, nil
@@ -69,6 +74,69 @@ func rolloutStatus(md *appsv1beta1.MyDeployment, wantRevision int64) (string, bo
 	return fmt.Sprintf("mydeployment %q successfully rolled out\n", md.Name), true, nil
 }
 
+// partitionedStatus is rolloutStatus for a rollout that a partition holds
+// (optin's PartitionAnnotation), once the spec is observed and the deadline
+// not exceeded: done, as kubectl says of a partitioned StatefulSet, when the
+// controller says the partition is reached (Progressing=True,
+// PartitionAvailable); before that, waiting for replicas-partition updated
+// pods, not replicas. ok is false when no partition holds a rollout (no or
+// an invalid annotation, a partition of 0, no rollout under way): the
+// Deployment messages apply.
+func partitionedStatus(md *appsv1beta1.MyDeployment) (msg string, done, ok bool) {
+	st := md.Status
+	replicas := desired(md)
+	if heldAtPartition(md) {
+		return fmt.Sprintf("partitioned roll out complete: %d of %d pods updated\n", st.UpdatedReplicas, replicas), true, true
+	}
+	held := partitionPods(md)
+	if held == 0 || st.CurrentRevision == "" || st.CurrentRevision == st.UpdateRevision {
+		return "", false, false
+	}
+	want := replicas - held
+	waiting := func(format string, a ...any) string {
+		return fmt.Sprintf("Waiting for mydeployment %q partitioned roll out to finish: ", md.Name) + fmt.Sprintf(format, a...) + "\n"
+	}
+	switch old := st.Replicas - st.UpdatedReplicas; {
+	case st.UpdatedReplicas < want:
+		msg = waiting("%d out of %d new replicas have been updated...", st.UpdatedReplicas, want)
+	case st.UpdatedReplicas > want:
+		msg = waiting("%d updated replicas are pending return to the current revision...", st.UpdatedReplicas-want)
+	case old > held:
+		msg = waiting("%d old replicas are pending termination...", old-held)
+	case st.AvailableReplicas < replicas:
+		msg = waiting("%d of %d replicas are available...", st.AvailableReplicas, replicas)
+	default:
+		msg = waiting("%d of %d pods updated, %d to be held by the partition...", st.UpdatedReplicas, replicas, held)
+	}
+	return msg, false, true
+}
+
+// heldAtPartition reports whether md's rollout is held at the partition its
+// annotation asks for now: the controller says it is held (Progressing=True,
+// PartitionAvailable) and the updated pods are replicas-partition. Changing
+// the annotation bumps no generation, so the count is what tells a hold at
+// the previous value (just after 'rollout promote' or a lowered partition)
+// from one at this value.
+func heldAtPartition(md *appsv1beta1.MyDeployment) bool {
+	held := partitionPods(md)
+	if held == 0 || md.Status.UpdatedReplicas != desired(md)-held {
+		return false
+	}
+	for _, c := range md.Status.Conditions {
+		if c.Type == appsv1beta1.ConditionProgressing {
+			return c.Status == corev1.ConditionTrue && c.Reason == appsv1beta1.ReasonPartitionAvailable
+		}
+	}
+	return false
+}
+
+// partitionPods is how many pods md's partition annotation holds on the
+// current revision; 0 without one or with a value optin refuses.
+func partitionPods(md *appsv1beta1.MyDeployment) int32 {
+	o, _ := optin.Parse(md)
+	return o.Partition.Pods(desired(md))
+}
+
 func newStatusCommand(f *factory, o *Options) *cobra.Command {
 	var (
 		timeout  time.Duration
@@ -79,7 +147,9 @@ func newStatusCommand(f *factory, o *Options) *cobra.Command {
 		Use:   "status NAME",
 		Short: "Show the status of the rollout",
 		Long: "Show the status of the rollout.\n\nBy default 'rollout status' watches the rollout until it finishes; " +
-			"use --watch=false to print the status once. It exits non-zero when the progress deadline is exceeded or --timeout passes.",
+			"use --watch=false to print the status once. It exits non-zero when the progress deadline is exceeded or --timeout passes. " +
+			"A rollout held by a partition ('rollout partition') is finished once the partition is reached: " +
+			"it says \"partitioned roll out complete\" and exits 0.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if revision < 0 {

@@ -24,6 +24,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -134,5 +135,102 @@ var _ = Describe("rollout status", func() {
 		Expect(r.code).To(Equal(1))
 		Expect(r.err).To(HavePrefix("error: "))
 		Expect(strings.ToLower(r.err)).To(ContainSubstring(`"nope" not found`))
+	})
+})
+
+var _ = Describe("rollout status of a partitioned rollout", func() {
+	var (
+		ns string
+		md *appsv1beta1.MyDeployment
+	)
+	BeforeEach(func() {
+		ns = newNamespace()
+		md = createMD(ns, "web", "nginx:2", 10)
+		setAnnotation(md, appsv1beta1.PartitionAnnotation, "8")
+	})
+
+	// rolling plays the controller mid-rollout from web-1 to web-2: status
+	// for the current generation, with Progressing=True reason.
+	rolling := func(replicas, updated, available int32, reason string) {
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.ObservedGeneration = cur.Generation
+			cur.Status.CurrentRevision, cur.Status.UpdateRevision = "web-1", "web-2"
+			cur.Status.Replicas = replicas
+			cur.Status.UpdatedReplicas = updated
+			cur.Status.CurrentReplicas = replicas - updated
+			cur.Status.ReadyReplicas = available
+			cur.Status.AvailableReplicas = available
+			cur.Status.Conditions = []appsv1.DeploymentCondition{progressing(corev1.ConditionTrue, reason)}
+		})
+	}
+	status := func() result { return runPlugin(ns, "rollout", "status", "web", "--watch=false") }
+	waiting := func(s string) string {
+		return `Waiting for mydeployment "web" partitioned roll out to finish: ` + s + "\n"
+	}
+
+	It("is complete, exit 0, once the controller holds it at the partition", func() {
+		rolling(10, 2, 10, appsv1beta1.ReasonPartitionAvailable)
+		Expect(status()).To(Equal(result{out: "partitioned roll out complete: 2 of 10 pods updated\n"}))
+
+		By("a percentage, rounded up: 75% of 10 holds 8")
+		setAnnotation(md, appsv1beta1.PartitionAnnotation, "75%")
+		Expect(status()).To(Equal(result{out: "partitioned roll out complete: 2 of 10 pods updated\n"}))
+	})
+
+	It("watches toward replicas-partition, not replicas, and exits 0 when held", func() {
+		rolling(11, 1, 10, appsv1beta1.ReasonRevisionUpdated)
+		var out, errOut syncBuffer
+		wait := start(ns, &out, &errOut, "rollout", "status", "web", "--timeout", "30s")
+		Eventually(out.String).Should(ContainSubstring("1 out of 2 new replicas have been updated"))
+		rolling(11, 2, 10, appsv1beta1.ReasonRevisionUpdated)
+		Eventually(out.String).Should(ContainSubstring("1 old replicas are pending termination"))
+		rolling(10, 2, 9, appsv1beta1.ReasonRevisionUpdated)
+		Eventually(out.String).Should(ContainSubstring("9 of 10 replicas are available"))
+		rolling(10, 2, 10, appsv1beta1.ReasonPartitionAvailable)
+		Expect(wait()).To(Equal(0), errOut.String())
+		Expect(out.String()).To(Equal(
+			waiting("1 out of 2 new replicas have been updated...") +
+				waiting("1 old replicas are pending termination...") +
+				waiting("9 of 10 replicas are available...") +
+				"partitioned roll out complete: 2 of 10 pods updated\n"))
+	})
+
+	It("is not complete at the previous value once the partition changes (an annotation bumps no generation)", func() {
+		rolling(10, 2, 10, appsv1beta1.ReasonPartitionAvailable)
+
+		By("lowered: more pods to update")
+		setAnnotation(md, appsv1beta1.PartitionAnnotation, "5")
+		Expect(status()).To(Equal(result{out: waiting("2 out of 5 new replicas have been updated...")}))
+
+		By("raised: updated pods go back to the current revision")
+		setAnnotation(md, appsv1beta1.PartitionAnnotation, "9")
+		Expect(status()).To(Equal(result{out: waiting("1 updated replicas are pending return to the current revision...")}))
+
+		By("promoted: Deployment's messages, toward every replica")
+		patch := client.MergeFrom(md.DeepCopy())
+		delete(md.Annotations, appsv1beta1.PartitionAnnotation)
+		Expect(k8sClient.Patch(ctx, md, patch)).To(Succeed())
+		Expect(status()).To(Equal(result{
+			out: `Waiting for mydeployment "web" rollout to finish: 2 out of 10 new replicas have been updated...` + "\n"}))
+	})
+
+	It("says a rollout that is not under way is rolled out, partition or not", func() {
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.ObservedGeneration = cur.Generation
+			cur.Status.CurrentRevision, cur.Status.UpdateRevision = "web-2", "web-2"
+			cur.Status.Replicas, cur.Status.UpdatedReplicas, cur.Status.AvailableReplicas = 10, 10, 10
+		})
+		Expect(status()).To(Equal(result{out: `mydeployment "web" successfully rolled out` + "\n"}))
+	})
+
+	It("still fails when the progress deadline is exceeded", func() {
+		rolling(10, 1, 10, appsv1beta1.ReasonRevisionUpdated)
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = []appsv1.DeploymentCondition{
+				progressing(corev1.ConditionFalse, appsv1beta1.ReasonProgressDeadlineExceeded)}
+		})
+		r := status()
+		Expect(r.code).To(Equal(1))
+		Expect(r.err).To(Equal(`error: mydeployment "web" exceeded its progress deadline` + "\n"))
 	})
 })

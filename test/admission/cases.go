@@ -156,6 +156,22 @@ func podSpec(f func(*corev1.PodSpec)) func(*appsv1beta1.MyDeployment) {
 	return func(m *appsv1beta1.MyDeployment) { f(&m.Spec.Template.Spec) }
 }
 
+var partitionField = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
+
+// annotate sets one annotation of the MyDeployment.
+func annotate(key, value string) func(*appsv1beta1.MyDeployment) {
+	return func(m *appsv1beta1.MyDeployment) {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[key] = value
+	}
+}
+
+func recreate(m *appsv1beta1.MyDeployment) {
+	m.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+}
+
 // Cases returns the whole table.
 func Cases() []Case {
 	return []Case{
@@ -291,6 +307,28 @@ func Cases() []Case {
 		}, Field: "spec.strategy.rollingUpdate", Why: "may not be specified when strategy `type` is 'Recreate'"},
 		{Name: "unknown strategy type", Change: func(m *appsv1beta1.MyDeployment) { m.Spec.Strategy.Type = "BlueGreen" },
 			Field: "spec.strategy.type", Why: "Unsupported value"},
+
+		// Opt-in annotations (internal/optin): only the webhook reads them.
+		{Name: "negative partition", Change: annotate(appsv1beta1.PartitionAnnotation, "-1"),
+			Field: partitionField, Why: "must be a non-negative integer", By: Webhook},
+		{Name: "partition over 100%", Change: annotate(appsv1beta1.PartitionAnnotation, "101%"),
+			Field: partitionField, Why: "a percentage from 0% to 100%", By: Webhook},
+		{Name: "partition not a number", Change: annotate(appsv1beta1.PartitionAnnotation, "half"),
+			Field: partitionField, Why: `Invalid value: "half"`, By: Webhook},
+		{Name: "empty partition", Change: annotate(appsv1beta1.PartitionAnnotation, ""),
+			Field: partitionField, Why: `Invalid value: ""`, By: Webhook},
+		{Name: "partition with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(appsv1beta1.PartitionAnnotation, "1")(m)
+		}, Field: partitionField, Why: "needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "partition added to a Recreate object by an update", Update: true, Before: recreate,
+			Change: annotate(appsv1beta1.PartitionAnnotation, "1"),
+			Field:  partitionField, Why: "needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "strategy switched to Recreate while partitioned by an update", Update: true,
+			Before: annotate(appsv1beta1.PartitionAnnotation, "50%"), Change: recreate,
+			Field: partitionField, Why: "needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "respect-pdb neither true nor false", Change: annotate(appsv1beta1.RespectPDBAnnotation, "yes"),
+			Field: "metadata.annotations[" + appsv1beta1.RespectPDBAnnotation + "]", Why: `Unsupported value: "yes"`, By: Webhook},
 
 		// Names.
 		{Name: "name longer than 253 characters", Change: func(m *appsv1beta1.MyDeployment) { m.Name = strings.Repeat("a", 254) },

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package v1beta1 holds the MyDeployment admission webhook: it adds to the
 // CRD's own rules what they cannot check, that the pod template is a Pod
-// kube-apiserver would accept.
+// kube-apiserver would accept and that the opt-in annotations
+// (internal/optin) have values that can work.
 package v1beta1
 
 import (
@@ -37,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // SetupMyDeploymentWebhookWithManager registers the validating webhook; its
@@ -59,12 +61,30 @@ type MyDeploymentValidator struct {
 
 var _ admission.Validator[*appsv1beta1.MyDeployment] = &MyDeploymentValidator{}
 
-// ValidateCreate implements admission.Validator.
+// ValidateCreate implements admission.Validator. Every field error is
+// returned at once: the selector's, the opt-in annotations' (internal/optin)
+// and, when the selector is sound, the pod template's.
 func (v *MyDeploymentValidator) ValidateCreate(ctx context.Context, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
-	if errs := validateSelector(md); len(errs) > 0 {
+	errs := validateSelector(md)
+	_, optinErrs := optin.Parse(md)
+	return v.refuse(ctx, md, errs, optinErrs, len(errs) == 0)
+}
+
+// refuse returns md's Invalid error for the selector and opt-in errors given
+// and, when checkTemplate is set, the template's dry-run errors; nil and the
+// dry run's warnings when there are none.
+func (v *MyDeploymentValidator) refuse(ctx context.Context, md *appsv1beta1.MyDeployment, selectorErrs, optinErrs field.ErrorList, checkTemplate bool) (admission.Warnings, error) {
+	errs := append(selectorErrs, optinErrs...)
+	var warnings admission.Warnings
+	if checkTemplate {
+		var templateErrs field.ErrorList
+		warnings, templateErrs = v.validateTemplate(ctx, md)
+		errs = append(errs, templateErrs...)
+	}
+	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("MyDeployment").GroupKind(), md.Name, errs)
 	}
-	return v.validateTemplate(ctx, md)
+	return warnings, nil
 }
 
 // validateSelector checks the selector's syntax (matchExpressions operators
@@ -90,15 +110,37 @@ func validateSelector(md *appsv1beta1.MyDeployment) field.ErrorList {
 
 // ValidateUpdate implements admission.Validator; an unchanged template is
 // not checked again (so scaling or pausing never fails on it). A changed
-// template must still be selected by the (immutable) selector.
+// template must still be selected by the (immutable) selector. The opt-in
+// annotations are checked when they or the strategy type change (so a
+// partitioned object cannot switch to Recreate), not otherwise: an object
+// admitted before this check can still be scaled, and annotated by the
+// controller, while its bad value stands (the controller reports it).
 func (v *MyDeploymentValidator) ValidateUpdate(ctx context.Context, oldMD, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
+	var optinErrs field.ErrorList
+	if optInChanged(oldMD, md) {
+		_, optinErrs = optin.Parse(md)
+	}
 	if apiequality.Semantic.DeepEqual(oldMD.Spec.Template, md.Spec.Template) {
-		return nil, nil
+		return v.refuse(ctx, md, nil, optinErrs, false)
 	}
-	if errs := validateSelector(md); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("MyDeployment").GroupKind(), md.Name, errs)
+	errs := validateSelector(md)
+	return v.refuse(ctx, md, errs, optinErrs, len(errs) == 0)
+}
+
+// optInChanged reports whether an update touches what optin.Parse reads:
+// an opt-in annotation's presence or value, or the strategy type.
+func optInChanged(oldMD, md *appsv1beta1.MyDeployment) bool {
+	if oldMD.Spec.Strategy.Type != md.Spec.Strategy.Type {
+		return true
 	}
-	return v.validateTemplate(ctx, md)
+	for _, k := range []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation} {
+		ov, oldOK := oldMD.Annotations[k]
+		nv, newOK := md.Annotations[k]
+		if oldOK != newOK || ov != nv {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidateDelete implements admission.Validator: deletion is always allowed.
@@ -106,12 +148,12 @@ func (v *MyDeploymentValidator) ValidateDelete(context.Context, *appsv1beta1.MyD
 	return nil, nil
 }
 
-// validateTemplate dry-runs the create of md's pod. An Invalid answer is
-// returned as md's own Invalid error, each cause re-pathed under
-// spec.template. Any other refusal (quota, Pod Security admission, a
-// namespace being deleted) depends on the moment, not on the template: like
-// a Deployment, the MyDeployment is accepted, with a warning.
-func (v *MyDeploymentValidator) validateTemplate(ctx context.Context, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
+// validateTemplate dry-runs the create of md's pod. An Invalid answer gives
+// its causes as field errors, each re-pathed under spec.template. Any other
+// refusal (quota, Pod Security admission, a namespace being deleted) depends
+// on the moment, not on the template: like a Deployment, the MyDeployment is
+// accepted, with a warning.
+func (v *MyDeploymentValidator) validateTemplate(ctx context.Context, md *appsv1beta1.MyDeployment) (admission.Warnings, field.ErrorList) {
 	t := md.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -128,7 +170,7 @@ func (v *MyDeploymentValidator) validateTemplate(ctx context.Context, md *appsv1
 	case err == nil:
 		return nil, nil
 	case apierrors.IsInvalid(err):
-		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("MyDeployment").GroupKind(), md.Name, templateErrors(err))
+		return nil, templateErrors(err)
 	default:
 		logf.FromContext(ctx).Info("pod template dry run refused for a reason other than validity", "error", err.Error())
 		return admission.Warnings{fmt.Sprintf("a pod from spec.template would be refused now: %v", err)}, nil

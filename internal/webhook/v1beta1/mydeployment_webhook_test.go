@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -58,7 +59,46 @@ var _ = Describe("MyDeployment webhook", func() {
 		Expect(pods.Items).To(BeEmpty(), "the check is a dry run")
 	})
 
-	// The templates it refuses are rows of the admission table (admission_table_test.go).
+	// The templates it refuses are rows of the admission table (admission_table_test.go),
+	// and so are the opt-in values it refuses.
+
+	It("names a bad annotation and a bad template in one admission answer", func() {
+		md := newMD(ns)
+		md.Annotations = map[string]string{appsv1beta1.PartitionAnnotation: "-1"}
+		md.Spec.Template.Spec.Containers[0].Name = "Bad_Name"
+		err := k8sClient.Create(ctx, md)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(
+			ContainSubstring(`metadata.annotations[apps.mydeployment.io/partition]: Invalid value: "-1"`),
+			ContainSubstring("spec.template.spec.containers[0].name")))
+	})
+
+	It("passes admission with valid opt-in annotations, on create and on update", func() {
+		for _, a := range []map[string]string{
+			{appsv1beta1.PartitionAnnotation: "8"},
+			{appsv1beta1.PartitionAnnotation: "80%"},
+			{appsv1beta1.PartitionAnnotation: "0"},
+			{appsv1beta1.PartitionAnnotation: "100%", appsv1beta1.RespectPDBAnnotation: "true"},
+			{appsv1beta1.RespectPDBAnnotation: "false"},
+		} {
+			md := newMD(ns)
+			md.Annotations = a
+			Expect(k8sClient.Create(ctx, md)).To(Succeed(), "create with %v", a)
+
+			plain := newMD(ns)
+			Expect(k8sClient.Create(ctx, plain)).To(Succeed())
+			plain.Annotations = a
+			Expect(k8sClient.Update(ctx, plain)).To(Succeed(), "update to %v", a)
+		}
+
+		By("Recreate once the partition is removed")
+		md := newMD(ns)
+		md.Annotations = map[string]string{appsv1beta1.PartitionAnnotation: "1"}
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		md.Annotations = nil
+		md.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		Expect(k8sClient.Update(ctx, md)).To(Succeed())
+	})
 
 	It("checks a changed template on update, and not an unchanged one", func() {
 		md := newMD(ns)

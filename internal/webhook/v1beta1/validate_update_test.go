@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 
 	"github.com/mydeployment-io/mydeployment-operator/test/admission"
 )
@@ -29,6 +33,38 @@ func TestValidateUpdateRefusesTemplateLabelsTheSelectorNoLongerSelects(t *testin
 			if err == nil || !strings.Contains(err.Error(), "spec.template.metadata.labels") ||
 				!strings.Contains(err.Error(), "does not match template") {
 				t.Fatalf("got %v, want the template labels refused", err)
+			}
+		})
+	}
+}
+
+// An object admitted before the opt-in check (or with the webhook down) may
+// carry a value it refuses: an update that leaves the opt-ins and the
+// strategy type alone (a scale, the controller's revision annotation) is
+// still admitted, so the object keeps working while the controller reports
+// the bad value; an update that touches them is checked.
+func TestValidateUpdateChecksOptInsOnlyWhenTheyChange(t *testing.T) {
+	old := admission.Valid("ns", "web")
+	old.Annotations = map[string]string{appsv1beta1.PartitionAnnotation: "half"}
+
+	scaled := old.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int32](5)
+	scaled.Annotations["deployment.kubernetes.io/revision"] = "2"
+	if _, err := (&MyDeploymentValidator{}).ValidateUpdate(context.Background(), old, scaled); err != nil {
+		t.Fatalf("scaling with an unchanged bad partition: %v, want admitted", err)
+	}
+
+	for name, change := range map[string]func(*appsv1beta1.MyDeployment){
+		"partition changed":     func(m *appsv1beta1.MyDeployment) { m.Annotations[appsv1beta1.PartitionAnnotation] = "-2" },
+		"respect-pdb added":     func(m *appsv1beta1.MyDeployment) { m.Annotations[appsv1beta1.RespectPDBAnnotation] = "maybe" },
+		"strategy type changed": func(m *appsv1beta1.MyDeployment) { m.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType },
+	} {
+		t.Run(name, func(t *testing.T) {
+			md := old.DeepCopy()
+			change(md)
+			_, err := (&MyDeploymentValidator{}).ValidateUpdate(context.Background(), old, md)
+			if err == nil || !strings.Contains(err.Error(), "metadata.annotations[apps.mydeployment.io/") {
+				t.Fatalf("got %v, want the opt-in annotations refused", err)
 			}
 		})
 	}
