@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -29,7 +30,8 @@ type scope struct {
 	now      time.Time
 	selector labels.Selector
 	// invalid is set when the spec can never work (the selector, the
-	// strategy); invalidReason is the ReplicaFailure reason to report it under.
+	// strategy, an opt-in annotation); invalidReason is the ReplicaFailure
+	// reason to report it under.
 	invalid       error
 	invalidReason string
 	// settled: the cache reflects every pod write of earlier syncs.
@@ -43,6 +45,7 @@ type scope struct {
 	collisionCount  int32
 	maxSurge        int32
 	maxUnavailable  int32
+	optIn           optin.Options
 	plan            rollout.Plan
 	planned         bool // plan was computed
 	failure         *status.Failure
@@ -75,6 +78,14 @@ func selectorOf(md *appsv1beta1.MyDeployment) (labels.Selector, error) {
 	return sel, nil
 }
 
+// parseOptIn reads md's opt-in annotations; an error names each one whose
+// value can never work (admission refuses them; an object it did not check
+// can still have one).
+func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
+	o, errs := optin.Parse(md)
+	return o, errs.ToAggregate()
+}
+
 // observe reads the MyDeployment's world once: its revisions and pods from
 // the cache, and whether the cache has caught up with our earlier writes.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment) (*scope, error) {
@@ -87,6 +98,10 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	s.selector = sel
 	if s.maxSurge, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidStrategy
+		return s, nil
+	}
+	if s.optIn, err = parseOptIn(md); err != nil {
+		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidAnnotation
 		return s, nil
 	}
 

@@ -44,7 +44,11 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	if err := r.claimPods(ctx, s); err != nil {
 		return err
 	}
-	in, err := rollout.NewInput(s.md, s.update.Name, s.revisions, s.pods, s.now)
+	current := s.update.Name
+	if s.current != nil {
+		current = s.current.Name
+	}
+	in, err := rollout.NewInput(s.md, current, s.update.Name, s.revisions, s.pods, s.now)
 	if err != nil {
 		return fmt.Errorf("planning: %w", err)
 	}
