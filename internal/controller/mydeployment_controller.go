@@ -75,12 +75,15 @@ type MyDeploymentReconciler struct {
 	WrittenStatus *statusMemory
 	// strays are pods of ours that left the pod cache, to release.
 	strays strays
+	// evictions are the spells of evictions refused by a disruption budget.
+	evictions evictionBackoff
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -97,6 +100,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.RevisionData.Forget(req.String())
 			r.WrittenStatus.forget(req.String())
 			r.strays.forget(req.NamespacedName)
+			r.evictions.end(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

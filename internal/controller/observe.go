@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,8 +48,10 @@ type scope struct {
 	maxUnavailable  int32
 	optIn           optin.Options
 	plan            rollout.Plan
-	planned         bool // plan was computed
-	failure         *status.Failure
+	// retryAfter, when positive, is when to try evictions a budget refused again.
+	retryAfter time.Duration
+	planned    bool // plan was computed
+	failure    *status.Failure
 }
 
 var (
@@ -139,14 +142,14 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 const slowExpectations = 10 * time.Second
 
 // result is when to look at the MyDeployment again: the soonest of a pod
-// becoming available, the progress deadline, and (when unsettled) a safety
-// net for leaked expectations. Events requeue it earlier.
+// becoming available, the progress deadline, a retry of refused evictions,
+// and (when unsettled) a safety net for leaked expectations. Events requeue it earlier.
 func (s *scope) result(after ...time.Duration) ctrl.Result {
 	var d time.Duration
 	if !s.settled {
 		d = requeueUnsettled
 	}
-	for _, a := range append(after, s.plan.RequeueAfter) {
+	for _, a := range append(after, s.plan.RequeueAfter, s.retryAfter) {
 		if a > 0 && (d == 0 || a < d) {
 			d = a
 		}
@@ -175,7 +178,7 @@ func (s *scope) statusInput(synced bool) status.Input {
 	if s.planned {
 		// What the plan keeps or creates, as Deployment sums its ReplicaSets'
 		// desired sizes: 0 while Recreate waits for the old pods to go.
-		deleted := rollout.Count(s.plan.Delete, in.UpdateRevision, 0, s.now).Replicas
+		deleted := rollout.Count(slices.Concat(s.plan.Delete, s.plan.Evict), in.UpdateRevision, 0, s.now).Replicas
 		in.Planned = ptr.To(in.Counts.Replicas - deleted + s.plan.Creates())
 	}
 	if s.current != nil {
@@ -195,13 +198,16 @@ func statusEqual(a, b appsv1beta1.MyDeploymentStatus) bool {
 
 // logPlan logs the plan once per sync at V(1).
 func logPlan(ctx context.Context, s *scope) {
-	if len(s.plan.Delete) == 0 && len(s.plan.Create) == 0 {
+	if s.plan.Removes() == 0 && len(s.plan.Create) == 0 {
 		return
 	}
-	victims := make([]klog.ObjectRef, 0, len(s.plan.Delete))
-	for _, p := range s.plan.Delete {
-		victims = append(victims, klog.KObj(p))
+	refs := func(pods []*corev1.Pod) []klog.ObjectRef {
+		out := make([]klog.ObjectRef, 0, len(pods))
+		for _, p := range pods {
+			out = append(out, klog.KObj(p))
+		}
+		return out
 	}
-	logf.FromContext(ctx).V(1).Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", victims,
-		"updateRevision", s.update.Name)
+	logf.FromContext(ctx).V(1).Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
+		"evict", refs(s.plan.Evict), "updateRevision", s.update.Name)
 }
