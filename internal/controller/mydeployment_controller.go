@@ -121,10 +121,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	syncErr := r.sync(ctx, s)
 	st := status.Compute(s.statusInput(syncErr == nil))
 	r.Metrics.Record(s.observation(st))
-	if st.DeadlineExceeded {
-		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
-			"MyDeployment %q has timed out progressing.", md.Name)
-	}
+	r.statusEvents(md, st)
 	var deferred time.Duration
 	var statusErr error
 	if !statusEqual(md.Status, st.Status) {
@@ -200,6 +197,19 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 		}
 	}
 	return reqs
+}
+
+// statusEvents records what a new status newly says, once: the progress
+// deadline exceeded, the rollout held at its partition.
+func (r *MyDeploymentReconciler) statusEvents(md *appsv1beta1.MyDeployment, st status.Result) {
+	if st.DeadlineExceeded {
+		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
+			"MyDeployment %q has timed out progressing.", md.Name)
+	}
+	if st.PartitionHeld {
+		r.Recorder.Eventf(md, nil, corev1.EventTypeNormal, appsv1beta1.EventPartitionHeld, "Rollout",
+			"Rollout held by partition: %s", st.HeldMessage)
+	}
 }
 
 // reportInvalid records a spec that can never work as a condition and an

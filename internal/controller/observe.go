@@ -181,6 +181,9 @@ func (s *scope) statusInput(synced bool) status.Input {
 		deleted := rollout.Count(slices.Concat(s.plan.Delete, s.plan.Evict), in.UpdateRevision, 0, s.now).Replicas
 		in.Planned = ptr.To(in.Counts.Replicas - deleted + s.plan.Creates())
 	}
+	if s.current != nil && s.update != nil && s.current.Name != s.update.Name {
+		in.Partition = s.optIn.Partition.Pods(ptr.Deref(s.md.Spec.Replicas, 1))
+	}
 	if s.current != nil {
 		in.CurrentRevision = s.current.Name
 		in.CurrentReplicas = in.Counts.Updated
