@@ -75,12 +75,15 @@ type MyDeploymentReconciler struct {
 	WrittenStatus *statusMemory
 	// strays are pods of ours that left the pod cache, to release.
 	strays strays
+	// evictions are the spells of evictions refused by a disruption budget.
+	evictions evictionBackoff
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -97,6 +100,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.RevisionData.Forget(req.String())
 			r.WrittenStatus.forget(req.String())
 			r.strays.forget(req.NamespacedName)
+			r.evictions.end(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -117,10 +121,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	syncErr := r.sync(ctx, s)
 	st := status.Compute(s.statusInput(syncErr == nil))
 	r.Metrics.Record(s.observation(st))
-	if st.DeadlineExceeded {
-		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
-			"MyDeployment %q has timed out progressing.", md.Name)
-	}
+	r.statusEvents(md, st)
 	var deferred time.Duration
 	var statusErr error
 	if !statusEqual(md.Status, st.Status) {
@@ -196,6 +197,19 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 		}
 	}
 	return reqs
+}
+
+// statusEvents records what a new status newly says, once: the progress
+// deadline exceeded, the rollout held at its partition.
+func (r *MyDeploymentReconciler) statusEvents(md *appsv1beta1.MyDeployment, st status.Result) {
+	if st.DeadlineExceeded {
+		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
+			"MyDeployment %q has timed out progressing.", md.Name)
+	}
+	if st.PartitionHeld {
+		r.Recorder.Eventf(md, nil, corev1.EventTypeNormal, appsv1beta1.EventPartitionHeld, "Rollout",
+			"Rollout held by partition: %s", st.HeldMessage)
+	}
 }
 
 // reportInvalid records a spec that can never work as a condition and an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -29,7 +31,8 @@ type scope struct {
 	now      time.Time
 	selector labels.Selector
 	// invalid is set when the spec can never work (the selector, the
-	// strategy); invalidReason is the ReplicaFailure reason to report it under.
+	// strategy, an opt-in annotation); invalidReason is the ReplicaFailure
+	// reason to report it under.
 	invalid       error
 	invalidReason string
 	// settled: the cache reflects every pod write of earlier syncs.
@@ -43,9 +46,12 @@ type scope struct {
 	collisionCount  int32
 	maxSurge        int32
 	maxUnavailable  int32
+	optIn           optin.Options
 	plan            rollout.Plan
-	planned         bool // plan was computed
-	failure         *status.Failure
+	// retryAfter, when positive, is when to try evictions a budget refused again.
+	retryAfter time.Duration
+	planned    bool // plan was computed
+	failure    *status.Failure
 }
 
 var (
@@ -75,6 +81,14 @@ func selectorOf(md *appsv1beta1.MyDeployment) (labels.Selector, error) {
 	return sel, nil
 }
 
+// parseOptIn reads md's opt-in annotations; an error names each one whose
+// value can never work (admission refuses them; an object it did not check
+// can still have one).
+func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
+	o, errs := optin.Parse(md)
+	return o, errs.ToAggregate()
+}
+
 // observe reads the MyDeployment's world once: its revisions and pods from
 // the cache, and whether the cache has caught up with our earlier writes.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment) (*scope, error) {
@@ -87,6 +101,10 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	s.selector = sel
 	if s.maxSurge, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidStrategy
+		return s, nil
+	}
+	if s.optIn, err = parseOptIn(md); err != nil {
+		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidAnnotation
 		return s, nil
 	}
 
@@ -124,14 +142,14 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 const slowExpectations = 10 * time.Second
 
 // result is when to look at the MyDeployment again: the soonest of a pod
-// becoming available, the progress deadline, and (when unsettled) a safety
-// net for leaked expectations. Events requeue it earlier.
+// becoming available, the progress deadline, a retry of refused evictions,
+// and (when unsettled) a safety net for leaked expectations. Events requeue it earlier.
 func (s *scope) result(after ...time.Duration) ctrl.Result {
 	var d time.Duration
 	if !s.settled {
 		d = requeueUnsettled
 	}
-	for _, a := range append(after, s.plan.RequeueAfter) {
+	for _, a := range append(after, s.plan.RequeueAfter, s.retryAfter) {
 		if a > 0 && (d == 0 || a < d) {
 			d = a
 		}
@@ -160,8 +178,11 @@ func (s *scope) statusInput(synced bool) status.Input {
 	if s.planned {
 		// What the plan keeps or creates, as Deployment sums its ReplicaSets'
 		// desired sizes: 0 while Recreate waits for the old pods to go.
-		deleted := rollout.Count(s.plan.Delete, in.UpdateRevision, 0, s.now).Replicas
+		deleted := rollout.Count(slices.Concat(s.plan.Delete, s.plan.Evict), in.UpdateRevision, 0, s.now).Replicas
 		in.Planned = ptr.To(in.Counts.Replicas - deleted + s.plan.Creates())
+	}
+	if s.current != nil && s.update != nil && s.current.Name != s.update.Name {
+		in.Partition = s.optIn.Partition.Pods(ptr.Deref(s.md.Spec.Replicas, 1))
 	}
 	if s.current != nil {
 		in.CurrentRevision = s.current.Name
@@ -180,13 +201,16 @@ func statusEqual(a, b appsv1beta1.MyDeploymentStatus) bool {
 
 // logPlan logs the plan once per sync at V(1).
 func logPlan(ctx context.Context, s *scope) {
-	if len(s.plan.Delete) == 0 && len(s.plan.Create) == 0 {
+	if s.plan.Removes() == 0 && len(s.plan.Create) == 0 {
 		return
 	}
-	victims := make([]klog.ObjectRef, 0, len(s.plan.Delete))
-	for _, p := range s.plan.Delete {
-		victims = append(victims, klog.KObj(p))
+	refs := func(pods []*corev1.Pod) []klog.ObjectRef {
+		out := make([]klog.ObjectRef, 0, len(pods))
+		for _, p := range pods {
+			out = append(out, klog.KObj(p))
+		}
+		return out
 	}
-	logf.FromContext(ctx).V(1).Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", victims,
-		"updateRevision", s.update.Name)
+	logf.FromContext(ctx).V(1).Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
+		"evict", refs(s.plan.Evict), "updateRevision", s.update.Name)
 }

@@ -44,7 +44,11 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	if err := r.claimPods(ctx, s); err != nil {
 		return err
 	}
-	in, err := rollout.NewInput(s.md, s.update.Name, s.revisions, s.pods, s.now)
+	current := s.update.Name
+	if s.current != nil {
+		current = s.current.Name
+	}
+	in, err := rollout.NewInput(s.md, current, s.update.Name, s.revisions, s.pods, s.now)
 	if err != nil {
 		return fmt.Errorf("planning: %w", err)
 	}
@@ -80,7 +84,7 @@ func (s *scope) annotations() (now, afterPods map[string]string) {
 		return now, nil
 	}
 	switch {
-	case s.plan.RecordSize && (len(s.plan.Create) > 0 || len(s.plan.Delete) > 0):
+	case s.plan.RecordSize && (len(s.plan.Create) > 0 || s.plan.Removes() > 0):
 		afterPods = s.plan.SizedFor.Annotations()
 	case s.plan.RecordSize || md.Annotations[appsv1beta1.RevisionAnnotation] != now[appsv1beta1.RevisionAnnotation]:
 		maps.Copy(now, s.plan.SizedFor.Annotations())
@@ -247,7 +251,8 @@ func relabelled(podLabels map[string]string, name string) labels.Set {
 	return out
 }
 
-// act carries out the plan: deletions, then creations in slow start (one
+// act carries out the plan: deletions, evictions (evict.go), then
+// creations in slow start (one
 // in flight, then one more per success) so that a create refused for a
 // systematic reason (quota, admission) costs one request, not one per
 // missing pod. Every successful write is recorded as an expectation before
@@ -276,6 +281,9 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 			r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, EventScalingRevision, "Scale",
 				"Deleted %d pod(s): %s", deleted, s.plan.Reason)
 		}
+	}
+	if err := r.evict(ctx, s); err != nil {
+		errs = append(errs, err)
 	}
 	for _, c := range s.plan.Create {
 		rev := named(s.revisions, c.Revision)

@@ -69,7 +69,7 @@ var (
 	podsDeleted = counter("mydeployment_pods_deleted_total",
 		"Pods the controller deleted.")
 	podWriteFailures = counter("mydeployment_pod_write_failures_total",
-		"Pod creations or deletions the API server refused (operation=create|delete); they set ReplicaFailure.",
+		"Pod creations, deletions or evictions the API server refused (operation=create|delete|evict; not an eviction a disruption budget refused); they set ReplicaFailure.",
 		"operation")
 	deadlineExceeded = counter("mydeployment_progress_deadline_exceeded_total",
 		"Times a rollout made no progress for progressDeadlineSeconds (Progressing=False, ProgressDeadlineExceeded).")

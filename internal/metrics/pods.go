@@ -13,10 +13,12 @@ import (
 const (
 	opCreate = "create"
 	opDelete = "delete"
+	opEvict  = "evict"
 )
 
 // InstrumentPods returns pods that also counts, per owner, the pods created
-// and deleted and the writes the API server refused.
+// and deleted (evictions are deletions) and the writes the API server
+// refused; an eviction refused by a disruption budget is no failure.
 func InstrumentPods(pods podcontrol.Interface) podcontrol.Interface {
 	return &instrumentedPods{Interface: pods}
 }
@@ -42,6 +44,16 @@ func (p *instrumentedPods) Delete(ctx context.Context, owner *appsv1beta1.MyDepl
 	if err != nil {
 		podWriteFailures.WithLabelValues(owner.Namespace, owner.Name, opDelete).Inc()
 	} else {
+		podsDeleted.WithLabelValues(owner.Namespace, owner.Name).Inc()
+	}
+	return err
+}
+
+func (p *instrumentedPods) Evict(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error {
+	err := p.Interface.Evict(ctx, owner, pod)
+	if refused, _ := podcontrol.EvictionRefused(err); err != nil && !refused {
+		podWriteFailures.WithLabelValues(owner.Namespace, owner.Name, opEvict).Inc()
+	} else if err == nil {
 		podsDeleted.WithLabelValues(owner.Namespace, owner.Name).Inc()
 	}
 	return err

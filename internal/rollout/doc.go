@@ -13,6 +13,16 @@
 // revisions (Plan.SizedFor, Input.SizedFor). Like a ReplicaSet's sync
 // (burstReplicas), one plan creates and deletes at most MaxBurst pods.
 //
+// Beyond Deployment, three opt-ins (internal/optin parses them) are
+// concepts of the planner rather than special cases: a partition is a
+// target for each side of a rolling step (updated pods, pods held on old
+// revisions) with pods of the current revision created when the held side
+// is short (Input.Partition, Input.CurrentRevision); a pod labelled
+// specified-delete does not count towards its side, so it is replaced, and
+// ranks first for every deletion; RespectPDB sorts every removal into a
+// replacement, evicted (Plan.Evict), or a scale, deleted (Plan.Delete).
+// Without them the plans are exactly Deployment's.
+//
 // Everything here is deterministic and free of I/O: no client, no clock read
 // (the caller passes "now"), and the same input, in any pod order, always
 // yields the same plan.
@@ -23,6 +33,7 @@
 // first, as the ReplicaSet controller's ActivePodsWithRanks does. Each
 // criterion decides only on a tie of the ones before:
 //
+//  0. labelled apps.mydeployment.io/specified-delete "true" first;
 //  1. unscheduled (no NodeName) before scheduled;
 //  2. phase Pending (or empty) before Unknown before Running;
 //  3. not ready before ready;

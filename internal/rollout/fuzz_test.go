@@ -60,21 +60,34 @@ func fuzzPods(data []byte) []*corev1.Pod {
 
 // FuzzCompute plans for random pod sets and settings (flags: bit 0
 // Recreate, 1 paused, 2 old revisions creatable, 3-4 what the pods were
-// sized for, 5-6 MaxBurst) and checks every documented promise (checkPlan), determinism under pod reordering, that the
-// input is not modified, and that nothing panics.
+// sized for, 5-6 MaxBurst; optIn: bits 0-4 the partition, 5-6 the current
+// revision (none, old, older, the update revision), 7 RespectPDB; labels:
+// bit i labels pod i specified-delete) and checks every documented promise
+// (checkPlan), determinism under pod reordering, that the input is not
+// modified, and that nothing panics.
 func FuzzCompute(f *testing.F) {
-	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0})
-	f.Add(uint8(10), uint8(3), uint8(2), uint8(5), uint8(0), []byte{0x45, 1, 2, 8, 0x44, 1, 9, 16, 0x01, 0, 0, 0, 0x20, 2, 0, 0, 0x10, 3, 0, 0})
-	f.Add(uint8(2), uint8(0), uint8(0), uint8(0), uint8(1), []byte{0x45, 1, 0, 0, 0x25, 2, 0, 0, 0x40, 3, 0, 0})
-	f.Add(uint8(1), uint8(1), uint8(1), uint8(10), uint8(2), []byte{0x46, 9, 200, 3, 0x44, 10, 1, 4, 0xC0, 11, 0, 5})
-	f.Add(uint8(0), uint8(0), uint8(5), uint8(0), uint8(3), []byte{0x41, 1, 0, 0, 0x10, 0, 0, 0})
-	f.Add(uint8(4), uint8(1), uint8(0), uint8(0), uint8(0), []byte{})
+	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0}, uint8(0), uint64(0))
+	f.Add(uint8(10), uint8(3), uint8(2), uint8(5), uint8(0), []byte{0x45, 1, 2, 8, 0x44, 1, 9, 16, 0x01, 0, 0, 0, 0x20, 2, 0, 0, 0x10, 3, 0, 0}, uint8(0), uint64(0))
+	f.Add(uint8(2), uint8(0), uint8(0), uint8(0), uint8(1), []byte{0x45, 1, 0, 0, 0x25, 2, 0, 0, 0x40, 3, 0, 0}, uint8(0), uint64(0))
+	f.Add(uint8(1), uint8(1), uint8(1), uint8(10), uint8(2), []byte{0x46, 9, 200, 3, 0x44, 10, 1, 4, 0xC0, 11, 0, 5}, uint8(0), uint64(0))
+	f.Add(uint8(0), uint8(0), uint8(5), uint8(0), uint8(3), []byte{0x41, 1, 0, 0, 0x10, 0, 0, 0}, uint8(0), uint64(0))
+	f.Add(uint8(4), uint8(1), uint8(0), uint8(0), uint8(0), []byte{}, uint8(0), uint64(0))
 	// a scaling event mid-rollout, old revisions creatable, MaxBurst 1
-	f.Add(uint8(12), uint8(0x1a), uint8(2), uint8(0x30), uint8(0x34), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x00, 3, 0, 0, 0x02, 4, 0, 0})
+	f.Add(uint8(12), uint8(0x1a), uint8(2), uint8(0x30), uint8(0x34), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x00, 3, 0, 0, 0x02, 4, 0, 0}, uint8(0), uint64(0))
 	// paused, proportional, nothing recorded
-	f.Add(uint8(3), uint8(2), uint8(1), uint8(0), uint8(0x06), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0, 0x42, 4, 0, 0, 0x01, 5, 0, 0})
+	f.Add(uint8(3), uint8(2), uint8(1), uint8(0), uint8(0x06), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0, 0x42, 4, 0, 0, 0x01, 5, 0, 0}, uint8(0), uint64(0))
 
-	f.Fuzz(func(t *testing.T, replicas, surge, unavailable, minReady, flags uint8, podData []byte) {
+	// partitioned mid-rollout, a labelled held pod, RespectPDB
+	f.Add(uint8(10), uint8(3), uint8(2), uint8(0), uint8(0x04), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x41, 3, 0, 0, 0x40, 4, 0, 0, 0x42, 5, 0, 0},
+		uint8(0x80|0x20|4), uint64(0b00100))
+	// a partition raised above the updated pods, the current revision not creatable
+	f.Add(uint8(5), uint8(1), uint8(1), uint8(0), uint8(0x00), []byte{0x40, 1, 0, 0, 0x40, 2, 0, 0, 0x40, 3, 0, 0, 0x41, 4, 0, 0},
+		uint8(0x20|3), uint64(0))
+	// in sync, one pod labelled, Recreate and RollingUpdate alike
+	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0x01), []byte{0x40, 1, 0, 0, 0x40, 2, 0, 0, 0x40, 3, 0, 0},
+		uint8(0x80), uint64(0b010))
+
+	f.Fuzz(func(t *testing.T, replicas, surge, unavailable, minReady, flags uint8, podData []byte, optIn uint8, labels uint64) {
 		in := Input{
 			Replicas:        int32(replicas%32) - 2, // a few negative values too
 			MaxSurge:        int32(surge % 8),
@@ -100,6 +113,14 @@ func FuzzCompute(f *testing.F) {
 			in.SizedFor = &Size{Replicas: in.Replicas + 1, MaxReplicas: int32(unavailable>>3) + 1}
 		}
 		in.MaxBurst = int32(flags >> 5 & 3) // 0 is the default
+		in.Partition = int32(optIn & 31)
+		in.CurrentRevision = []string{"", revOld, revOld2, revNew}[optIn>>5&3]
+		in.RespectPDB = optIn&0x80 != 0
+		for i, pod := range in.Pods {
+			if labels&(1<<i) != 0 {
+				labelled(pod)
+			}
+		}
 		before := make([]*corev1.Pod, len(in.Pods))
 		for i, p := range in.Pods {
 			before[i] = p.DeepCopy()

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // Revisions used throughout the tests.
@@ -114,6 +116,11 @@ func cost(v string) podOpt {
 	}
 }
 
+// labelled marks the pod specified-delete.
+func labelled(p *corev1.Pod) {
+	p.Labels[appsv1beta1.SpecifiedDeleteLabel] = "true"
+}
+
 // pods builds n pods named prefix-0..n-1, all with the same options.
 func pods(prefix, rev string, n int, opts ...podOpt) []*corev1.Pod {
 	out := make([]*corev1.Pod, n)
@@ -137,6 +144,6 @@ func join(lists ...[]*corev1.Pod) []*corev1.Pod { return slices.Concat(lists...)
 
 // describe renders a plan compactly for failure messages.
 func describe(p Plan) string {
-	return fmt.Sprintf("create=%v delete=%v requeue=%v reason=%s sizedFor=%+v record=%v",
-		p.Create, names(p.Delete), p.RequeueAfter, p.Reason, p.SizedFor, p.RecordSize)
+	return fmt.Sprintf("create=%v delete=%v evict=%v requeue=%v reason=%s sizedFor=%+v record=%v",
+		p.Create, names(p.Delete), names(p.Evict), p.RequeueAfter, p.Reason, p.SizedFor, p.RecordSize)
 }

@@ -11,22 +11,31 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // NewInput is the planner's input for md as its controller plans it:
 // spec.replicas (1 if unset), the strategy with maxSurge and maxUnavailable
 // resolved (StrategyFenceposts), minReadySeconds, paused, what the pods were
-// sized for (md's DesiredReplicasAnnotation and MaxReplicasAnnotation) and
-// DefaultMaxBurst. updateRevision names the revision new pods are created
-// from; revisions are the ControllerRevisions pods may be created from, in
-// any order (ordered here by revision number); pods and now are passed on.
-// The only error is a strategy that cannot be resolved.
-func NewInput(md *appsv1beta1.MyDeployment, updateRevision string, revisions []*appsv1.ControllerRevision,
+// sized for (md's DesiredReplicasAnnotation and MaxReplicasAnnotation),
+// DefaultMaxBurst, and the opt-ins of its annotations (optin.Parse): the
+// partition resolved against spec.replicas, and RespectPDB.
+// currentRevision names the revision held pods run (status.currentRevision),
+// updateRevision the one new pods are created from; revisions are the
+// ControllerRevisions pods may be created from, in any order (ordered here
+// by revision number); pods and now are passed on. The errors are a
+// strategy that cannot be resolved and an opt-in annotation whose value
+// can never work (optin.Parse's errors, naming the annotation).
+func NewInput(md *appsv1beta1.MyDeployment, currentRevision, updateRevision string, revisions []*appsv1.ControllerRevision,
 	pods []*corev1.Pod, now time.Time) (Input, error) {
 	replicas := ptr.Deref(md.Spec.Replicas, 1)
 	surge, unavailable, err := StrategyFenceposts(md.Spec.Strategy, replicas)
 	if err != nil {
 		return Input{}, err
+	}
+	opts, errs := optin.Parse(md)
+	if len(errs) > 0 {
+		return Input{}, errs.ToAggregate()
 	}
 	strategy := RollingUpdate
 	if md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
@@ -42,6 +51,9 @@ func NewInput(md *appsv1beta1.MyDeployment, updateRevision string, revisions []*
 		UpdateRevision:  updateRevision,
 		Revisions:       olderRevisions(revisions, updateRevision),
 		SizedFor:        SizedForOf(md),
+		Partition:       opts.Partition.Pods(replicas),
+		CurrentRevision: currentRevision,
+		RespectPDB:      opts.RespectPDB,
 		MaxBurst:        DefaultMaxBurst,
 		Pods:            pods,
 		Now:             now,

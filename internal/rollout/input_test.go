@@ -48,6 +48,29 @@ func TestNewInput(t *testing.T) {
 			want: Input{Replicas: 10, Strategy: RollingUpdate, MaxSurge: 3, MaxUnavailable: 2, SizedFor: &Size{Replicas: 10}},
 		},
 		{
+			name: "opt-ins: a percent partition resolved against replicas, respect-pdb",
+			md: appsv1beta1.MyDeployment{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+					appsv1beta1.PartitionAnnotation: "75%", appsv1beta1.RespectPDBAnnotation: "true"}},
+				Spec: appsv1beta1.MyDeploymentSpec{Replicas: ptr.To[int32](10)},
+			},
+			want: Input{Replicas: 10, Strategy: RollingUpdate, MaxSurge: 3, MaxUnavailable: 2, Partition: 8, RespectPDB: true},
+		},
+		{
+			name: "an invalid partition is an error",
+			md: appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+				appsv1beta1.PartitionAnnotation: "-1"}}},
+			wantErr: true,
+		},
+		{
+			name: "a partition with Recreate is an error",
+			md: appsv1beta1.MyDeployment{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{appsv1beta1.PartitionAnnotation: "1"}},
+				Spec:       appsv1beta1.MyDeploymentSpec{Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}},
+			},
+			wantErr: true,
+		},
+		{
 			name: "an invalid strategy is an error",
 			md: appsv1beta1.MyDeployment{Spec: appsv1beta1.MyDeploymentSpec{Strategy: appsv1.DeploymentStrategy{
 				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("x"))}}}},
@@ -55,21 +78,24 @@ func TestNewInput(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := NewInput(&tc.md, "update", revisions, nil, t0)
+			in, err := NewInput(&tc.md, "c", "update", revisions, nil, t0)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
 			if tc.wantErr {
 				return
 			}
-			if !slices.Equal(in.Revisions, []string{"a", "b", "c"}) || in.UpdateRevision != "update" || in.MaxBurst != DefaultMaxBurst || !in.Now.Equal(t0) {
-				t.Fatalf("revisions %v (want a, b, c), update %q, maxBurst %d, now %v", in.Revisions, in.UpdateRevision, in.MaxBurst, in.Now)
+			if !slices.Equal(in.Revisions, []string{"a", "b", "c"}) || in.UpdateRevision != "update" || in.CurrentRevision != "c" ||
+				in.MaxBurst != DefaultMaxBurst || !in.Now.Equal(t0) {
+				t.Fatalf("revisions %v (want a, b, c), current %q, update %q, maxBurst %d, now %v",
+					in.Revisions, in.CurrentRevision, in.UpdateRevision, in.MaxBurst, in.Now)
 			}
 			if (in.SizedFor == nil) != (tc.want.SizedFor == nil) || in.SizedFor != nil && *in.SizedFor != *tc.want.SizedFor {
 				t.Fatalf("SizedFor %+v, want %+v", in.SizedFor, tc.want.SizedFor)
 			}
 			if in.Replicas != tc.want.Replicas || in.Strategy != tc.want.Strategy || in.MaxSurge != tc.want.MaxSurge ||
-				in.MaxUnavailable != tc.want.MaxUnavailable || in.Paused != tc.want.Paused || in.MinReadySeconds != tc.want.MinReadySeconds {
+				in.MaxUnavailable != tc.want.MaxUnavailable || in.Paused != tc.want.Paused || in.MinReadySeconds != tc.want.MinReadySeconds ||
+				in.Partition != tc.want.Partition || in.RespectPDB != tc.want.RespectPDB {
 				t.Fatalf("got %+v\nwant %+v", in, tc.want)
 			}
 		})

@@ -1,10 +1,13 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // observed is the test's own reading of an Input, computed independently of
@@ -20,10 +23,15 @@ type observed struct {
 	oldUnfinished                    int
 	finished                         map[*corev1.Pod]bool // not terminating
 	input                            map[*corev1.Pod]bool
+	// held is the partition's target for old pods (0: none); specified
+	// counts active labelled pods, updatedKeep and oldKeep the unlabelled.
+	held, specified      int
+	updatedKeep, oldKeep int
+	labelled             map[*corev1.Pod]bool // active, labelled
 }
 
 func observe(in Input) observed {
-	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{},
+	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{}, labelled: map[*corev1.Pod]bool{},
 		creatable: map[string]bool{in.UpdateRevision: true}, recreate: in.Strategy == Recreate, maxBurst: int(in.MaxBurst)}
 	if o.maxBurst <= 0 {
 		o.maxBurst = DefaultMaxBurst
@@ -58,9 +66,21 @@ func observe(in Input) observed {
 			if isNew && IsAvailable(p, in.MinReadySeconds, in.Now) {
 				o.updatedAvailable++
 			}
-			if isNew {
+			label := p.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true"
+			if label {
+				o.specified++
+				o.labelled[p] = true
+			}
+			switch {
+			case isNew && !label:
 				o.updated++
-			} else {
+				o.updatedKeep++
+			case isNew:
+				o.updated++
+			case !label:
+				o.old++
+				o.oldKeep++
+			default:
 				o.old++
 			}
 			if IsAvailable(p, in.MinReadySeconds, in.Now) {
@@ -69,6 +89,12 @@ func observe(in Input) observed {
 		}
 	}
 	o.saturated = o.updated == o.replicas && o.updatedAvailable == o.replicas
+	if p := min(max(int(in.Partition), 0), o.replicas); p > 0 && !o.recreate && in.CurrentRevision != "" && in.CurrentRevision != in.UpdateRevision {
+		o.held = min(p, o.oldKeep)
+		if slices.Contains(in.Revisions, in.CurrentRevision) {
+			o.held = p
+		}
+	}
 	return o
 }
 
@@ -102,7 +128,7 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			t.Fatalf("revision %q twice in Create: %s", c.Revision, describe(p))
 		case !o.creatable[c.Revision]:
 			t.Fatalf("Create names revision %q, not one pods can be created from: %s", c.Revision, describe(p))
-		case c.Revision != in.UpdateRevision && o.revisions[c.Revision] == 0:
+		case c.Revision != in.UpdateRevision && o.revisions[c.Revision] == 0 && !(o.held > 0 && c.Revision == in.CurrentRevision):
 			t.Fatalf("Create adds to old revision %q, which has no active pod: %s", c.Revision, describe(p))
 		}
 		createdRevs[c.Revision] = true
@@ -111,16 +137,28 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			createOld += int(c.Count)
 		}
 	}
-	if create > o.maxBurst || len(p.Delete) > o.maxBurst {
+	if create > o.maxBurst || p.Removes() > o.maxBurst {
 		t.Fatalf("more than MaxBurst=%d creates or deletes: %s", o.maxBurst, describe(p))
 	}
-	cut := create == o.maxBurst || len(p.Delete) == o.maxBurst
+	cut := create == o.maxBurst || p.Removes() == o.maxBurst
+	if len(p.Evict) > 0 && !in.RespectPDB {
+		t.Fatalf("Evict without RespectPDB: %s", describe(p))
+	}
 
-	// Delete: unique pods from the input, none terminating; finished, old, new order.
+	// Delete, then Evict: unique pods from the input, none terminating;
+	// finished, old, new order within each.
 	seen := map[*corev1.Pod]bool{}
 	var delActive, delOld, delNew, delAvailable int
-	stage := 0 // 0 finished, 1 old, 2 new
-	for _, d := range p.Delete {
+	var removedOldKeep, removedAvailableKeep int
+	removedAvailable := map[bool]int{} // unlabelled available pods removed, by isOld
+	stage := 0                         // 0 finished, 1 old, 2 new
+	for i, d := range slices.Concat(p.Delete, p.Evict) {
+		if i == len(p.Delete) {
+			stage = 1
+			if o.finished[d] {
+				t.Fatalf("Evict has finished pod %q: %s", d.Name, describe(p))
+			}
+		}
 		switch {
 		case d == nil:
 			t.Fatalf("nil pod in Delete: %s", describe(p))
@@ -144,10 +182,17 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			}
 			if IsAvailable(d, in.MinReadySeconds, in.Now) {
 				delAvailable++
+				if !o.labelled[d] {
+					removedAvailableKeep++
+					removedAvailable[s == 1]++
+				}
+			}
+			if s == 1 && !o.labelled[d] {
+				removedOldKeep++
 			}
 		}
 		if s < stage {
-			t.Fatalf("Delete order must be finished, old, new; got %v", names(p.Delete))
+			t.Fatalf("Delete/Evict order must be finished, old, new; got %v / %v", names(p.Delete), names(p.Evict))
 		}
 		stage = s
 	}
@@ -174,11 +219,32 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 	scalingEvent := !in.Paused && !o.recreate && in.SizedFor != nil && int(in.SizedFor.Replicas) != o.replicas
 	oldOnly := len(o.revisions) == 1 && o.updated == 0
 	proportionalStep := p.Reason == ReasonProportionalScaleUp || p.Reason == ReasonProportionalScaleDown
-	if proportionalStep && !scalingEvent {
-		t.Fatalf("proportional scaling without a scaling event: %s", describe(p))
+	if proportionalStep && (!scalingEvent || o.held > 0) {
+		t.Fatalf("proportional scaling without a scaling event, or partitioned: %s", describe(p))
 	}
-	if createOld > 0 && !proportionalStep && !(in.Paused && !o.recreate) {
-		t.Fatalf("old-revision pods created outside scaling: %s", describe(p))
+	partitionScale := p.Reason == ReasonPartitionScaleDown
+	if partitionScale && (!scalingEvent || o.held == 0 || create > 0 || len(p.Evict) > 0) {
+		t.Fatalf("partition scale-down without a scaling event or partition, or creating or evicting: %s", describe(p))
+	}
+	heldCreate := o.held > 0 && !in.Paused && createOld == createdOf(p, in.CurrentRevision)
+	if createOld > 0 && !proportionalStep && !(in.Paused && !o.recreate) && !heldCreate {
+		t.Fatalf("old-revision pods created outside scaling and partition: %s", describe(p))
+	}
+	if (proportionalStep || in.Paused) && len(p.Evict) > 0 {
+		t.Fatalf("a scale evicts: %s", describe(p))
+	}
+	// The partition: a step (not paused) never takes the unlabelled old
+	// pods below the held share; a labelled pod goes before any available
+	// unlabelled pod of its side (old, updated), scaling proportionally aside.
+	if o.held > 0 && !in.Paused && o.oldKeep-removedOldKeep < min(o.oldKeep, o.held) {
+		t.Fatalf("partition: %d unlabelled old pods, %d removed, held share %d: %s", o.oldKeep, removedOldKeep, o.held, describe(p))
+	}
+	if !in.Paused && !proportionalStep {
+		for pod := range o.labelled {
+			if isOld := revisionOf(pod) != in.UpdateRevision; !seen[pod] && removedAvailable[isOld] > 0 && !cut {
+				t.Fatalf("labelled pod %q kept while %d available unlabelled pod(s) of its side go: %s", pod.Name, removedAvailable[isOld], describe(p))
+			}
+		}
 	}
 
 	switch {
@@ -222,9 +288,23 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		if !cut && (delOld != o.old || delNew != max(0, o.updated-o.replicas)) {
 			t.Fatalf("recreate: want all %d old and %d surplus new pods deleted, got %s", o.old, max(0, o.updated-o.replicas), describe(p))
 		}
-	case !o.recreate && o.old > 0:
-		if create > 0 && (o.active+create > o.replicas+o.maxSurge || o.updated+create > o.replicas) {
-			t.Fatalf("rolling: create %d breaks surge: active=%d updated=%d replicas=%d maxSurge=%d", create, o.active, o.updated, o.replicas, o.maxSurge)
+	case partitionScale:
+		if after < o.replicas {
+			t.Fatalf("partition scale-down below replicas: %s", describe(p))
+		}
+	case !o.recreate && (o.old > 0 || o.specified > 0 || o.held > 0):
+		createNew := create - createOld
+		if create > 0 && o.active+create > o.replicas+o.maxSurge ||
+			createNew > 0 && o.updatedKeep+createNew > o.replicas-o.held || createOld > 0 && o.oldKeep+createOld > o.held {
+			t.Fatalf("rolling: create %d breaks surge or shares: active=%d updated=%d replicas=%d maxSurge=%d held=%d: %s",
+				create, o.active, o.updated, o.replicas, o.maxSurge, o.held, describe(p))
+		}
+		atHold := o.held > 0 && o.specified == 0 && o.updatedKeep == o.replicas-o.held && o.oldKeep == o.held && o.active == o.replicas
+		if atHold != (p.Reason == ReasonPartitionHeld) {
+			t.Fatalf("rolling: at the partition's hold %v, reason %s", atHold, describe(p))
+		}
+		if atHold {
+			break
 		}
 		if budget := max(0, o.available-o.minAvailable); delAvailable > budget {
 			t.Fatalf("rolling: deleted %d available pods, only %d allowed (available=%d minAvailable=%d): %s",
@@ -234,10 +314,24 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			t.Fatalf("rolling: every pod is available yet no progress: %s", describe(p))
 		}
 	default:
-		if !cut && (create != max(0, o.replicas-o.updated) || delActive != max(0, o.updated-o.replicas)) {
-			t.Fatalf("scale: want create=%d delete=%d, got %s", max(0, o.replicas-o.updated), max(0, o.updated-o.replicas), describe(p))
+		wantCreate, wantDelete := max(0, o.replicas-o.updated), max(0, o.updated-o.replicas)
+		if o.updated <= o.replicas { // labelled pods are replaced (Recreate)
+			wantCreate, wantDelete = o.replicas-o.updatedKeep, o.updated-o.updatedKeep
+		}
+		if !cut && (create != wantCreate || delActive != wantDelete) {
+			t.Fatalf("scale: want create=%d delete=%d, got %s", wantCreate, wantDelete, describe(p))
 		}
 	}
+}
+
+// createdOf is how many pods p creates of rev.
+func createdOf(p Plan, rev string) int {
+	for _, c := range p.Create {
+		if c.Revision == rev {
+			return int(c.Count)
+		}
+	}
+	return 0
 }
 
 // checkProportional asserts Deployment's proportional scaling: the active

@@ -68,6 +68,21 @@ type Input struct {
 	// MaxBurst caps the pods one plan creates, and separately the pods it
 	// deletes; 0 or negative means DefaultMaxBurst.
 	MaxBurst int32
+	// Partition is how many pods a RollingUpdate holds on revisions other
+	// than UpdateRevision (optin's Partition.Pods(Replicas)): the rollout
+	// stops at Replicas-Partition updated pods. 0 (or negative) is no
+	// partition; more than Replicas counts as Replicas. It holds nothing
+	// when CurrentRevision is empty or is UpdateRevision, and is ignored by
+	// Recreate.
+	Partition int32
+	// CurrentRevision is the revision held pods run and are created from
+	// when the partition moves pods back (status.currentRevision). Pods of
+	// it can be created only if it is listed in Revisions; otherwise the
+	// partition holds only the old pods that exist.
+	CurrentRevision string
+	// RespectPDB puts the pods a rollout step or a specified delete
+	// replaces in Plan.Evict instead of Plan.Delete.
+	RespectPDB bool
 	// Pods are all pods the MyDeployment owns, including terminating ones
 	// (DeletionTimestamp set) and finished ones (phase Succeeded/Failed).
 	// Nil entries are ignored; order does not matter.
@@ -97,6 +112,12 @@ type Plan struct {
 	// each taken from Input.Pods and none already terminating: finished pods
 	// first, then old-revision pods, then update-revision pods.
 	Delete []*corev1.Pod
+	// Evict lists, only when Input.RespectPDB, the pods a rollout step or a
+	// specified delete replaces, to remove through the Eviction API (in the
+	// same order as Delete, none in both). Pods removed by a scale-down,
+	// surplus pods and finished pods are always in Delete. Without
+	// RespectPDB, Evict is empty and those pods are in Delete.
+	Evict []*corev1.Pod
 	// SizedFor is what the pods are sized for once the plan is carried out:
 	// the caller records it and passes it back as Input.SizedFor.
 	SizedFor Size
@@ -110,6 +131,11 @@ type Plan struct {
 	RequeueAfter time.Duration
 	// Reason names the step, for logs and events.
 	Reason Reason
+}
+
+// Removes is the number of pods the plan deletes or evicts.
+func (p Plan) Removes() int {
+	return len(p.Delete) + len(p.Evict)
 }
 
 // Creates is the number of pods the plan creates, of every revision.
@@ -150,6 +176,15 @@ const (
 	ReasonPausedScaleDown Reason = "Paused:ScaleDown"
 	// ReasonPaused: paused with the right number of pods (or creation withheld by Recreate).
 	ReasonPaused Reason = "Paused"
+	// ReasonPartitionHeld: the rollout went as far as the partition lets
+	// it: nothing to do until the partition or the template changes.
+	ReasonPartitionHeld Reason = "RollingUpdate:PartitionHeld"
+	// ReasonPartitionScaleDown: a scale-down while partitioned, each side
+	// (updated, held) brought down towards its share.
+	ReasonPartitionScaleDown Reason = "Partition:ScaleDown"
+	// ReasonSpecifiedDelete: pods labelled specified-delete are replaced
+	// while no rollout is under way.
+	ReasonSpecifiedDelete Reason = "SpecifiedDelete"
 )
 
 // Compute plans the next step for the MyDeployment described by in. It is
@@ -200,6 +235,37 @@ const (
 // update-revision pods are scaled to Replicas as a ReplicaSet would: the
 // surplus goes by ranking alone, whatever MaxUnavailable says.
 //
+// Partition (RollingUpdate, Partition > 0, CurrentRevision neither empty
+// nor UpdateRevision): the rolling step above has two sides with a target
+// each, Replicas-held pods of the update revision and held pods of old
+// revisions, held = Partition (only the old pods that exist if
+// CurrentRevision is not in Revisions). Each side short of its target gets
+// pods created (the held side of CurrentRevision), within
+// Replicas+MaxSurge; each side beyond it has pods removed as old pods are
+// above, within the same availability budget, held back by the other
+// side's unavailable pods. So lowering the partition moves pods forward,
+// raising it moves updated pods back, and no step takes the held side
+// below its target. Old pods of revisions other than CurrentRevision go
+// first. A scaling-down event keeps the partition's meaning instead of
+// Deployment's proportional scaling: each side is brought to its share,
+// old pods first, to Replicas in all, ignoring MaxUnavailable as a scale
+// does; a scaling-up event is the rolling step creating towards the shares.
+// Once both sides are at their targets the plan is empty
+// (ReasonPartitionHeld). Paused, the proportional scaling above applies.
+//
+// Specified delete: an active pod labelled specified-delete ranks first
+// for every deletion, so a scale-down takes it first. Otherwise it does not
+// count towards its side's target (except in a scaling-down event: a
+// pod beyond Replicas may be its replacement), so a RollingUpdate replaces it: its
+// replacement (of the update revision, or of CurrentRevision for a held
+// pod) is created first where Replicas+MaxSurge allows, then it is removed
+// within MaxUnavailable, before any other pod of its side. Recreate, with no
+// old pod left, removes it and creates its replacement in the same plan.
+//
+// RespectPDB: the pods a rollout step or a specified delete replaces are
+// in Plan.Evict instead of Plan.Delete; scale-downs, surplus and finished
+// pods stay in Delete.
+//
 // Within a group, victims are chosen by the package's deletion ranking;
 // RollingUpdate takes unavailable pods before available ones whatever their
 // rank, so that the availability budget is spent only when needed.
@@ -213,6 +279,8 @@ func Compute(in Input) Plan {
 	case in.Paused:
 		p, sized = planPaused(s, l)
 		scaled = true
+	case l.scalingEvent && s.held > 0:
+		p, sized, scaled = planPartitionScale(s, l)
 	case l.scalingEvent:
 		p, sized, scaled = planScalingEvent(s, l)
 	}
@@ -220,7 +288,7 @@ func Compute(in Input) Plan {
 		switch {
 		case l.recreate && s.oldUnfinished > 0:
 			p = planRecreate(s, l)
-		case !l.recreate && len(s.old) > 0:
+		case !l.recreate && (len(s.old) > 0 || s.specified > 0 || s.held > 0):
 			p = planRolling(s, l)
 		default:
 			p = planScale(s, l)
@@ -228,6 +296,9 @@ func Compute(in Input) Plan {
 	}
 	p.Delete = slices.Concat(s.finished, p.Delete)
 	p = p.cut(l.maxBurst)
+	if !in.RespectPDB {
+		p.Delete, p.Evict = mergeRemovals(p.Delete, p.Evict, s.update), nil
+	}
 	p.SizedFor = l.size()
 	if sized != nil {
 		p.SizedFor = *sized
@@ -284,6 +355,11 @@ func newLimits(in Input, finished int) limits {
 	}
 }
 
+// scalingDown says Replicas is below what the pods were sized for.
+func (l limits) scalingDown() bool {
+	return l.scalingEvent && int(l.sizedFor.Replicas) > l.replicas
+}
+
 // allowedSize is Deployment's allowed size while several revisions run:
 // Replicas+MaxSurge, or 0 when scaled to 0.
 func (l limits) allowedSize() int {
@@ -302,10 +378,14 @@ func clampInt32(n int) int32 {
 	return int32(min(max(n, math.MinInt32), math.MaxInt32))
 }
 
-// cut keeps at most burst creates and burst deletes, the earliest listed.
+// cut keeps at most burst creates and burst removals, the earliest
+// listed, deletions before evictions.
 func (p Plan) cut(burst int) Plan {
 	if len(p.Delete) > burst {
 		p.Delete = p.Delete[:burst]
+	}
+	if len(p.Evict) > burst-len(p.Delete) {
+		p.Evict = p.Evict[:burst-len(p.Delete)]
 	}
 	left := int32(burst)
 	var create []Creation

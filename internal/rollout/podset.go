@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // revisionOf returns the name of the ControllerRevision the pod was created from.
@@ -27,6 +29,15 @@ type podSet struct {
 	// terminating but not finished. Recreate waits for it to reach 0.
 	oldUnfinished int
 
+	// specified counts active pods labelled specified-delete.
+	specified int
+	// held is how many old-revision pods the partition holds (see
+	// heldTarget): 0 without a partition; current is the revision they
+	// converge on, currentCreatable whether pods of it can be created.
+	held             int
+	current          string
+	currentCreatable bool
+
 	// update is the update revision; age ranks revisions, newer higher:
 	// the update revision highest, Input.Revisions by their order, any other 0.
 	update string
@@ -45,11 +56,16 @@ func newPodSet(in Input) podSet {
 		s.age[name] = i + 1
 	}
 	s.age[in.UpdateRevision] = len(in.Revisions) + 1
+	s.current = in.CurrentRevision
+	s.currentCreatable = in.CurrentRevision != in.UpdateRevision && slices.Contains(in.Revisions, in.CurrentRevision)
 	for _, pod := range in.Pods {
 		if pod == nil {
 			continue
 		}
 		isOld := revisionOf(pod) != in.UpdateRevision
+		if isActive(pod) && optin.SpecifiedDelete(pod) {
+			s.specified++
+		}
 		switch {
 		case isActive(pod) && isOld:
 			s.old = append(s.old, pod)
@@ -70,6 +86,7 @@ func newPodSet(in Input) podSet {
 	slices.SortFunc(s.finished, func(a, b *corev1.Pod) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
+	s.held = s.heldTarget(in)
 	return s
 }
 

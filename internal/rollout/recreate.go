@@ -2,10 +2,12 @@ package rollout
 
 // planRecreate is one Recreate step while an old-revision pod may still run
 // (Deployment's rolloutRecreate): delete every active old pod, create
-// nothing until the terminating ones are gone too.
+// nothing until the terminating ones are gone too. The old pods are
+// replaced (evicted under RespectPDB), labelled ones first; surplus
+// update-revision pods are a scale and deleted.
 func planRecreate(s podSet, l limits) Plan {
 	p := Plan{
-		Delete: s.rank.sorted(s.old),
+		Evict:  s.rank.sorted(s.old),
 		Reason: ReasonRecreateWait,
 	}
 	if len(s.old) > 0 {
@@ -13,7 +15,7 @@ func planRecreate(s podSet, l limits) Plan {
 	}
 	// Surplus update-revision pods are a scaling matter, not a rollout one.
 	if excess := len(s.updated) - l.replicas; excess > 0 {
-		p.Delete = append(p.Delete, s.rank.sorted(s.updated)[:excess]...)
+		p.Delete = s.rank.sorted(s.updated)[:excess]
 	}
 	return p
 }

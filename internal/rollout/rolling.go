@@ -6,56 +6,111 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// planRolling is one RollingUpdate step while active old-revision pods exist:
-// Deployment's reconcileNewReplicaSet and reconcileOldReplicaSets in one go.
-// Both halves are computed from the same observed state, so the plan is safe
-// in whatever order the caller executes it.
+// planRolling is one RollingUpdate step while pods are to be replaced:
+// Deployment's reconcileNewReplicaSet and reconcileOldReplicaSets in one
+// go, generalized to two sides with a target each. The updated side
+// targets Replicas-held pods of the update revision, the held side held
+// pods of old revisions (0 without a partition, so every old pod goes);
+// a pod labelled specified-delete does not count towards its side, so it
+// is replaced. Both halves are computed from the same observed state, so
+// the plan is safe in whatever order the caller executes it.
 func planRolling(s podSet, l limits) Plan {
 	active := s.active()
+	doomedNew, keepNew := specified(s.updated)
+	doomedOld, keepOld := specified(s.old)
+	target := l.replicas - s.held
 
-	create := 0
-	if len(s.updated) < l.replicas {
-		create = max(0, min(l.replicas+l.maxSurge-active, l.replicas-len(s.updated)))
+	// Creations, within Replicas+MaxSurge: the updated side first, then
+	// pods of the current revision for a held side short of its share (a
+	// raised partition, a labelled held pod).
+	room := l.replicas + l.maxSurge - active
+	create, createHeld := 0, 0
+	if len(keepNew) < target {
+		create = max(0, min(room, target-len(keepNew)))
+	}
+	if len(keepOld) < s.held && s.currentCreatable {
+		createHeld = max(0, min(room-create, s.held-len(keepOld)))
 	}
 
-	// One budget for every available pod this step deletes, whatever its
+	// One budget for every available pod this step removes, whatever its
 	// revision. The maxScaledDown arithmetic below already implies it (as in
 	// Kubernetes); spelling it out keeps the availability promise evident.
-	budget := max(0, s.available(s.updated)+s.available(s.old)-l.minAvailable)
+	r := remover{s: s, removed: map[*corev1.Pod]bool{},
+		budget: max(0, s.available(s.updated)+s.available(s.old)-l.minAvailable)}
 
 	// Update-revision pods beyond Replicas (a scale-down mid-rollout) go first,
 	// as reconcileNewReplicaSet does; unavailable ones cost no availability.
-	var deleteUpdated []*corev1.Pod
-	updatedUnavailable := len(s.updated) - s.available(s.updated)
-	if excess := len(s.updated) - l.replicas; excess > 0 {
-		unavailable, available := s.byAvailability(s.updated)
-		n := min(excess, len(unavailable))
-		m := min(excess-n, budget, len(available))
-		deleteUpdated = slices.Concat(unavailable[:n], available[:m])
-		updatedUnavailable -= n
-		budget -= m
+	// A scale: deleted, never evicted; labelled pods first. Outside a
+	// scaling-down event labelled pods do not count: a pod more than
+	// Replicas may be the replacement of one.
+	excess := len(keepNew) - l.replicas
+	if l.scalingDown() {
+		excess = len(s.updated) - l.replicas
 	}
+	var scaled []*corev1.Pod
+	if excess > 0 {
+		scaled = r.take(slices.Concat(s.rank.sorted(doomedNew), s.rollingOrder(keepNew, false)), excess)
+	}
+	updatedUnavailable := s.unavailable(r.left(s.updated))
 
 	// reconcileOldReplicaSets: unavailable update-revision pods hold back the
 	// scale-down so a crash-looping revision cannot eat the old pods.
-	var deleteOld []*corev1.Pod
-	maxScaledDown := active - len(deleteUpdated) - l.minAvailable - updatedUnavailable
-	if maxScaledDown > 0 {
-		unavailable, available := s.byAvailability(s.old)
-		// cleanupUnhealthyReplicas: removing unavailable pods costs no availability.
-		n := min(maxScaledDown, len(unavailable))
-		// scaleDownOldReplicaSetsForRollingUpdate: available ones only within budget.
-		m := min(maxScaledDown-n, budget, len(available))
-		deleteOld = slices.Concat(unavailable[:n], available[:m])
+	// Labelled old pods first, then old pods beyond the held share:
+	// cleanupUnhealthyReplicas (unavailable ones, free) then
+	// scaleDownOldReplicaSetsForRollingUpdate (available ones, within budget).
+	maxScaledDown := active - len(scaled) - l.minAvailable - updatedUnavailable
+	var replacedOld []*corev1.Pod
+	if maxScaledDown > 0 && s.mayReplace(doomedOld, keepOld, s.held, createHeld) {
+		replacedOld = r.take(s.rank.sorted(doomedOld), maxScaledDown)
+	}
+	var replacedNew []*corev1.Pod
+	if s.mayReplace(doomedNew, keepNew, target, create) {
+		candidates := r.left(doomedNew)
+		replacedNew = r.take(s.rank.sorted(candidates), r.maxScaledDown(s, active, l, candidates))
+	}
+	if surplus := len(keepOld) - s.held; surplus > 0 {
+		if n := min(surplus, maxScaledDown-len(replacedOld)); n > 0 {
+			replacedOld = append(replacedOld, r.take(s.rollingOrder(keepOld, s.held > 0), n)...)
+		}
+	}
+	// A raised partition: updated pods beyond the updated side's share go
+	// back, as old pods go forward, held back by unavailable held pods.
+	if surplus := min(len(r.left(keepNew)), l.replicas) - target; surplus > 0 {
+		candidates := s.rollingOrder(r.left(keepNew), false)[:surplus]
+		replacedNew = append(replacedNew, r.take(candidates, r.maxScaledDown(s, active, l, candidates))...)
 	}
 
 	p := Plan{
-		Create: creation(s.update, create),
-		Delete: slices.Concat(deleteOld, deleteUpdated),
+		Create: slices.Concat(creation(s.update, create), creation(s.current, createHeld)),
+		Delete: scaled,
+		Evict:  slices.Concat(replacedOld, replacedNew),
 		Reason: ReasonRollingUpdate,
 	}
-	if create == 0 && len(p.Delete) == 0 {
+	switch acted := len(p.Create) > 0 || p.Removes() > 0; {
+	case acted && len(s.old) == 0 && s.held == 0:
+		p.Reason = ReasonSpecifiedDelete
+	case acted:
+	case s.held > 0 && len(keepNew) == target && len(keepOld) == s.held && active == l.replicas:
+		p.Reason = ReasonPartitionHeld
+	default:
 		p.Reason = ReasonRollingUpdateWait
 	}
 	return p
+}
+
+// mayReplace says whether the labelled pods of a side (doomed) may be
+// removed in this step: a new pod first where maxSurge allows, so not while
+// this step creates the side's missing pods; once the side has its share,
+// or when no room is left to create first, within maxUnavailable.
+func (s podSet) mayReplace(doomed, keep []*corev1.Pod, target, creating int) bool {
+	return len(doomed) > 0 && (len(keep) >= target || creating == 0)
+}
+
+// maxScaledDown is reconcileOldReplicaSets' bound for removing candidates:
+// the pods left after the step, less the unavailable ones that stay, must
+// not fall below Replicas-MaxUnavailable.
+func (r *remover) maxScaledDown(s podSet, active int, l limits, candidates []*corev1.Pod) int {
+	staying := r.left(slices.Concat(s.updated, s.old))
+	staying = slices.DeleteFunc(staying, func(p *corev1.Pod) bool { return slices.Contains(candidates, p) })
+	return active - len(r.removed) - l.minAvailable - s.unavailable(staying)
 }

@@ -10,12 +10,19 @@ import (
 // planScale scales the update-revision pods to Replicas when no active
 // old-revision pod is left (Recreate: none that is not finished), like a
 // ReplicaSet does: create the missing, delete the surplus by ranking.
+//
+// Pods labelled specified-delete go first on a scale-down; otherwise
+// (Recreate only: a RollingUpdate replaces them in planRolling) they are
+// replaced: removed, and as many pods created in the same plan.
 func planScale(s podSet, l limits) Plan {
+	doomed, keep := specified(s.updated)
 	switch diff := l.replicas - len(s.updated); {
-	case diff > 0:
-		return Plan{Create: creation(s.update, diff), Reason: ReasonScaleUp}
 	case diff < 0:
 		return Plan{Delete: s.rank.sorted(s.updated)[:-diff], Reason: ReasonScaleDown}
+	case len(doomed) > 0:
+		return Plan{Create: creation(s.update, l.replicas-len(keep)), Evict: s.rank.sorted(doomed), Reason: ReasonSpecifiedDelete}
+	case diff > 0:
+		return Plan{Create: creation(s.update, diff), Reason: ReasonScaleUp}
 	default:
 		return Plan{Reason: ReasonInSync}
 	}

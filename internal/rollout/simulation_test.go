@@ -105,7 +105,7 @@ func (c *cluster) reconcile(in Input) Plan {
 
 	// Pods this reconcile saw terminating are gone now.
 	c.pods = slices.DeleteFunc(c.pods, func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
-	for _, d := range p.Delete {
+	for _, d := range slices.Concat(p.Delete, p.Evict) {
 		ts := metav1.NewTime(c.now)
 		d.DeletionTimestamp = &ts
 	}
@@ -429,12 +429,12 @@ func (c *cluster) reconcileRecorded(in Input) Input {
 	maxActive := o.replicas + o.maxSurge
 	p := c.reconcile(in)
 	deletedAvailable := 0
-	for _, d := range p.Delete {
+	for _, d := range slices.Concat(p.Delete, p.Evict) {
 		if IsAvailable(d, in.MinReadySeconds, c.now.Add(-tick)) {
 			deletedAvailable++
 		}
 	}
-	if active := o.active + int(p.Creates()) - len(p.Delete); active > max(o.active, maxActive) {
+	if active := o.active + int(p.Creates()) - p.Removes(); active > max(o.active, maxActive) {
 		c.t.Fatalf("step %d (%s): %d active pods, more than replicas+maxSurge=%d", c.step, p.Reason, active, maxActive)
 	}
 	if available := o.available - deletedAvailable; available < min(o.available, o.minAvailable) {

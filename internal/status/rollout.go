@@ -9,13 +9,22 @@ import (
 // RolloutComplete reports whether st shows md fully rolled out, as `kubectl
 // rollout status` judges a Deployment: md's generation observed, every
 // desired replica updated, every updated one available, and no pod of an
-// older revision left. A scale that is not finished counts as not complete.
+// older revision left; or, as kubectl judges a partitioned StatefulSet,
+// held at its partition (PartitionHeld). A scale that is not finished
+// counts as not complete.
 func RolloutComplete(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentStatus) bool {
 	desired := ptr.Deref(md.Spec.Replicas, 1)
 	return st.ObservedGeneration >= md.Generation &&
-		st.UpdatedReplicas >= desired &&
-		st.Replicas <= st.UpdatedReplicas &&
-		st.AvailableReplicas >= st.UpdatedReplicas
+		(PartitionHeld(st) || st.UpdatedReplicas >= desired &&
+			st.Replicas <= st.UpdatedReplicas &&
+			st.AvailableReplicas >= st.UpdatedReplicas)
+}
+
+// PartitionHeld reports whether st says the rollout went as far as its
+// partition lets it (Progressing=True, PartitionAvailable).
+func PartitionHeld(st *appsv1beta1.MyDeploymentStatus) bool {
+	c := Get(st, appsv1beta1.ConditionProgressing)
+	return c != nil && c.Reason == appsv1beta1.ReasonPartitionAvailable
 }
 
 // DeadlineExceeded reports whether st says the rollout made no progress for

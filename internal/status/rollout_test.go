@@ -3,6 +3,7 @@ package status
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -25,6 +26,14 @@ func TestRolloutComplete(t *testing.T) {
 		{"2 of 3 updated", func(s *appsv1beta1.MyDeploymentStatus) { s.UpdatedReplicas = 2 }, false},
 		{"an old pod left", func(s *appsv1beta1.MyDeploymentStatus) { s.Replicas = 4 }, false},
 		{"an updated pod not available", func(s *appsv1beta1.MyDeploymentStatus) { s.AvailableReplicas = 2 }, false},
+		{"held at a partition", func(s *appsv1beta1.MyDeploymentStatus) {
+			s.UpdatedReplicas = 1
+			s.Conditions = []appsv1.DeploymentCondition{{Type: appsv1beta1.ConditionProgressing, Reason: appsv1beta1.ReasonPartitionAvailable}}
+		}, true},
+		{"held at a partition, a new generation not observed yet", func(s *appsv1beta1.MyDeploymentStatus) {
+			s.UpdatedReplicas, s.ObservedGeneration = 1, 1
+			s.Conditions = []appsv1.DeploymentCondition{{Type: appsv1beta1.ConditionProgressing, Reason: appsv1beta1.ReasonPartitionAvailable}}
+		}, false},
 	}
 	for _, c := range cases {
 		st := done

@@ -53,7 +53,11 @@ type Input struct {
 	Planned *int32
 	// Failure is the last refused pod write of this sync, nil if none.
 	Failure *Failure
-	Now     time.Time
+	// Partition is how many pods the rollout holds on the current revision
+	// (optin's Partition.Pods(spec.replicas)); 0 without a partition or
+	// when the current revision is the update revision.
+	Partition int32
+	Now       time.Time
 }
 
 // Result is the new status and, when a rollout is under way, when to check
@@ -65,6 +69,11 @@ type Result struct {
 	// DeadlineExceeded: this status newly reports ProgressDeadlineExceeded
 	// (the caller records the event once).
 	DeadlineExceeded bool
+	// PartitionHeld: this status newly reports the rollout held at its
+	// partition (Progressing reason PartitionAvailable); the caller records
+	// the event once. HeldMessage says how far it went.
+	PartitionHeld bool
+	HeldMessage   string
 }
 
 // Compute returns in.Object's next status. Conditions follow Deployment's
@@ -106,6 +115,11 @@ func Compute(in Input) Result {
 	var r Result
 	if hasDeadline(md) {
 		r.RequeueAfter, r.DeadlineExceeded = progress(in, &s, desired, now)
+		if c := Get(&s, appsv1beta1.ConditionProgressing); c != nil && c.Reason == appsv1beta1.ReasonPartitionAvailable {
+			prev := Get(&old, appsv1beta1.ConditionProgressing)
+			r.PartitionHeld = prev == nil || prev.Reason != appsv1beta1.ReasonPartitionAvailable || prev.Message != c.Message
+			r.HeldMessage = c.Message
+		}
 	} else {
 		remove(&s, appsv1beta1.ConditionProgressing)
 	}
@@ -158,6 +172,20 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 	}
 	old := md.Status
 	switch {
+	case heldAtPartition(in, s, desired):
+		// Held, not failing: no deadline runs. A new hold (another
+		// partition) says so with its own message.
+		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonPartitionAvailable,
+			fmt.Sprintf("%d of %d pods updated, %d held by partition", s.UpdatedReplicas, desired, in.Partition), now)
+		if current.Reason == appsv1beta1.ReasonPartitionAvailable && current.Message == c.Message {
+			return 0, false
+		}
+		if current.Status == corev1.ConditionTrue {
+			c.LastTransitionTime = current.LastTransitionTime
+		}
+		remove(s, appsv1beta1.ConditionProgressing)
+		set(s, c)
+		return 0, false
 	case s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired && s.ObservedGeneration >= md.Generation:
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionAvailable,
 			fmt.Sprintf("MyDeployment %q has successfully progressed.", md.Name), now))
@@ -184,6 +212,15 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 	// Look again when the deadline expires (requeueStuckDeployment), whatever
 	// the condition's status: a resumed rollout is tracked too.
 	return deadline.Sub(now.Time) + time.Second, false
+}
+
+// heldAtPartition: the rollout went as far as the partition lets it: the
+// generation observed, desired pods, all available, none terminating,
+// desired-partition of them updated.
+func heldAtPartition(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32) bool {
+	return in.Partition > 0 && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
+		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(in.Partition, desired) &&
+		ptr.Deref(s.TerminatingReplicas, 0) == 0
 }
 
 // progressed is Deployment's DeploymentProgressing: more pods updated, ready

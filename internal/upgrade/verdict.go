@@ -67,13 +67,15 @@ func Evaluate(mds []appsv1beta1.MyDeployment, unobserved int) Verdict {
 }
 
 // Rolling reports whether md's rollout (or scale) is under way and will go
-// on by itself: not complete, not paused, not past its deadline, and not
-// stopped by a selector or strategy that can never work.
+// on by itself: not complete (nor held at its partition), not paused, not
+// past its deadline, and not stopped by a selector, strategy or opt-in
+// annotation that can never work.
 func Rolling(md *appsv1beta1.MyDeployment) bool {
 	if md.DeletionTimestamp != nil || md.Spec.Paused || status.RolloutComplete(md, &md.Status) ||
 		status.DeadlineExceeded(&md.Status) {
 		return false
 	}
 	c := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure)
-	return c == nil || (c.Reason != appsv1beta1.ReasonInvalidSelector && c.Reason != appsv1beta1.ReasonInvalidStrategy)
+	return c == nil || (c.Reason != appsv1beta1.ReasonInvalidSelector && c.Reason != appsv1beta1.ReasonInvalidStrategy &&
+		c.Reason != appsv1beta1.ReasonInvalidAnnotation)
 }

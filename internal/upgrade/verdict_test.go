@@ -69,6 +69,14 @@ func TestEvaluate(t *testing.T) {
 			unavailable(m)
 			withCondition(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, appsv1beta1.ReasonInvalidStrategy)(m)
 		})}, 0, ReasonSettled, nil},
+		{"an invalid opt-in annotation does not hold upgrades", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			unavailable(m)
+			withCondition(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, appsv1beta1.ReasonInvalidAnnotation)(m)
+		})}, 0, ReasonSettled, nil},
+		{"a canary held at its partition does not hold upgrades", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			m.Status.UpdatedReplicas = 1
+			withCondition(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonPartitionAvailable)(m)
+		})}, 0, ReasonSettled, nil},
 		{"a failed create still holds them (it may succeed on retry)", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
 			unavailable(m)
 			withCondition(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, appsv1beta1.ReasonFailedCreate)(m)

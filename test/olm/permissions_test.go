@@ -66,6 +66,7 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 		want: []string{
 			// The reconciler (config/rbac/role.yaml, from the RBAC markers).
 			`"" pods create,delete,get,list,patch,watch`,
+			`"" pods/eviction create`,
 			"apps controllerrevisions create,delete,get,list,patch,watch",
 			"apps.mydeployment.io mydeployments get,list,patch,watch",
 			"apps.mydeployment.io mydeployments/finalizers update",

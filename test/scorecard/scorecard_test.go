@@ -156,6 +156,11 @@ func mdWith(replicas int32, strategy string, surge, unavailable any, minReady in
 	return md
 }
 
+func withAnnotations(md *appsv1beta1.MyDeployment, annotations map[string]string) *appsv1beta1.MyDeployment {
+	md.Annotations = annotations
+	return md
+}
+
 // TestSimulateRolloutWithTheRealPlanner: the summary's figures are what the
 // strategy allows (peak = replicas+maxSurge, floor = replicas-maxUnavailable).
 func TestSimulateRolloutWithTheRealPlanner(t *testing.T) {
@@ -173,6 +178,8 @@ func TestSimulateRolloutWithTheRealPlanner(t *testing.T) {
 			"maxSurge=3 maxUnavailable=1, minReadySeconds=30"},
 		{"Recreate", mdWith(3, "Recreate", nil, nil, 0), "peak 3 pods, at least 0 available"},
 		{"one replica", mdWith(1, "RollingUpdate", nil, nil, 0), "peak 2 pods, at least 1 available"},
+		{"a canary at partition 80% with respect-pdb", withAnnotations(mdWith(10, "RollingUpdate", nil, nil, 0), map[string]string{
+			appsv1beta1.PartitionAnnotation: "80%", appsv1beta1.RespectPDBAnnotation: "true"}), "held at 2 of 10 updated (partition 8)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

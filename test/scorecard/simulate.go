@@ -37,7 +37,7 @@ const tick = time.Second
 func simulateRollout(md *appsv1beta1.MyDeployment, plan func(rollout.Input) rollout.Plan) (string, []string) {
 	// The controller's own mapping of the spec: replicas default 1, Recreate
 	// 0/0, RollingUpdate values default 25%/25%.
-	in, err := rollout.NewInput(md, "", nil, nil, time.Time{})
+	in, err := rollout.NewInput(md, "", "", nil, nil, time.Time{})
 	if err != nil {
 		return "", []string{err.Error()}
 	}
@@ -50,6 +50,9 @@ func simulateRollout(md *appsv1beta1.MyDeployment, plan func(rollout.Input) roll
 	if problems != nil {
 		return "", prefixed("from 0 pods: ", problems)
 	}
+	// The first revision is current while the second rolls out: a
+	// partition holds its pods there.
+	in.CurrentRevision, in.Revisions = firstRevision, []string{firstRevision}
 	roll, problems := c.rollTo(in, secondRevision)
 	if problems != nil {
 		return "", prefixed("rolling out a new template: ", problems)
@@ -58,8 +61,12 @@ func simulateRollout(md *appsv1beta1.MyDeployment, plan func(rollout.Input) roll
 	if in.Strategy == rollout.Recreate {
 		strategy = "Recreate"
 	}
-	return fmt.Sprintf("%d replicas, %s, minReadySeconds=%d: all available from 0 pods in %d reconcile(s) (peak %d pods); new template rolled out in %d more (peak %d pods, at least %d available)",
-		in.Replicas, strategy, in.MinReadySeconds, up.steps, up.peak, roll.steps, roll.peak, roll.minAvailable), nil
+	held := ""
+	if in.Partition > 0 {
+		held = fmt.Sprintf(", held at %d of %d updated (partition %d)", in.Replicas-in.Partition, in.Replicas, in.Partition)
+	}
+	return fmt.Sprintf("%d replicas, %s, minReadySeconds=%d: all available from 0 pods in %d reconcile(s) (peak %d pods); new template rolled out in %d more (peak %d pods, at least %d available%s)",
+		in.Replicas, strategy, in.MinReadySeconds, up.steps, up.peak, roll.steps, roll.peak, roll.minAvailable, held), nil
 }
 
 func prefixed(p string, list []string) []string {
@@ -99,14 +106,14 @@ func (c *fakeCluster) rollTo(in rollout.Input, rev string) (progress, []string) 
 		availableBefore := c.available(in)
 		activeBefore := len(c.active())
 		plan := c.plan(in)
-		if len(plan.Create) == 0 && len(plan.Delete) == 0 && c.converged(in) {
+		if len(plan.Create) == 0 && plan.Removes() == 0 && c.converged(in) {
 			pr.steps = step
 			return pr, nil
 		}
 
 		// Pods seen terminating by this reconcile are gone; then the plan.
 		c.pods = slices.DeleteFunc(c.pods, func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
-		for _, p := range plan.Delete {
+		for _, p := range slices.Concat(plan.Delete, plan.Evict) {
 			if p.DeletionTimestamp != nil || !slices.Contains(c.pods, p) {
 				return pr, []string{fmt.Sprintf("step %d: the plan deletes pod %s, which is not an active pod", step, p.Name)}
 			}
@@ -159,9 +166,16 @@ func (c *fakeCluster) active() []*corev1.Pod {
 	return slices.DeleteFunc(slices.Clone(c.pods), func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
 }
 
-// converged: exactly replicas pods, all of the update revision and available.
+// converged: exactly replicas pods, all available, all of the update
+// revision but those a partition holds on the current one.
 func (c *fakeCluster) converged(in rollout.Input) bool {
-	if len(c.pods) != int(in.Replicas) || slices.ContainsFunc(c.pods, func(p *corev1.Pod) bool { return !isRev(in.UpdateRevision)(p) }) {
+	held := 0
+	if in.CurrentRevision != "" && in.CurrentRevision != in.UpdateRevision {
+		held = int(min(in.Partition, in.Replicas))
+	}
+	updated := len(slices.DeleteFunc(slices.Clone(c.pods), func(p *corev1.Pod) bool { return !isRev(in.UpdateRevision)(p) }))
+	current := len(slices.DeleteFunc(slices.Clone(c.pods), func(p *corev1.Pod) bool { return !isRev(in.CurrentRevision)(p) }))
+	if len(c.pods) != int(in.Replicas) || updated != int(in.Replicas)-held || held > 0 && current != held {
 		return false
 	}
 	return c.available(in) == int(in.Replicas)

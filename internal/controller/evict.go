@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
+)
+
+// Backoff of a MyDeployment whose evictions a PodDisruptionBudget refuses:
+// the first retry after evictionRetryMin, each next one twice as late, up
+// to evictionRetryMax; an eviction that succeeds starts over.
+const (
+	evictionRetryMin = time.Second
+	evictionRetryMax = 30 * time.Second
+)
+
+// evict removes s.plan.Evict through the Eviction API (respect-pdb), each
+// success expected as a delete is, and sums them up in one event. A
+// refusal by a budget is no failure: the sync is retried with backoff
+// (s.retryAfter), with one event naming the budget per spell of refusals,
+// and the time counts toward the progress deadline as any lack of
+// progress does. Other errors are returned, and set ReplicaFailure as a
+// refused delete does.
+func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
+	if len(s.plan.Evict) == 0 {
+		if s.plan.Reason == rollout.ReasonInSync || s.plan.Reason == rollout.ReasonPartitionHeld {
+			r.evictions.end(s.key) // nothing left to replace: the spell is over
+		}
+		return nil
+	}
+	var (
+		errs    []error
+		refusal string
+		refused int
+	)
+	evicted := parallel(len(s.plan.Evict), func(i int) error {
+		pod := s.plan.Evict[i]
+		err := r.Pods.Evict(ctx, s.md, pod)
+		switch {
+		case err == nil:
+			r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+		case outcomeUnknown(err) && r.deletedAfterAll(ctx, pod):
+			r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+		}
+		return err
+	}, func(err error) {
+		if ok, msg := podcontrol.EvictionRefused(err); ok {
+			refused++
+			refusal = msg
+			return
+		}
+		errs = append(errs, err)
+	})
+	if evicted > 0 {
+		r.evictions.end(s.key)
+		r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
+			"Evicted %d pod(s): %s", evicted, s.plan.Reason)
+	}
+	if refused > 0 {
+		var first bool
+		s.retryAfter, first = r.evictions.refused(s.key)
+		if first {
+			r.Recorder.Eventf(s.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
+				"Cannot evict %d pod(s), retrying with backoff: %s", refused, refusal)
+		}
+		logf.FromContext(ctx).V(1).Info("evictions refused by a disruption budget", "pods", refused, "budget", refusal,
+			"retryAfter", s.retryAfter)
+	}
+	if len(errs) > 0 {
+		s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// evictionBackoff remembers, per MyDeployment, the spell of refused
+// evictions it is in: the next retry's delay. The zero value is ready.
+type evictionBackoff struct {
+	mu    sync.Mutex
+	delay map[string]time.Duration
+}
+
+// refused records a refusal for key and returns when to retry, and whether
+// it starts a spell (the one to report).
+func (b *evictionBackoff) refused(key string) (retry time.Duration, first bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.delay == nil {
+		b.delay = map[string]time.Duration{}
+	}
+	d, ok := b.delay[key]
+	if !ok {
+		b.delay[key] = evictionRetryMin
+		return evictionRetryMin, true
+	}
+	d = min(2*d, evictionRetryMax)
+	b.delay[key] = d
+	return d, false
+}
+
+// end ends key's spell: an eviction succeeded, nothing is left to
+// replace, or the MyDeployment is gone.
+func (b *evictionBackoff) end(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.delay, key)
+}
