@@ -1,0 +1,46 @@
+package application
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// The CRD as a user meets it, through kubectl against the real API server.
+var _ = Describe("Application CRD", func() {
+	var kubeconfig string
+	BeforeEach(func() {
+		user, err := testEnv.AddUser(envtest.User{Name: "crd-reader", Groups: []string{"system:masters"}}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		raw, err := user.KubeConfig()
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		Expect(os.WriteFile(kubeconfig, raw, 0o600)).To(Succeed())
+	})
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join("..", "..", "bin", "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+
+	It("installs with client-side kubectl apply (its last-applied annotation fits in 256 KiB)", func() {
+		out, err := kubectl("apply", "-f", filepath.Join("..", "..", "config", "crd", "bases", "apps.mydeployment.io_applications.yaml"))
+		Expect(err).NotTo(HaveOccurred(), out)
+	})
+
+	It("explains spec.service and spec.ingress completely", func() {
+		Eventually(func() (string, error) { return kubectl("explain", "app.spec.service.ports.targetPort") }, timeout, interval).
+			Should(ContainSubstring("Number or name of the port to access on the pods targeted by the service"))
+		out, err := kubectl("explain", "app.spec.ingress.rules.http.paths.backend.service")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("is the referenced service"))
+		out, err = kubectl("explain", "app.spec.service")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("Service, when given, is the spec of a Service named after the"))
+		Expect(out).To(ContainSubstring("sessionAffinity"))
+	})
+})
