@@ -368,6 +368,9 @@ func setupWebhooks(mgr ctrl.Manager) error {
 	if err := webhookv1beta1.SetupMyDeploymentWebhookWithManager(mgr); err != nil {
 		return fmt.Errorf("MyDeployment webhook: %w", err)
 	}
+	if err := webhookv1beta1.SetupApplicationWebhookWithManager(mgr); err != nil {
+		return fmt.Errorf("Application webhook: %w", err)
+	}
 	return nil
 }
 
