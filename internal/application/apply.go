@@ -33,11 +33,6 @@ type child struct {
 	// desired is the object to apply (typed, metadata and spec only), nil
 	// when the spec does not want this child.
 	desired client.Object
-	// cacheFiltered: the cache holds only objects carrying
-	// ApplicationNameLabel, so a miss is read again from the API server
-	// (an object of that name without the label is not ours, and must be
-	// seen to be left alone).
-	cacheFiltered bool
 }
 
 // outcome is what syncing one child found and did.
@@ -59,7 +54,11 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 	out := outcome{kind: c.kind, live: c.live}
 	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	err := r.Client.Get(ctx, key, c.live)
-	if apierrors.IsNotFound(err) && c.cacheFiltered && c.desired != nil {
+	if apierrors.IsNotFound(err) && c.desired != nil {
+		// Read a miss again from the API server: the cache holds Services and
+		// Ingresses only with ApplicationNameLabel (one without it is not
+		// ours, and must be seen to be left alone), and may not have seen a
+		// child created moments ago (it would be reported created twice).
 		err = r.APIReader.Get(ctx, key, c.live)
 	}
 	exists := err == nil

@@ -142,11 +142,11 @@ func (r *Reconciler) children(app *appsv1beta1.Application) []child {
 	md := &appsv1beta1.MyDeployment{ObjectMeta: meta(), Spec: DeploymentSpec(app)}
 	children := []child{{kind: "MyDeployment", live: &appsv1beta1.MyDeployment{}, desired: md}}
 
-	svc := child{kind: "Service", live: &corev1.Service{}, cacheFiltered: true}
+	svc := child{kind: "Service", live: &corev1.Service{}}
 	if spec := ServiceSpec(app); spec != nil {
 		svc.desired = &corev1.Service{ObjectMeta: meta(), Spec: *spec}
 	}
-	ing := child{kind: "Ingress", live: &networkingv1.Ingress{}, cacheFiltered: true}
+	ing := child{kind: "Ingress", live: &networkingv1.Ingress{}}
 	if spec := IngressSpec(app); spec != nil {
 		ing.desired = &networkingv1.Ingress{ObjectMeta: meta(), Spec: *spec}
 	}
