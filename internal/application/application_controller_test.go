@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -319,5 +320,51 @@ var _ = Describe("Application", func() {
 		Expect(cur.Spec.Ports).To(HaveLen(1))
 		Expect(cur.Spec.Ports[0].Name).To(Equal("db"))
 		Expect(getApp(app).Status.ObservedGeneration).To(BeZero(), "not every child was synced")
+	})
+
+	It("reports a child the API server refuses as a condition and an event, and creates it once allowed", func() {
+		By("an admission policy that refuses Services in the namespace (as a quota would)")
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-services-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
+					}}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "no Services here",
+					Reason: ptr.To(metav1.StatusReasonForbidden)}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(ctx, policy) })
+		Eventually(func() error { // the policy takes effect asynchronously
+			probe := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1}}}}
+			return k8sClient.Create(ctx, probe, client.DryRunAll)
+		}, timeout, interval).Should(MatchError(ContainSubstring("no Services here")))
+
+		app := minimal(ns, "refused")
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(readyCondition(app), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", appsv1beta1.ReasonChildApplyFailed),
+			HaveField("Message", ContainSubstring("no Services here"))))
+		Eventually(reasons(app), timeout, interval).Should(ContainElement(ContainSubstring(appsv1beta1.EventChildApplyFailed)))
+		childOf(app, &appsv1beta1.MyDeployment{}) // the rest goes on
+
+		By("the policy goes: the Service is created on a retry")
+		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+		childOf(app, &corev1.Service{})
 	})
 })

@@ -26,10 +26,11 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
-// NotOwnedRetry is how often an Application whose child's name is taken by
-// an object it does not control looks again (the object may be deleted; it
-// is not watched, as it does not carry our label).
-const NotOwnedRetry = time.Minute
+// SlowRetry is how often an Application looks again at a child that waits
+// on something it does not watch: a name taken by an object it does not
+// control (not in its cache, as it lacks our label), or a child the API
+// server refused as invalid (an admission policy may change).
+const SlowRetry = time.Minute
 
 // Reconciler keeps Applications' children and status.
 type Reconciler struct {
@@ -51,9 +52,10 @@ type Reconciler struct {
 
 // Reconcile applies the Application's children, deletes the ones its spec
 // no longer has, and writes its status once. A child whose name is taken by
-// someone else's object is a condition and an event, looked at again after
-// NotOwnedRetry; a child the API server refuses as invalid waits for a spec
-// change; any other error is returned (retried with backoff).
+// someone else's object, or that the API server refuses as invalid, is a
+// condition and an event, looked at again after SlowRetry (and on any
+// change of the Application); any other error (quota, conflict, a server
+// unavailable) is returned and retried with backoff.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &appsv1beta1.Application{}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
@@ -89,9 +91,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var errs []error
 	for _, o := range obs.outcomes {
 		switch {
-		case o.notOwned:
-			result.RequeueAfter = NotOwnedRetry
-		case o.err != nil && !apierrors.IsInvalid(o.err) && !apierrors.IsBadRequest(o.err):
+		case o.notOwned, apierrors.IsInvalid(o.err), apierrors.IsBadRequest(o.err):
+			result.RequeueAfter = SlowRetry
+		case o.err != nil:
 			errs = append(errs, o.err)
 		}
 	}

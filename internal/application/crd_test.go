@@ -43,4 +43,14 @@ var _ = Describe("Application CRD", func() {
 		Expect(out).To(ContainSubstring("Service, when given, is the spec of a Service named after the"))
 		Expect(out).To(ContainSubstring("sessionAffinity"))
 	})
+
+	It("lists Applications with READY, AVAILABLE, URL and AGE, and in kubectl get all", func() {
+		ns := newNamespace()
+		Expect(k8sClient.Create(ctx, minimal(ns, "listed"))).To(Succeed())
+		Eventually(func() (string, error) { return kubectl("get", "app", "-n", ns) }, timeout, interval).
+			Should(MatchRegexp(`NAME\s+READY\s+AVAILABLE\s+URL\s+AGE\nlisted\s+False\s+`))
+		out, err := kubectl("get", "all", "-n", ns)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("application.apps.mydeployment.io/listed"))
+	})
 })
