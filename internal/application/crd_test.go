@@ -8,7 +8,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // The CRD as a user meets it, through kubectl against the real API server.
@@ -52,5 +57,17 @@ var _ = Describe("Application CRD", func() {
 		out, err := kubectl("get", "all", "-n", ns)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("application.apps.mydeployment.io/listed"))
+	})
+
+	It("runs the sample (config/samples): a MyDeployment and a Service on the container's port", func() {
+		ns := newNamespace()
+		out, err := kubectl("apply", "-n", ns, "-f", filepath.Join("..", "..", "config", "samples", "apps_v1beta1_application.yaml"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		sample := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "application-sample"}}
+		childOf(sample, &appsv1beta1.MyDeployment{})
+		svc := childOf(sample, &corev1.Service{})
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		Expect(svc.Spec.Ports[0].Port).To(Equal(int32(80)))
+		Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromString("http")))
 	})
 })
