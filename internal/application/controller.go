@@ -80,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	logf.FromContext(ctx).V(1).Info("children synced", "outcomes", obs.summary())
 
-	app.Status = Status(app, obs)
+	app.Status = computeStatus(app, obs)
 	if !apiequality.Semantic.DeepEqual(orig.Status, app.Status) {
 		r.recordRefusals(orig, app)
 		if err := r.Status().Patch(ctx, app, client.MergeFrom(orig)); err != nil {

@@ -48,12 +48,12 @@ func (o observed) summary() []string {
 	return s
 }
 
-// Status is the Application's status from what was observed: the
+// computeStatus is the Application's status from what was observed: the
 // MyDeployment's counters and its Available and Progressing conditions, the
 // Service's cluster IP and ready endpoints, the Ingress's URLs and load
 // balancer, and Ready. observedGeneration moves only when every child was
 // synced. Conditions keep their lastTransitionTime while unchanged.
-func Status(app *appsv1beta1.Application, obs observed) appsv1beta1.ApplicationStatus {
+func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.ApplicationStatus {
 	st := appsv1beta1.ApplicationStatus{
 		ObservedGeneration: app.Status.ObservedGeneration,
 		Conditions:         append([]metav1.Condition(nil), app.Status.Conditions...),
