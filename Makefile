@@ -105,7 +105,7 @@ help: ## Display this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and CustomResourceDefinition objects.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
-	go run ./hack/crdpatch config/crd/bases/apps.mydeployment.io_mydeployments.yaml
+	go run ./hack/crdpatch config/crd/bases/apps.mydeployment.io_mydeployments.yaml config/crd/bases/apps.mydeployment.io_applications.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and DeepCopyObject method implementations.

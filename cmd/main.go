@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/application"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
 	"github.com/mydeployment-io/mydeployment-operator/internal/faultclient"
 	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
@@ -245,8 +246,12 @@ func main() {
 	}
 	setupLog.Info("watching", "namespaces", namespaces, "workers", workers, "qps", qps, "burst", burst)
 
+	// One cache, each kind's controller adding what it reads: MyDeployment's
+	// pods (trimmed, labelled) and everything else of its, then the
+	// Application's labelled Services, Ingresses and EndpointSlices.
 	pods := controller.NewPodIndex()
 	cacheOpts := controller.CacheOptions(namespaces, pods)
+	application.AddToCache(&cacheOpts)
 	if syncPeriod > 0 {
 		cacheOpts.SyncPeriod = &syncPeriod
 	}
@@ -296,23 +301,17 @@ func main() {
 		os.Exit(1)
 	}
 
-	reconciler, err := controller.Setup(ctx, mgr, controller.Options{Workers: workers, StatusBatchPeriod: statusBatchPeriod, Pods: pods})
-	if err != nil {
-		setupLog.Error(err, "unable to create controller", "controller", "MyDeployment")
+	if err := setupControllers(ctx, mgr, controller.Options{Workers: workers, StatusBatchPeriod: statusBatchPeriod, Pods: pods}); err != nil {
+		setupLog.Error(err, "unable to create controllers")
 		os.Exit(1)
 	}
-	// Under OLM (OPERATOR_CONDITION_NAME), hold operator upgrades while rollouts run.
-	if err := upgrade.Setup(mgr, reconciler.Expectations.Pending); err != nil {
-		setupLog.Error(err, "unable to report Upgradeable")
-		os.Exit(1)
-	}
-	// The validating webhook needs a serving certificate and a
+	// The validating webhooks need a serving certificate and a
 	// ValidatingWebhookConfiguration that reaches it (OLM or cert-manager
 	// provide both in a cluster); a manager run on a host without them sets
-	// ENABLE_WEBHOOKS=false and relies on the CRD's own rules.
+	// ENABLE_WEBHOOKS=false and relies on the CRDs' own rules.
 	if os.Getenv("ENABLE_WEBHOOKS") != "false" {
-		if err := webhookv1beta1.SetupMyDeploymentWebhookWithManager(mgr); err != nil {
-			setupLog.Error(err, "unable to create webhook", "webhook", "MyDeployment")
+		if err := setupWebhooks(mgr); err != nil {
+			setupLog.Error(err, "unable to create webhooks")
 			os.Exit(1)
 		}
 	}
@@ -334,20 +333,8 @@ func main() {
 		}
 	}
 
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		setupLog.Error(err, "unable to set up health check")
-		os.Exit(1)
-	}
-	// Ready only once the caches have synced: before that the manager cannot act.
-	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
-		waitCtx, cancel := context.WithTimeout(req.Context(), time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(waitCtx) {
-			return fmt.Errorf("caches not synced")
-		}
-		return nil
-	}); err != nil {
-		setupLog.Error(err, "unable to set up ready check")
+	if err := setupChecks(mgr); err != nil {
+		setupLog.Error(err, "unable to set up health checks")
 		os.Exit(1)
 	}
 
@@ -356,4 +343,49 @@ func main() {
 		setupLog.Error(err, "problem running manager")
 		os.Exit(1)
 	}
+}
+
+// setupControllers registers each kind's controller: MyDeployment (with
+// OLM's Upgradeable condition, held while its rollouts run) and
+// Application.
+func setupControllers(ctx context.Context, mgr ctrl.Manager, mdOpts controller.Options) error {
+	reconciler, err := controller.Setup(ctx, mgr, mdOpts)
+	if err != nil {
+		return fmt.Errorf("MyDeployment controller: %w", err)
+	}
+	// Under OLM (OPERATOR_CONDITION_NAME), hold operator upgrades while rollouts run.
+	if err := upgrade.Setup(mgr, reconciler.Expectations.Pending); err != nil {
+		return fmt.Errorf("reporting Upgradeable: %w", err)
+	}
+	if _, err := application.Setup(mgr); err != nil {
+		return fmt.Errorf("Application controller: %w", err)
+	}
+	return nil
+}
+
+// setupWebhooks registers each kind's validating webhook.
+func setupWebhooks(mgr ctrl.Manager) error {
+	if err := webhookv1beta1.SetupMyDeploymentWebhookWithManager(mgr); err != nil {
+		return fmt.Errorf("MyDeployment webhook: %w", err)
+	}
+	if err := webhookv1beta1.SetupApplicationWebhookWithManager(mgr); err != nil {
+		return fmt.Errorf("Application webhook: %w", err)
+	}
+	return nil
+}
+
+// setupChecks adds /healthz (the manager runs) and /readyz (its caches
+// have synced: before that it cannot act).
+func setupChecks(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		waitCtx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(waitCtx) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	})
 }

@@ -16,13 +16,25 @@
 //     pod.spec` has them), so the CRD stays small enough to apply; the schema
 //     itself is untouched.
 //
-// Usage: go run ./hack/crdpatch FILE (rewrites FILE in place; idempotent).
+// The Application CRD embeds the same spec under spec.deployment and gets the
+// same patches there, and three more, because the Application defaults the
+// selector itself (app.kubernetes.io/name: <name>) and passes replicas
+// through only when set:
+//
+//   - spec.deployment.selector is not required;
+//   - the CEL rules that read the selector hold only when it is given;
+//   - spec.deployment.replicas has no default (left out, the MyDeployment's
+//     replicas belong to whoever scales it).
+//
+// Usage: go run ./hack/crdpatch FILE... (rewrites each FILE in place;
+// idempotent).
 package main
 
 import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -36,13 +48,15 @@ const (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: crdpatch CRD.yaml")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdpatch CRD.yaml...")
 		os.Exit(2)
 	}
-	if err := patchFile(os.Args[1]); err != nil {
-		fmt.Fprintln(os.Stderr, "crdpatch:", err)
-		os.Exit(1)
+	for _, path := range os.Args[1:] {
+		if err := patchFile(path); err != nil {
+			fmt.Fprintln(os.Stderr, "crdpatch:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -61,12 +75,21 @@ func patchFile(path string) error {
 	if len(versions) == 0 {
 		return fmt.Errorf("%s: no versions", path)
 	}
+	kind, _ := get(crd, "spec", "names", "kind").(string)
 	for _, v := range versions {
 		spec, ok := get(v, "schema", "openAPIV3Schema", "properties", "spec").(object)
 		if !ok {
 			return fmt.Errorf("%s: a version has no spec schema", path)
 		}
-		if err := patchSpec(spec); err != nil {
+		switch kind {
+		case "MyDeployment":
+			err = patchSpec(spec)
+		case "Application":
+			err = patchApplicationSpec(spec)
+		default:
+			err = fmt.Errorf("unknown kind %q", kind)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
@@ -137,6 +160,46 @@ func patchSpec(spec object) error {
 	dropDescriptions(podSpec)
 	return nil
 }
+
+// patchApplicationSpec patches the MyDeployment spec embedded as
+// spec.deployment, then lets its selector be left out.
+func patchApplicationSpec(spec object) error {
+	deployment, err := field(spec, "deployment")
+	if err != nil {
+		return err
+	}
+	if err := patchSpec(deployment); err != nil {
+		return fmt.Errorf("spec.deployment: %w", err)
+	}
+	required, _ := deployment["required"].([]any)
+	var kept []any
+	for _, r := range required {
+		if r != "selector" {
+			kept = append(kept, r)
+		}
+	}
+	deployment["required"] = kept
+	rules, _ := deployment["x-kubernetes-validations"].([]any)
+	for _, r := range rules {
+		rule, ok := r.(object)
+		if !ok {
+			return fmt.Errorf("spec.deployment: a validation rule is not an object")
+		}
+		text, _ := rule["rule"].(string)
+		if strings.Contains(text, "self.selector") && !strings.HasPrefix(text, selectorGuard) {
+			rule["rule"] = selectorGuard + "(" + text + ")"
+		}
+	}
+	replicas, err := field(deployment, "replicas")
+	if err != nil {
+		return err
+	}
+	delete(replicas, "default")
+	return nil
+}
+
+// selectorGuard makes a rule about the selector hold when it is left out.
+const selectorGuard = "!has(self.selector) || "
 
 // field walks schema properties by name; it fails if one is missing, so a
 // change in the generated CRD cannot silently skip a patch.

@@ -64,13 +64,19 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 		field: "permissions",
 		perms: spec.Permissions,
 		want: []string{
-			// The reconciler (config/rbac/role.yaml, from the RBAC markers).
-			`"" pods create,delete,get,list,patch,watch`,
+			// The reconcilers (config/rbac/role.yaml, from the RBAC markers):
+			// MyDeployment's pods (evicted under respect-pdb) and revisions;
+			// Application's children (MyDeployments it creates, Services,
+			// Ingresses) and the EndpointSlices it reads.
+			`"" pods,services create,delete,get,list,patch,watch`,
 			`"" pods/eviction create`,
 			"apps controllerrevisions create,delete,get,list,patch,watch",
-			"apps.mydeployment.io mydeployments get,list,patch,watch",
-			"apps.mydeployment.io mydeployments/finalizers update",
-			"apps.mydeployment.io mydeployments/status patch",
+			"apps.mydeployment.io applications get,list,watch",
+			"apps.mydeployment.io mydeployments create,get,list,patch,watch",
+			"apps.mydeployment.io applications/finalizers,mydeployments/finalizers update",
+			"apps.mydeployment.io applications/status,mydeployments/status patch",
+			"discovery.k8s.io endpointslices get,list,watch",
+			"networking.k8s.io ingresses create,delete,get,list,patch,watch",
 			"events.k8s.io events create,patch",
 			// Leader election: the lease and its events (core events).
 			"coordination.k8s.io leases create,delete,get,list,patch,update,watch",

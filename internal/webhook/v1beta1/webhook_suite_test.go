@@ -91,6 +91,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(SetupMyDeploymentWebhookWithManager(mgr)).To(Succeed())
+	Expect(SetupApplicationWebhookWithManager(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())

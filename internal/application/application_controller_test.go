@@ -1,0 +1,370 @@
+package application
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "app-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// minimal is the README's minimal Application: a name, an image, a port,
+// and a Service.
+func minimal(ns, name string) *appsv1beta1.Application {
+	return &appsv1beta1.Application{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1beta1.ApplicationSpec{
+			Deployment: appsv1beta1.MyDeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}},
+			}}},
+			Service: &corev1.ServiceSpec{},
+		},
+	}
+}
+
+func key(app *appsv1beta1.Application) client.ObjectKey { return client.ObjectKeyFromObject(app) }
+
+// childOf returns the app's child of obj's type once it exists.
+func childOf[T client.Object](app *appsv1beta1.Application, obj T) T {
+	Eventually(func() error { return k8sClient.Get(ctx, key(app), obj) }, timeout, interval).Should(Succeed())
+	return obj
+}
+
+func updateApp(app *appsv1beta1.Application, change func(*appsv1beta1.Application)) {
+	Eventually(func() error {
+		cur := &appsv1beta1.Application{}
+		if err := k8sClient.Get(ctx, key(app), cur); err != nil {
+			return err
+		}
+		change(cur)
+		return k8sClient.Update(ctx, cur)
+	}, timeout, interval).Should(Succeed())
+}
+
+func getApp(app *appsv1beta1.Application) *appsv1beta1.Application {
+	cur := &appsv1beta1.Application{}
+	Expect(k8sClient.Get(ctx, key(app), cur)).To(Succeed())
+	return cur
+}
+
+// reasons are the reasons of the events about app, in order.
+func reasons(app *appsv1beta1.Application) func() []string {
+	return func() []string {
+		var list eventsv1.EventList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(app.Namespace))).To(Succeed())
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Application" && e.Regarding.Name == app.Name {
+				out = append(out, e.Reason+" "+e.Note)
+			}
+		}
+		return out
+	}
+}
+
+func readyCondition(app *appsv1beta1.Application) func() metav1.Condition {
+	return func() metav1.Condition {
+		if c := findCondition(getApp(app).Status.Conditions, appsv1beta1.ApplicationReady); c != nil {
+			return *c
+		}
+		return metav1.Condition{}
+	}
+}
+
+func expectControlledBy(obj client.Object, app *appsv1beta1.Application) {
+	ref := metav1.GetControllerOf(obj)
+	Expect(ref).NotTo(BeNil(), "%s has a controller", obj.GetName())
+	Expect(ref.Kind).To(Equal("Application"))
+	Expect(ref.UID).To(Equal(getApp(app).UID))
+}
+
+var _ = Describe("Application", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("creates its MyDeployment, Service and Ingress, owned, with the defaults filled in, and updates them", func() {
+		app := minimal(ns, "shop")
+		app.Spec.Ingress = &networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}}}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+		expectControlledBy(md, app)
+		Expect(md.Spec.Selector.MatchLabels).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "shop"}))
+		Expect(md.Spec.Template.Labels).To(HaveKeyWithValue(appsv1beta1.AppNameLabel, "shop"))
+		Expect(*md.Spec.Replicas).To(Equal(int32(1)), "the MyDeployment's own default")
+
+		svc := childOf(app, &corev1.Service{})
+		expectControlledBy(svc, app)
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "shop"}))
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		Expect(svc.Spec.Ports[0].Name).To(Equal("http"))
+		Expect(svc.Spec.Ports[0].Port).To(Equal(int32(80)))
+		Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromString("http")))
+
+		ing := childOf(app, &networkingv1.Ingress{})
+		expectControlledBy(ing, app)
+		Expect(ing.Spec.Rules[0].HTTP.Paths).To(HaveLen(1))
+		path := ing.Spec.Rules[0].HTTP.Paths[0]
+		Expect(path.Path).To(Equal("/"))
+		Expect(path.Backend.Service.Name).To(Equal("shop"))
+		Expect(path.Backend.Service.Port.Name).To(Equal("http"))
+		Eventually(reasons(app), timeout, interval).Should(ContainElements(
+			"Created Created MyDeployment shop", "Created Created Service shop", "Created Created Ingress shop"))
+
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Deployment.Template.Spec.Containers[0].Image = "nginx:1.28"
+		})
+		Eventually(func() string {
+			return childOf(app, &appsv1beta1.MyDeployment{}).Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(Equal("nginx:1.28"))
+		Eventually(reasons(app), timeout, interval).Should(ContainElement("Updated Updated MyDeployment shop"))
+		Eventually(func() int64 { return getApp(app).Status.ObservedGeneration }, timeout, interval).
+			Should(Equal(getApp(app).Generation))
+	})
+
+	It("puts back drift in its fields and keeps other writers' fields", func() {
+		app := minimal(ns, "drift")
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		svc := childOf(app, &corev1.Service{})
+
+		By("someone edits the Service's targetPort and adds an annotation")
+		svc.Spec.Ports[0].TargetPort = intstr.FromInt32(8080)
+		svc.Annotations = map[string]string{"cloud.example.com/lb": "internal"}
+		Expect(k8sClient.Update(ctx, svc, client.FieldOwner("someone"))).To(Succeed())
+
+		Eventually(func() intstr.IntOrString {
+			return childOf(app, &corev1.Service{}).Spec.Ports[0].TargetPort
+		}, timeout, interval).Should(Equal(intstr.FromString("http")), "our field is put back")
+		Expect(childOf(app, &corev1.Service{}).Annotations).To(HaveKeyWithValue("cloud.example.com/lb", "internal"),
+			"their field stays")
+		Eventually(reasons(app), timeout, interval).Should(ContainElement("Updated Updated Service drift"))
+
+		By("a spec change re-applies: their annotation still stays")
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Service.SessionAffinity = corev1.ServiceAffinityClientIP })
+		Eventually(func() corev1.ServiceAffinity {
+			return childOf(app, &corev1.Service{}).Spec.SessionAffinity
+		}, timeout, interval).Should(Equal(corev1.ServiceAffinityClientIP))
+		Expect(childOf(app, &corev1.Service{}).Annotations).To(HaveKeyWithValue("cloud.example.com/lb", "internal"))
+	})
+
+	It("leaves the MyDeployment's replicas to whoever scales it when the Application does not set them", func() {
+		app := minimal(ns, "scaled")
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+
+		By("an HPA (or kubectl scale md) scales the MyDeployment through its scale subresource")
+		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+		Expect(k8sClient.SubResource("scale").Update(ctx, md, client.WithSubResourceBody(scale))).To(Succeed())
+
+		By("a template change is applied, replicas are not fought")
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Deployment.Template.Spec.Containers[0].Image = "nginx:1.28"
+		})
+		Eventually(func() string {
+			return childOf(app, &appsv1beta1.MyDeployment{}).Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(Equal("nginx:1.28"))
+		Consistently(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, "2s", interval).
+			Should(Equal(int32(3)))
+	})
+
+	It("passes kubectl scale app through to the MyDeployment", func() {
+		app := minimal(ns, "scale-app")
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		childOf(app, &appsv1beta1.MyDeployment{})
+
+		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 4}}
+		Expect(k8sClient.SubResource("scale").Update(ctx, getApp(app), client.WithSubResourceBody(scale))).To(Succeed())
+		Eventually(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, timeout, interval).
+			Should(Equal(int32(4)))
+		Eventually(func() string { return getApp(app).Status.LabelSelector }, timeout, interval).
+			Should(Equal(appsv1beta1.AppNameLabel + "=scale-app"))
+	})
+
+	It("deletes the Ingress and the Service when they leave the spec", func() {
+		app := minimal(ns, "shrink")
+		app.Spec.Ingress = &networkingv1.IngressSpec{}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		ing := childOf(app, &networkingv1.Ingress{})
+		Expect(ing.Spec.DefaultBackend.Service.Name).To(Equal("shrink"))
+		childOf(app, &corev1.Service{})
+
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Ingress = nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &networkingv1.Ingress{}))
+		}, timeout, interval).Should(BeTrue())
+		Expect(k8sClient.Get(ctx, key(app), &corev1.Service{})).To(Succeed())
+
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Service = nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &corev1.Service{}))
+		}, timeout, interval).Should(BeTrue())
+		Eventually(reasons(app), timeout, interval).Should(ContainElements(
+			"Deleted Deleted Ingress shrink: no longer in the spec", "Deleted Deleted Service shrink: no longer in the spec"))
+		Expect(k8sClient.Get(ctx, key(app), &appsv1beta1.MyDeployment{})).To(Succeed())
+	})
+
+	It("reports its children's state: replicas, cluster IP, ready endpoints, URLs, Ready", func() {
+		app := minimal(ns, "live")
+		app.Spec.Deployment.Replicas = ptr.To(int32(2))
+		app.Spec.Ingress = &networkingv1.IngressSpec{
+			TLS:   []networkingv1.IngressTLS{{Hosts: []string{"live.example.com"}}},
+			Rules: []networkingv1.IngressRule{{Host: "live.example.com"}, {}},
+		}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(readyCondition(app), timeout, interval).Should(HaveField("Reason", appsv1beta1.ReasonDeploymentNotAvailable))
+
+		By("the kubelet: the pods become Ready")
+		var pods []corev1.Pod
+		Eventually(func() []corev1.Pod {
+			var list corev1.PodList
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{appsv1beta1.AppNameLabel: "live"})).To(Succeed())
+			pods = list.Items
+			return pods
+		}, timeout, interval).Should(HaveLen(2))
+		for i := range pods {
+			pods[i].Status.Phase = corev1.PodRunning
+			pods[i].Status.PodIP = "10.0.0." + string(rune('1'+i))
+			pods[i].Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			Expect(k8sClient.Status().Update(ctx, &pods[i])).To(Succeed())
+		}
+		Eventually(func() int32 { return getApp(app).Status.AvailableReplicas }, timeout, interval).Should(Equal(int32(2)))
+		Eventually(readyCondition(app), timeout, interval).Should(HaveField("Reason", appsv1beta1.ReasonNoReadyEndpoints))
+
+		By("kube-controller-manager: an EndpointSlice with the Service's labels, one pod ready and one not")
+		svc := childOf(app, &corev1.Service{})
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "live-", Labels: map[string]string{
+				discoveryv1.LabelServiceName: "live", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+				appsv1beta1.ApplicationNameLabel: svc.Labels[appsv1beta1.ApplicationNameLabel],
+			}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+					TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pods[0].Name, UID: pods[0].UID}},
+				{Addresses: []string{"10.0.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)},
+					TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pods[1].Name, UID: pods[1].UID}},
+			},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(80))}},
+		}
+		Expect(k8sClient.Create(ctx, slice)).To(Succeed())
+		Eventually(func() *appsv1beta1.ApplicationServiceStatus { return getApp(app).Status.Service }, timeout, interval).
+			Should(Equal(&appsv1beta1.ApplicationServiceStatus{ClusterIP: svc.Spec.ClusterIP, ReadyEndpoints: 1}))
+		Expect(svc.Spec.ClusterIP).NotTo(BeEmpty())
+		Eventually(readyCondition(app), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", appsv1beta1.ReasonChildrenReady)))
+
+		By("the Ingress controller: a load balancer address")
+		ing := childOf(app, &networkingv1.Ingress{})
+		ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.10"}}
+		Expect(k8sClient.Status().Update(ctx, ing)).To(Succeed())
+		Eventually(func() []string { return getApp(app).Status.URLs }, timeout, interval).
+			Should(Equal([]string{"http://192.0.2.10/", "https://live.example.com/"}))
+		st := getApp(app).Status
+		Expect(st.Ingress.LoadBalancer).To(Equal(ing.Status.LoadBalancer.Ingress))
+		Expect(st.Replicas).To(Equal(int32(2)))
+		Expect(st.ReadyReplicas).To(Equal(int32(2)))
+		Expect(st.UpdatedReplicas).To(Equal(int32(2)))
+		Expect(findCondition(st.Conditions, appsv1beta1.ApplicationAvailable).Status).To(Equal(metav1.ConditionTrue))
+		Expect(findCondition(st.Conditions, appsv1beta1.ApplicationProgressing).Reason).To(Equal(appsv1beta1.ReasonNewRevisionAvailable))
+	})
+
+	It("leaves alone a Service of the same name it does not own, with a condition and one event", func() {
+		foreign := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "db", Port: 5432}}},
+		}
+		Expect(k8sClient.Create(ctx, foreign)).To(Succeed())
+		app := minimal(ns, "taken")
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+
+		Eventually(readyCondition(app), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", appsv1beta1.ReasonChildNotOwned),
+			HaveField("Message", ContainSubstring("Service taken exists and is not controlled by this Application"))))
+		childOf(app, &appsv1beta1.MyDeployment{}) // the rest still goes on
+		notOwned := func() int {
+			n := 0
+			for _, r := range reasons(app)() {
+				if len(r) > len(appsv1beta1.EventChildNotOwned) && r[:len(appsv1beta1.EventChildNotOwned)] == appsv1beta1.EventChildNotOwned {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(notOwned, timeout, interval).Should(Equal(1))
+
+		By("more reconciles (a spec change) neither touch it nor repeat the event")
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Deployment.MinReadySeconds = 1 })
+		Eventually(func() int32 { return childOf(app, &appsv1beta1.MyDeployment{}).Spec.MinReadySeconds }, timeout, interval).Should(Equal(int32(1)))
+		Consistently(notOwned, "1s", interval).Should(Equal(1))
+		cur := childOf(app, &corev1.Service{})
+		Expect(metav1.GetControllerOf(cur)).To(BeNil())
+		Expect(cur.Labels).NotTo(HaveKey(appsv1beta1.ApplicationNameLabel))
+		Expect(cur.Spec.Ports).To(HaveLen(1))
+		Expect(cur.Spec.Ports[0].Name).To(Equal("db"))
+		Expect(getApp(app).Status.ObservedGeneration).To(BeZero(), "not every child was synced")
+	})
+
+	It("reports a child the API server refuses as a condition and an event, and creates it once allowed", func() {
+		By("an admission policy that refuses Services in the namespace (as a quota would)")
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-services-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
+					}}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "no Services here",
+					Reason: ptr.To(metav1.StatusReasonForbidden)}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(ctx, policy) })
+		Eventually(func() error { // the policy takes effect asynchronously
+			probe := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1}}}}
+			return k8sClient.Create(ctx, probe, client.DryRunAll)
+		}, timeout, interval).Should(MatchError(ContainSubstring("no Services here")))
+
+		app := minimal(ns, "refused")
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(readyCondition(app), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", appsv1beta1.ReasonChildApplyFailed),
+			HaveField("Message", ContainSubstring("no Services here"))))
+		Eventually(reasons(app), timeout, interval).Should(ContainElement(ContainSubstring(appsv1beta1.EventChildApplyFailed)))
+		childOf(app, &appsv1beta1.MyDeployment{}) // the rest goes on
+
+		By("the policy goes: the Service is created on a retry")
+		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+		childOf(app, &corev1.Service{})
+	})
+})

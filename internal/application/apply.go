@@ -1,0 +1,155 @@
+package application
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// FieldManager is the server-side apply field manager of every child: the
+// fields it sets are the Application's, any other field is left to whoever
+// set it.
+const FieldManager = "application-controller"
+
+// child is one object the Application may own.
+type child struct {
+	// kind names it in events and conditions ("Service").
+	kind string
+	// live is an empty object of the child's type, filled by sync with the
+	// object as the API server last returned it.
+	live client.Object
+	// desired is the object to apply (typed, metadata and spec only), nil
+	// when the spec does not want this child.
+	desired client.Object
+}
+
+// outcome is what syncing one child found and did.
+type outcome struct {
+	kind string
+	// present: the child exists and is ours; live holds it.
+	present bool
+	live    client.Object
+	// notOwned: an object of that name exists and is not ours.
+	notOwned bool
+	// err: the API server refused a read or a write.
+	err error
+}
+
+// syncChild makes the child match the spec: applied when wanted, deleted
+// when not (only if ours), never touched when someone else controls it. It
+// records one event per write or refusal.
+func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application, c child) outcome {
+	out := outcome{kind: c.kind, live: c.live}
+	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	err := r.Client.Get(ctx, key, c.live)
+	if apierrors.IsNotFound(err) && c.desired != nil {
+		// Read a miss again from the API server: the cache holds Services and
+		// Ingresses only with ApplicationNameLabel (one without it is not
+		// ours, and must be seen to be left alone), and may not have seen a
+		// child created moments ago (it would be reported created twice).
+		err = r.APIReader.Get(ctx, key, c.live)
+	}
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		out.err = fmt.Errorf("reading %s %s: %w", c.kind, app.Name, err)
+		return out
+	}
+	if exists && !metav1.IsControlledBy(c.live, app) {
+		out.notOwned = c.desired != nil
+		return out
+	}
+	if c.desired == nil {
+		if !exists {
+			return out
+		}
+		err := r.Client.Delete(ctx, c.live, client.Preconditions{UID: ptr.To(c.live.GetUID())})
+		if err != nil && !apierrors.IsNotFound(err) {
+			out.err = fmt.Errorf("deleting %s %s: %w", c.kind, app.Name, err)
+			r.event(app, c.live, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Delete", out.err.Error())
+			return out
+		}
+		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildDeleted, "Delete",
+			fmt.Sprintf("Deleted %s %s: no longer in the spec", c.kind, app.Name))
+		return out
+	}
+
+	u, err := applyObject(r.Scheme(), c.desired)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		out.err = fmt.Errorf("applying %s %s: %w", c.kind, app.Name, err)
+		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
+		return out
+	}
+	before := c.live.DeepCopyObject().(client.Object)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c.live); err != nil {
+		out.err = fmt.Errorf("reading the applied %s %s: %w", c.kind, app.Name, err)
+		return out
+	}
+	out.present = true
+	switch {
+	case !exists:
+		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildCreated, "Create",
+			fmt.Sprintf("Created %s %s", c.kind, app.Name))
+	case changed(before, c.live):
+		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildUpdated, "Update",
+			fmt.Sprintf("Updated %s %s", c.kind, app.Name))
+	}
+	return out
+}
+
+// applyObject is obj as a server-side apply body: its apiVersion and kind,
+// metadata (name, namespace, labels, owner references) and spec only, so
+// nothing left at its zero value is claimed.
+func applyObject(scheme *runtime.Scheme, obj client.Object) (*unstructured.Unstructured, error) {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s: %w", gvk.Kind, err)
+	}
+	delete(m, "status")
+	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// changed reports whether what the Application writes (spec, labels,
+// annotations, owner references) differs between two versions of a child;
+// status and bookkeeping changes do not count.
+func changed(before, after client.Object) bool {
+	b, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(before)
+	a, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(after)
+	if errB != nil || errA != nil {
+		return true
+	}
+	if !apiequality.Semantic.DeepEqual(b["spec"], a["spec"]) {
+		return true
+	}
+	for _, f := range []string{"labels", "annotations", "ownerReferences"} {
+		bv, _, _ := unstructured.NestedFieldNoCopy(b, "metadata", f)
+		av, _, _ := unstructured.NestedFieldNoCopy(a, "metadata", f)
+		if !apiequality.Semantic.DeepEqual(bv, av) {
+			return true
+		}
+	}
+	return false
+}

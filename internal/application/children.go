@@ -1,0 +1,115 @@
+package application
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// DeploymentSpec is the Application's spec.deployment with its defaults
+// filled in: the selector (app.kubernetes.io/name: <name>) when left out,
+// and the template labels the selector needs. It never changes app.
+func DeploymentSpec(app *appsv1beta1.Application) appsv1beta1.MyDeploymentSpec {
+	spec := *app.Spec.Deployment.DeepCopy()
+	labels := maps.Clone(spec.Template.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if spec.Selector == nil {
+		spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{appsv1beta1.AppNameLabel: app.Name}}
+		if _, ok := labels[appsv1beta1.AppNameLabel]; !ok {
+			labels[appsv1beta1.AppNameLabel] = app.Name
+		}
+	} else if len(spec.Template.Labels) == 0 {
+		maps.Copy(labels, spec.Selector.MatchLabels)
+	}
+	spec.Template.Labels = labels
+	return spec
+}
+
+// ServiceSpec is the Application's spec.service with its defaults: the
+// selector is the pods' (their selector's matchLabels, else their
+// template labels), the ports the containers' (see ContainerServicePorts).
+// nil when the Application has no Service.
+func ServiceSpec(app *appsv1beta1.Application) *corev1.ServiceSpec {
+	if app.Spec.Service == nil {
+		return nil
+	}
+	spec := app.Spec.Service.DeepCopy()
+	deployment := DeploymentSpec(app)
+	if len(spec.Selector) == 0 {
+		spec.Selector = maps.Clone(deployment.Selector.MatchLabels)
+		if len(spec.Selector) == 0 {
+			spec.Selector = maps.Clone(deployment.Template.Labels)
+		}
+	}
+	if len(spec.Ports) == 0 {
+		spec.Ports = ContainerServicePorts(deployment.Template.Spec.Containers)
+	}
+	return spec
+}
+
+// ContainerServicePorts is a Service port for each container port: the
+// port's name (or, when there are several ports, "<protocol>-<port>" for an
+// unnamed one), port = containerPort, targetPort = the name if it has one,
+// else the number.
+func ContainerServicePorts(containers []corev1.Container) []corev1.ServicePort {
+	var all []corev1.ContainerPort
+	for _, c := range containers {
+		all = append(all, c.Ports...)
+	}
+	var ports []corev1.ServicePort
+	for _, p := range all {
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = corev1.ProtocolTCP
+		}
+		sp := corev1.ServicePort{Name: p.Name, Protocol: protocol, Port: p.ContainerPort,
+			TargetPort: intstr.FromInt32(p.ContainerPort)}
+		if p.Name != "" {
+			sp.TargetPort = intstr.FromString(p.Name)
+		} else if len(all) > 1 {
+			sp.Name = fmt.Sprintf("%s-%d", strings.ToLower(string(protocol)), p.ContainerPort)
+		}
+		ports = append(ports, sp)
+	}
+	return ports
+}
+
+// IngressSpec is the Application's spec.ingress with its defaults: a rule
+// without http routes "/" (Prefix) to the Application's Service at its
+// first port, and with neither rules nor a defaultBackend that is the
+// defaultBackend. nil when the Application has no Ingress.
+func IngressSpec(app *appsv1beta1.Application) *networkingv1.IngressSpec {
+	if app.Spec.Ingress == nil {
+		return nil
+	}
+	spec := app.Spec.Ingress.DeepCopy()
+	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: app.Name}}
+	if svc := ServiceSpec(app); svc != nil && len(svc.Ports) > 0 {
+		if p := svc.Ports[0]; p.Name != "" {
+			backend.Service.Port.Name = p.Name
+		} else {
+			backend.Service.Port.Number = p.Port
+		}
+	}
+	if len(spec.Rules) == 0 && spec.DefaultBackend == nil {
+		spec.DefaultBackend = backend.DeepCopy()
+	}
+	prefix := networkingv1.PathTypePrefix
+	for i := range spec.Rules {
+		if spec.Rules[i].HTTP == nil {
+			spec.Rules[i].HTTP = &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: &prefix, Backend: *backend.DeepCopy(),
+			}}}
+		}
+	}
+	return spec
+}

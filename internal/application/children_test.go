@@ -1,0 +1,91 @@
+package application
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+func TestDeploymentSpecDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		selector               *metav1.LabelSelector
+		labels                 map[string]string
+		wantSelector, wantTmpl map[string]string
+	}{
+		{"nothing given", nil, nil,
+			map[string]string{appsv1beta1.AppNameLabel: "web"}, map[string]string{appsv1beta1.AppNameLabel: "web"}},
+		{"labels given, no selector: the name label is added", nil, map[string]string{"tier": "front"},
+			map[string]string{appsv1beta1.AppNameLabel: "web"}, map[string]string{"tier": "front", appsv1beta1.AppNameLabel: "web"}},
+		{"selector given, no labels: the selector's", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, nil,
+			map[string]string{"app": "x"}, map[string]string{"app": "x"}},
+		{"both given: as is", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, map[string]string{"app": "x", "v": "1"},
+			map[string]string{"app": "x"}, map[string]string{"app": "x", "v": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+			app.Spec.Deployment.Selector = tc.selector
+			app.Spec.Deployment.Template.Labels = tc.labels
+			got := DeploymentSpec(app)
+			if !reflect.DeepEqual(got.Selector.MatchLabels, tc.wantSelector) || !reflect.DeepEqual(got.Template.Labels, tc.wantTmpl) {
+				t.Errorf("selector %v labels %v, want %v %v", got.Selector.MatchLabels, got.Template.Labels, tc.wantSelector, tc.wantTmpl)
+			}
+			if tc.selector == nil && app.Spec.Deployment.Selector != nil {
+				t.Error("the Application was changed")
+			}
+		})
+	}
+}
+
+func TestContainerServicePorts(t *testing.T) {
+	got := ContainerServicePorts([]corev1.Container{
+		{Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090}}},
+		{Ports: []corev1.ContainerPort{{ContainerPort: 53, Protocol: corev1.ProtocolUDP}}},
+	})
+	want := []corev1.ServicePort{
+		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080, TargetPort: intstr.FromString("http")},
+		{Name: "tcp-9090", Protocol: corev1.ProtocolTCP, Port: 9090, TargetPort: intstr.FromInt32(9090)},
+		{Name: "udp-53", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(53)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	one := ContainerServicePorts([]corev1.Container{{Ports: []corev1.ContainerPort{{ContainerPort: 80}}}})
+	if one[0].Name != "" {
+		t.Errorf("a lone unnamed port needs no name, got %q", one[0].Name)
+	}
+}
+
+func TestURLs(t *testing.T) {
+	prefix := networkingv1.PathTypePrefix
+	for _, tc := range []struct {
+		name string
+		ing  networkingv1.Ingress
+		want []string
+	}{
+		{"host with tls and two paths", networkingv1.Ingress{Spec: networkingv1.IngressSpec{
+			TLS: []networkingv1.IngressTLS{{Hosts: []string{"a.example.com"}}},
+			Rules: []networkingv1.IngressRule{{Host: "a.example.com", IngressRuleValue: networkingv1.IngressRuleValue{
+				HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/api", PathType: &prefix}, {Path: "/", PathType: &prefix}}}}}},
+		}}, []string{"https://a.example.com/", "https://a.example.com/api"}},
+		{"no host: at the load balancer, none before it has one", networkingv1.Ingress{Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{}},
+		}}, []string{}},
+		{"default backend at an IPv6 load balancer", networkingv1.Ingress{
+			Spec:   networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{}},
+			Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "2001:db8::1"}}}},
+		}, []string{"http://[2001:db8::1]/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := URLs(&tc.ing); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

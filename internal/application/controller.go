@@ -1,0 +1,178 @@
+// Package application is the Application controller: it keeps an
+// Application's MyDeployment, Service and Ingress (named after it, owned by
+// it) as its spec says, with server-side apply under one field manager, and
+// reports their state in the Application's status.
+package application
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// SlowRetry is how often an Application looks again at a child that waits
+// on something it does not watch: a name taken by an object it does not
+// control (not in its cache, as it lacks our label), or a child the API
+// server refused as invalid (an admission policy may change).
+const SlowRetry = time.Minute
+
+// Reconciler keeps Applications' children and status.
+type Reconciler struct {
+	client.Client
+	// APIReader reads a child the label-filtered cache does not hold, to
+	// tell "absent" from "someone else's".
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=apps.mydeployment.io,resources=applications,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.mydeployment.io,resources=applications/status,verbs=patch
+// +kubebuilder:rbac:groups=apps.mydeployment.io,resources=applications/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile applies the Application's children, deletes the ones its spec
+// no longer has, and writes its status once. A child whose name is taken by
+// someone else's object, or that the API server refuses as invalid, is a
+// condition and an event, looked at again after SlowRetry (and on any
+// change of the Application); any other error (quota, conflict, a server
+// unavailable) is returned and retried with backoff.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &appsv1beta1.Application{}
+	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if app.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // the garbage collector removes the children
+	}
+	orig := app.DeepCopy()
+
+	obs := observed{}
+	for _, c := range r.children(app) {
+		obs.outcomes = append(obs.outcomes, r.syncChild(ctx, app, c))
+	}
+	if svc := obs.find("Service"); svc != nil && svc.present {
+		slices := &discoveryv1.EndpointSliceList{}
+		if err := r.List(ctx, slices, client.InNamespace(app.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: app.Name}); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing EndpointSlices: %w", err)
+		}
+		obs.endpointSlices = slices.Items
+	}
+	logf.FromContext(ctx).V(1).Info("children synced", "outcomes", obs.summary())
+
+	app.Status = computeStatus(app, obs)
+	if !apiequality.Semantic.DeepEqual(orig.Status, app.Status) {
+		r.recordRefusals(orig, app)
+		if err := r.Status().Patch(ctx, app, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+		}
+	}
+	var result ctrl.Result
+	var errs []error
+	for _, o := range obs.outcomes {
+		switch {
+		case o.notOwned, apierrors.IsInvalid(o.err), apierrors.IsBadRequest(o.err):
+			result.RequeueAfter = SlowRetry
+		case o.err != nil:
+			errs = append(errs, o.err)
+		}
+	}
+	if len(errs) > 0 {
+		return ctrl.Result{}, errs[0]
+	}
+	return result, nil
+}
+
+// recordRefusals emits ChildNotOwned once per change of the Ready
+// condition's message, not once per retry.
+func (r *Reconciler) recordRefusals(before, after *appsv1beta1.Application) {
+	now := findCondition(after.Status.Conditions, appsv1beta1.ApplicationReady)
+	if now == nil || now.Reason != appsv1beta1.ReasonChildNotOwned {
+		return
+	}
+	if was := findCondition(before.Status.Conditions, appsv1beta1.ApplicationReady); was != nil &&
+		was.Reason == now.Reason && was.Message == now.Message {
+		return
+	}
+	r.event(after, nil, corev1.EventTypeWarning, appsv1beta1.EventChildNotOwned, "Apply", now.Message)
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) event(app *appsv1beta1.Application, related runtime.Object, eventType, reason, action, note string) {
+	r.Recorder.Eventf(app, related, eventType, reason, action, "%s", note)
+}
+
+// children are the Application's three children, each with the object its
+// spec wants (nil: delete it if ours).
+func (r *Reconciler) children(app *appsv1beta1.Application) []child {
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name:            app.Name,
+			Namespace:       app.Namespace,
+			Labels:          map[string]string{appsv1beta1.ApplicationNameLabel: app.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appsv1beta1.GroupVersion.WithKind("Application"))},
+		}
+	}
+	md := &appsv1beta1.MyDeployment{ObjectMeta: meta(), Spec: DeploymentSpec(app)}
+	children := []child{{kind: "MyDeployment", live: &appsv1beta1.MyDeployment{}, desired: md}}
+
+	svc := child{kind: "Service", live: &corev1.Service{}}
+	if spec := ServiceSpec(app); spec != nil {
+		svc.desired = &corev1.Service{ObjectMeta: meta(), Spec: *spec}
+	}
+	ing := child{kind: "Ingress", live: &networkingv1.Ingress{}}
+	if spec := IngressSpec(app); spec != nil {
+		ing.desired = &networkingv1.Ingress{ObjectMeta: meta(), Spec: *spec}
+	}
+	return append(children, svc, ing)
+}
+
+// SetupWithManager registers the controller: Applications, the children
+// they control, and the EndpointSlices of their Services (labelled with the
+// Application's name, copied from the Service by the EndpointSlice
+// controller).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1beta1.Application{}).
+		Owns(&appsv1beta1.MyDeployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, o client.Object) []reconcile.Request {
+				name, ok := o.GetLabels()[appsv1beta1.ApplicationNameLabel]
+				if !ok {
+					return nil
+				}
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+			})).
+		Named("application").
+		Complete(r)
+}

@@ -1,0 +1,234 @@
+package application
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// observed is what one reconcile found: each child's outcome, in the order
+// MyDeployment, Service, Ingress, and the Service's EndpointSlices.
+type observed struct {
+	outcomes       []outcome
+	endpointSlices []discoveryv1.EndpointSlice
+}
+
+func (o observed) find(kind string) *outcome {
+	for i := range o.outcomes {
+		if o.outcomes[i].kind == kind {
+			return &o.outcomes[i]
+		}
+	}
+	return nil
+}
+
+func (o observed) summary() []string {
+	var s []string
+	for _, c := range o.outcomes {
+		switch {
+		case c.notOwned:
+			s = append(s, c.kind+": not ours")
+		case c.err != nil:
+			s = append(s, c.kind+": "+c.err.Error())
+		case c.present:
+			s = append(s, c.kind+": applied")
+		default:
+			s = append(s, c.kind+": absent")
+		}
+	}
+	return s
+}
+
+// computeStatus is the Application's status from what was observed: the
+// MyDeployment's counters and its Available and Progressing conditions, the
+// Service's cluster IP and ready endpoints, the Ingress's URLs and load
+// balancer, and Ready. observedGeneration moves only when every child was
+// synced. Conditions keep their lastTransitionTime while unchanged.
+func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.ApplicationStatus {
+	st := appsv1beta1.ApplicationStatus{
+		ObservedGeneration: app.Status.ObservedGeneration,
+		Conditions:         append([]metav1.Condition(nil), app.Status.Conditions...),
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(DeploymentSpec(app).Selector); err == nil {
+		st.LabelSelector = sel.String()
+	}
+	var problems []string
+	reason := appsv1beta1.ReasonChildrenReady
+	for _, o := range obs.outcomes {
+		switch {
+		case o.notOwned:
+			problems = append(problems, fmt.Sprintf("%s %s exists and is not controlled by this Application; it is left alone", o.kind, app.Name))
+			reason = appsv1beta1.ReasonChildNotOwned
+		case o.err != nil:
+			problems = append(problems, o.err.Error())
+			if reason != appsv1beta1.ReasonChildNotOwned {
+				reason = appsv1beta1.ReasonChildApplyFailed
+			}
+		}
+	}
+	if len(problems) == 0 {
+		st.ObservedGeneration = app.Generation
+	}
+
+	mirrored := false
+	if o := obs.find("MyDeployment"); o != nil && o.present {
+		md := o.live.(*appsv1beta1.MyDeployment)
+		st.Replicas, st.ReadyReplicas = md.Status.Replicas, md.Status.ReadyReplicas
+		st.UpdatedReplicas, st.AvailableReplicas = md.Status.UpdatedReplicas, md.Status.AvailableReplicas
+		if md.Status.LabelSelector != "" {
+			st.LabelSelector = md.Status.LabelSelector
+		}
+		for _, c := range md.Status.Conditions {
+			if c.Type != appsv1beta1.ConditionAvailable && c.Type != appsv1beta1.ConditionProgressing {
+				continue
+			}
+			mirrored = true
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status),
+				Reason: c.Reason, Message: c.Message, ObservedGeneration: app.Generation})
+		}
+		if !deploymentAvailable(md) && len(problems) == 0 {
+			reason = appsv1beta1.ReasonDeploymentNotAvailable
+			problems = append(problems, fmt.Sprintf("MyDeployment %s is not available: %d of %d pods available",
+				app.Name, md.Status.AvailableReplicas, md.Status.Replicas))
+		}
+	}
+	if !mirrored {
+		for _, t := range []string{appsv1beta1.ApplicationAvailable, appsv1beta1.ApplicationProgressing} {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionUnknown,
+				Reason: appsv1beta1.ReasonDeploymentNotObserved, Message: "the MyDeployment reports no conditions yet",
+				ObservedGeneration: app.Generation})
+		}
+	}
+
+	if o := obs.find("Service"); o != nil && o.present {
+		svc := o.live.(*corev1.Service)
+		st.Service = &appsv1beta1.ApplicationServiceStatus{ClusterIP: svc.Spec.ClusterIP, ReadyEndpoints: readyEndpoints(obs.endpointSlices)}
+		if st.Service.ReadyEndpoints == 0 && len(problems) == 0 {
+			reason = appsv1beta1.ReasonNoReadyEndpoints
+			problems = append(problems, fmt.Sprintf("Service %s has no ready endpoint", app.Name))
+		}
+	}
+	if o := obs.find("Ingress"); o != nil && o.present {
+		ing := o.live.(*networkingv1.Ingress)
+		st.Ingress = &appsv1beta1.ApplicationIngressStatus{LoadBalancer: ing.Status.LoadBalancer.Ingress}
+		st.URLs = URLs(ing)
+	}
+
+	ready := metav1.Condition{Type: appsv1beta1.ApplicationReady, Status: metav1.ConditionTrue, Reason: reason,
+		Message: "every child is present and available", ObservedGeneration: app.Generation}
+	if len(problems) > 0 {
+		ready.Status, ready.Message = metav1.ConditionFalse, strings.Join(problems, "; ")
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return st
+}
+
+// deploymentAvailable: the MyDeployment has synced its current spec and
+// says Available=True.
+func deploymentAvailable(md *appsv1beta1.MyDeployment) bool {
+	if md.Status.ObservedGeneration < md.Generation {
+		return false
+	}
+	for _, c := range md.Status.Conditions {
+		if c.Type == appsv1beta1.ConditionAvailable {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyEndpoints counts the ready endpoints over a Service's EndpointSlices,
+// each pod once (a dual-stack Service has a slice per address family).
+// An endpoint without a ready condition is ready, as the API says.
+func readyEndpoints(slices []discoveryv1.EndpointSlice) int32 {
+	seen := map[string]bool{}
+	for _, s := range slices {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			key := ""
+			if e.TargetRef != nil && e.TargetRef.UID != "" {
+				key = string(e.TargetRef.UID)
+			} else if len(e.Addresses) > 0 {
+				key = e.Addresses[0]
+			}
+			if key != "" {
+				seen[key] = true
+			}
+		}
+	}
+	return int32(len(seen))
+}
+
+// URLs are the addresses an Ingress serves: for each rule and path,
+// scheme://host/path, https when the host is in a tls entry; a rule
+// without a host is served at each load balancer address. Sorted, unique.
+func URLs(ing *networkingv1.Ingress) []string {
+	tls := map[string]bool{}
+	for _, t := range ing.Spec.TLS {
+		for _, h := range t.Hosts {
+			tls[h] = true
+		}
+	}
+	var lb []string
+	for _, l := range ing.Status.LoadBalancer.Ingress {
+		if l.Hostname != "" {
+			lb = append(lb, l.Hostname)
+		} else if l.IP != "" {
+			lb = append(lb, l.IP)
+		}
+	}
+	set := map[string]bool{}
+	add := func(host, path string, secure bool) {
+		scheme := "http"
+		if secure {
+			scheme = "https"
+		}
+		if path == "" {
+			path = "/"
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+			host = "[" + host + "]"
+		}
+		set[scheme+"://"+host+path] = true
+	}
+	for _, rule := range ing.Spec.Rules {
+		paths := []string{"/"}
+		if rule.HTTP != nil && len(rule.HTTP.Paths) > 0 {
+			paths = paths[:0]
+			for _, p := range rule.HTTP.Paths {
+				paths = append(paths, p.Path)
+			}
+		}
+		hosts := []string{rule.Host}
+		if rule.Host == "" {
+			hosts = lb
+		}
+		for _, h := range hosts {
+			for _, p := range paths {
+				add(h, p, tls[h])
+			}
+		}
+	}
+	if len(ing.Spec.Rules) == 0 && ing.Spec.DefaultBackend != nil {
+		for _, h := range lb {
+			add(h, "/", false)
+		}
+	}
+	urls := make([]string, 0, len(set))
+	for u := range set {
+		urls = append(urls, u)
+	}
+	sort.Strings(urls)
+	return urls
+}
