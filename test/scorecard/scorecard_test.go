@@ -3,12 +3,14 @@ package scorecard
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
 	apimanifests "github.com/operator-framework/api/pkg/manifests"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -57,7 +59,7 @@ func TestRunUnknownTestIsError(t *testing.T) {
 }
 
 // withExamples replaces the CSV's alm-examples with the first committed
-// example changed by edit (a JSON object as maps), plus extra raw examples.
+// MyDeployment example changed by edit (a JSON object as maps), plus extra raw examples.
 func withExamples(t *testing.T, edit func(ex map[string]any), extra ...string) *apimanifests.Bundle {
 	t.Helper()
 	b := loadBundle(t)
@@ -65,7 +67,11 @@ func withExamples(t *testing.T, edit func(ex map[string]any), extra ...string) *
 	if err := json.Unmarshal([]byte(b.CSV.Annotations[almExamples]), &examples); err != nil {
 		t.Fatal(err)
 	}
-	ex := examples[0]
+	i := slices.IndexFunc(examples, func(ex map[string]any) bool { return ex["kind"] == "MyDeployment" })
+	if i < 0 {
+		t.Fatal("no MyDeployment among the CSV's alm-examples")
+	}
+	ex := examples[i]
 	edit(ex)
 	out, err := json.Marshal(ex)
 	if err != nil {
@@ -270,7 +276,7 @@ func TestDescriptorsInSchemaFindsBadPaths(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := loadBundle(t)
-			owned := &b.CSV.Spec.CustomResourceDefinitions.Owned[0]
+			owned := ownedMyDeployment(t, b)
 			if tc.spec != "" {
 				owned.SpecDescriptors[0].Path = tc.spec
 			}
@@ -288,12 +294,29 @@ func TestDescriptorsInSchemaFindsBadPaths(t *testing.T) {
 
 func TestDescriptorsInSchemaFindsMissingCRD(t *testing.T) {
 	b := loadBundle(t)
-	b.CSV.Spec.CustomResourceDefinitions.Owned[0].Version = "v9"
+	ownedMyDeployment(t, b).Version = "v9"
 	if errs, _ := CheckDescriptorsInSchema(b); len(errs) != 1 || !strings.Contains(errs[0], "no such version") {
 		t.Fatalf("got %q", errs)
 	}
 	b.V1CRDs = nil
-	if errs, _ := CheckDescriptorsInSchema(b); len(errs) != 1 || !strings.Contains(errs[0], "no such CRD") {
-		t.Fatalf("got %q", errs)
+	errs, _ := CheckDescriptorsInSchema(b)
+	if owned := len(b.CSV.Spec.CustomResourceDefinitions.Owned); len(errs) != owned {
+		t.Fatalf("want one error per owned CRD (%d), got %q", owned, errs)
 	}
+	for _, e := range errs {
+		if !strings.Contains(e, "no such CRD") {
+			t.Fatalf("got %q", errs)
+		}
+	}
+}
+
+// ownedMyDeployment is the CSV's owned-CRD entry of MyDeployment.
+func ownedMyDeployment(t *testing.T, b *apimanifests.Bundle) *v1alpha1.CRDDescription {
+	t.Helper()
+	owned := b.CSV.Spec.CustomResourceDefinitions.Owned
+	i := slices.IndexFunc(owned, func(d v1alpha1.CRDDescription) bool { return d.Kind == "MyDeployment" })
+	if i < 0 {
+		t.Fatal("the CSV owns no MyDeployment CRD")
+	}
+	return &owned[i]
 }
