@@ -315,8 +315,11 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		}
 	default:
 		wantCreate, wantDelete := max(0, o.replicas-o.updated), max(0, o.updated-o.replicas)
-		if o.updated <= o.replicas { // labelled pods are replaced (Recreate)
-			wantCreate, wantDelete = o.replicas-o.updatedKeep, o.updated-o.updatedKeep
+		if o.updated <= o.replicas {
+			// Labelled pods are removed first and replaced once gone
+			// (Recreate): never more than replicas active, even if a
+			// removal fails.
+			wantCreate, wantDelete = o.replicas-o.updated, o.updated-o.updatedKeep
 		}
 		if !cut && (create != wantCreate || delActive != wantDelete) {
 			t.Fatalf("scale: want create=%d delete=%d, got %s", wantCreate, wantDelete, describe(p))

@@ -182,9 +182,14 @@ func TestComputeSpecifiedDelete(t *testing.T) {
 			wantEvict: []string{"marked-0"}, wantReason: ReasonRollingUpdate,
 		},
 		{
-			name:       "specified delete with Recreate: removed, and its replacement created",
-			in:         withPDB(Input{Replicas: 2, Strategy: Recreate, Pods: join(pods("new", revNew, 1), pods("marked", revNew, 1, labelled))}),
-			wantCreate: 1, wantEvict: []string{"marked-0"}, wantReason: ReasonSpecifiedDelete,
+			name:      "specified delete with Recreate (step 1/2): removed first, nothing created while it may run",
+			in:        withPDB(Input{Replicas: 2, Strategy: Recreate, Pods: join(pods("new", revNew, 1), pods("marked", revNew, 1, labelled))}),
+			wantEvict: []string{"marked-0"}, wantReason: ReasonSpecifiedDelete,
+		},
+		{
+			name:       "specified delete with Recreate (step 2/2): its replacement created once it is terminating",
+			in:         withPDB(Input{Replicas: 2, Strategy: Recreate, Pods: join(pods("new", revNew, 1), pods("marked", revNew, 1, labelled, terminating))}),
+			wantCreate: 1, wantReason: ReasonScaleUp,
 		},
 		{
 			name:       "the label with a value other than true does nothing",

@@ -260,7 +260,8 @@ const (
 // replacement (of the update revision, or of CurrentRevision for a held
 // pod) is created first where Replicas+MaxSurge allows, then it is removed
 // within MaxUnavailable, before any other pod of its side. Recreate, with no
-// old pod left, removes it and creates its replacement in the same plan.
+// old pod left, removes it first and creates its replacement once it is no
+// longer active, so that a removal that fails leaves no pod too many.
 //
 // RespectPDB: the pods a rollout step or a specified delete replaces are
 // in Plan.Evict instead of Plan.Delete; scale-downs, surplus and finished

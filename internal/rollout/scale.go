@@ -15,12 +15,14 @@ import (
 // (Recreate only: a RollingUpdate replaces them in planRolling) they are
 // replaced: removed, and as many pods created in the same plan.
 func planScale(s podSet, l limits) Plan {
-	doomed, keep := specified(s.updated)
+	doomed, _ := specified(s.updated)
 	switch diff := l.replicas - len(s.updated); {
 	case diff < 0:
 		return Plan{Delete: s.rank.sorted(s.updated)[:-diff], Reason: ReasonScaleDown}
 	case len(doomed) > 0:
-		return Plan{Create: creation(s.update, l.replicas-len(keep)), Evict: s.rank.sorted(doomed), Reason: ReasonSpecifiedDelete}
+		// Removed first, replaced once gone (the labelled pod no longer
+		// active): a failed removal then leaves no pod too many.
+		return Plan{Create: creation(s.update, diff), Evict: s.rank.sorted(doomed), Reason: ReasonSpecifiedDelete}
 	case diff > 0:
 		return Plan{Create: creation(s.update, diff), Reason: ReasonScaleUp}
 	default:
