@@ -51,7 +51,10 @@ type scope struct {
 	// retryAfter, when positive, is when to try evictions a budget refused again.
 	retryAfter time.Duration
 	planned    bool // plan was computed
-	failure    *status.Failure
+	// created counts the pods this sync created, and createdUpdated those
+	// of the update revision: they exist when the status is written.
+	created, createdUpdated int32
+	failure                 *status.Failure
 }
 
 var (
@@ -181,6 +184,11 @@ func (s *scope) statusInput(synced bool) status.Input {
 		deleted := rollout.Count(slices.Concat(s.plan.Delete, s.plan.Evict), in.UpdateRevision, 0, s.now).Replicas
 		in.Planned = ptr.To(in.Counts.Replicas - deleted + s.plan.Creates())
 	}
+	// Pods created by this sync run (unready) when the status is written:
+	// without them a replacement made at rest (a specified delete) would
+	// be written as "complete" beside its new pod.
+	in.Counts.Replicas += s.created
+	in.Counts.Updated += s.createdUpdated
 	if s.current != nil && s.update != nil && s.current.Name != s.update.Name {
 		in.Partition = s.optIn.Partition.Pods(ptr.Deref(s.md.Spec.Replicas, 1))
 	}

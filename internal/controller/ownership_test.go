@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -84,14 +85,14 @@ var _ = Describe("MyDeployment ownership", func() {
 		Expect(created).To(Equal(3), "no pod created or replaced")
 	})
 
-	DescribeTable("takes back its orphans when an adoption's reply says it failed but it took effect",
-		func(reply error) {
+	DescribeTable("takes back its orphans, replacing none, when an adoption's reply is a conflict or a timeout",
+		func(wrap func(podcontrol.Interface) podcontrol.Interface) {
 			md := newMD(ns, "adoptlost", 3, "nginx:1.27")
 			createReady(md)
 			pods := uidsOf(md)
 			deleteOrphaning(md)
 			stopManager()
-			startManager(func(r *MyDeploymentReconciler) { r.Pods = adoptedAnyway{Interface: r.Pods, reply: reply} })
+			startManager(func(r *MyDeploymentReconciler) { r.Pods = wrap(r.Pods) })
 			defer func() { stopManager(); startManager() }()
 
 			w := watchPods(md, 3, -1)
@@ -104,8 +105,16 @@ var _ = Describe("MyDeployment ownership", func() {
 			Expect(created).To(Equal(3), "no pod created beside the adopted ones")
 		},
 		// What a retry from a stale cache sees after its own adoption.
-		Entry("a conflict", apierrors.NewConflict(corev1.Resource("pods"), "", errors.New("the object has been modified"))),
-		Entry("a timeout", apierrors.NewServerTimeout(corev1.Resource("pods"), "patch", 1)),
+		Entry("a conflict, adopted all the same", func(p podcontrol.Interface) podcontrol.Interface {
+			return adoptedAnyway{Interface: p, reply: apierrors.NewConflict(corev1.Resource("pods"), "", errors.New("the object has been modified"))}
+		}),
+		Entry("a timeout, adopted all the same", func(p podcontrol.Interface) podcontrol.Interface {
+			return adoptedAnyway{Interface: p, reply: apierrors.NewServerTimeout(corev1.Resource("pods"), "patch", 1)}
+		}),
+		// Someone else changed the pod meanwhile: still an orphan, retried.
+		Entry("a conflict that adopted nothing (the first three)", func(p podcontrol.Interface) podcontrol.Interface {
+			return &notAdopted{Interface: p, left: 3}
+		}),
 	)
 
 	DescribeTable("releases a pod that no longer matches although it left the pod cache, and replaces it",
@@ -271,4 +280,23 @@ func (a adoptedAnyway) Adopt(ctx context.Context, owner *appsv1beta1.MyDeploymen
 		return nil, err
 	}
 	return nil, a.reply
+}
+
+// notAdopted answers the first left adoptions with a conflict, adopting
+// nothing, then adopts.
+type notAdopted struct {
+	podcontrol.Interface
+	mu   sync.Mutex
+	left int
+}
+
+func (n *notAdopted) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
+	n.mu.Lock()
+	refuse := n.left > 0
+	n.left--
+	n.mu.Unlock()
+	if refuse {
+		return nil, apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New("the object has been modified"))
+	}
+	return n.Interface.Adopt(ctx, owner, pod, rev)
 }

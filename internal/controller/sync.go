@@ -225,7 +225,7 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 				// Changed since the cache saw it, maybe by our own earlier
 				// adoption whose reply was lost: planning without a pod
 				// that is ours would create its replacement.
-				adopted, err = r.adoptedAfterAll(ctx, s, pod)
+				adopted, err = r.adoptedAfterAll(ctx, s, pod, err)
 			}
 			switch {
 			case apierrors.IsNotFound(err):
@@ -291,6 +291,10 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 			rev = s.update
 		}
 		created, err := r.create(ctx, s, rev, c)
+		s.created += int32(created)
+		if rev != nil && s.update != nil && rev.Name == s.update.Name {
+			s.createdUpdated += int32(created)
+		}
 		if created > 0 {
 			r.Recorder.Eventf(s.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
 				"Created %d pod(s) of revision %q: %s", created, rev.Name, s.plan.Reason)
