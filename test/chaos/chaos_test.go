@@ -238,14 +238,14 @@ func tortureWithKills(t *testing.T, name, phase string, mds, changes, minKills i
 	defer m.stop()
 	k := startKiller(t, m)
 	start := time.Now()
-	res := suite.runWorkload(ctx, t, workload{ns: ns, count: mds, changes: changes, corners: true,
+	res := suite.runWorkload(ctx, t, workload{ns: ns, count: mds, changes: changes, corners: true, optins: true,
 		moreWhen: func() bool { return k.kills.Load() < int64(minKills) }})
 	k.stop()
 	writes, reads := faultsOf(m)
 	figures.add(phaseFigures{name: phase, mds: mds, res: res, kills: int(k.kills.Load()),
 		writeFaults: writes, readFaults: reads, duration: time.Since(start)})
-	figures.note("%s: %d of the %d kills landed while a rollout or scale change was in flight; corners: %s",
-		phase, k.midRollout.Load(), k.kills.Load(), res.cornersNote())
+	figures.note("%s: %d of the %d kills landed while a rollout or scale change was in flight; corners: %s; opt-ins: %s",
+		phase, k.midRollout.Load(), k.kills.Load(), res.cornersNote(), res.optinsNote())
 	if len(res.failures) > 0 {
 		t.Fatalf("rollouts that did not complete:\n%s\nmanager log:\n%s", strings.Join(res.failures, "\n"), m.tail(40))
 	}
@@ -283,7 +283,7 @@ func TestAPIFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(3, 8), changes: scale(6, 60), corners: true})
+	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(3, 8), changes: scale(6, 60), corners: true, optins: true, pdb: true})
 	m.stop()
 	writes, reads := faultsOf(m)
 	figures.add(phaseFigures{name: "API faults (10% writes fail, 5% replies lost, 20% reads delayed)", mds: scale(3, 8), res: res,
@@ -291,7 +291,7 @@ func TestAPIFaults(t *testing.T) {
 	if len(res.failures) > 0 {
 		t.Fatalf("rollouts that did not complete:\n%s\nmanager log:\n%s", strings.Join(res.failures, "\n"), m.tail(40))
 	}
-	figures.note("API faults: corners: %s", res.cornersNote())
+	figures.note("API faults: corners: %s; opt-ins: %s", res.cornersNote(), res.optinsNote())
 	if writes == 0 {
 		t.Fatal("no write fault was injected: the fault client is not wired")
 	}

@@ -49,6 +49,9 @@ type tracked struct {
 	strategy  appsv1.DeploymentStrategy
 	cur       spec
 	converged bool // once converged, availability is checked
+	// respectPDB: created with the respect-pdb annotation and a
+	// PodDisruptionBudget of maxUnavailable 1 (see withPDB).
+	respectPDB bool
 }
 
 func (d *tracked) recreate() bool { return d.strategy.Type == appsv1.RecreateDeploymentStrategyType }
@@ -72,11 +75,17 @@ func (d *tracked) fenceposts(replicas int) (surge, unavailable int) {
 func (d *tracked) inFlight(a, b spec) bounds {
 	sa, ua := d.fenceposts(a.replicas)
 	sb, ub := d.fenceposts(b.replicas)
+	minAvailable := min(a.replicas, b.replicas) - max(ua, ub)
+	if d.respectPDB && a.replicas == b.replicas {
+		// A rollout evicts: the budget (maxUnavailable 1) holds, tighter
+		// than the strategy's. A scale-down deletes, as for a Deployment.
+		minAvailable = max(minAvailable, a.replicas-1)
+	}
 	return bounds{
 		name:           d.ns + "/" + d.name,
 		maxActive:      max(a.replicas, b.replicas) + max(sa, sb),
 		maxPerRevision: max(a.replicas, b.replicas),
-		minAvailable:   min(a.replicas, b.replicas) - max(ua, ub),
+		minAvailable:   minAvailable,
 		checkAvailable: d.converged && !d.recreate(),
 		recreate:       d.recreate(),
 	}
@@ -95,8 +104,12 @@ func image(gen int) string { return fmt.Sprintf("registry.chaos.local/app:v%d", 
 
 func (d *tracked) object(s spec) *appsv1beta1.MyDeployment {
 	labels := map[string]string{"app": d.name, suiteLabel: "true"}
+	var annotations map[string]string
+	if d.respectPDB {
+		annotations = map[string]string{appsv1beta1.RespectPDBAnnotation: "true"}
+	}
 	return &appsv1beta1.MyDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns, Annotations: annotations},
 		Spec: appsv1beta1.MyDeploymentSpec{
 			Replicas: ptr.To(int32(s.replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": d.name}},
@@ -193,6 +206,17 @@ type workload struct {
 	// corners: each MyDeployment starts with one corner (in turn), and
 	// one change in ten is a random corner.
 	corners bool
+	// optins: one change in five is an opt-in change (canary, specified
+	// delete).
+	optins bool
+	// pdb: one MyDeployment in three has respect-pdb and a budget. Not in
+	// the phases that SIGKILL the manager: a kill in the middle of an
+	// eviction can leave the budget spent on a pod that was not deleted
+	// (the API server updates the budget, then the cancelled request
+	// stops before the delete) until the API server's 2-minute timeout
+	// for disrupted pods, Kubernetes' own behaviour for any client; those
+	// phases would time that timeout, not the operator.
+	pdb bool
 }
 
 // workloadResult are its figures.
@@ -202,6 +226,8 @@ type workloadResult struct {
 	total            time.Duration
 	failures         []string
 	corners          [corners]int
+	optins           [optinChanges]int
+	withPDB          int
 }
 
 // cornersNote says how many corners of each kind a phase made.
@@ -209,6 +235,15 @@ func (r workloadResult) cornersNote() string {
 	var parts []string
 	for c := range corners {
 		parts = append(parts, fmt.Sprintf("%s %d", c, r.corners[c]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// optinsNote says how many opt-in changes of each kind a phase made.
+func (r workloadResult) optinsNote() string {
+	parts := []string{fmt.Sprintf("%d with respect-pdb", r.withPDB)}
+	for c := range optinChanges {
+		parts = append(parts, fmt.Sprintf("%s %d", c, r.optins[c]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -238,6 +273,15 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 				defer mu.Unlock()
 				res.failures = append(res.failures, err.Error())
 			}
+			if w.pdb && i%3 == 2 {
+				if err := e.withPDB(ctx, d); err != nil {
+					fail(err)
+					return
+				}
+				mu.Lock()
+				res.withPDB++
+				mu.Unlock()
+			}
 			if err := e.create(ctx, d, spec{replicas: 2 + i%4, image: 1}); err != nil {
 				fail(err)
 				return
@@ -256,6 +300,18 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 					res.corners[c]++
 					mu.Unlock()
 					continue
+				}
+				if w.optins && rng.IntN(5) == 0 {
+					if c, ok := pickOptin(d, rng); ok {
+						if err := e.optin(ctx, d, c, rng); err != nil {
+							fail(fmt.Errorf("%s: %w", c, err))
+							return
+						}
+						mu.Lock()
+						res.optins[c]++
+						mu.Unlock()
+						continue
+					}
 				}
 				next := d.cur
 				rollout := rng.IntN(10) < 6

@@ -121,13 +121,21 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 		// a revision is read around the cache on a name collision (get). The
 		// finalizers update lets the pods' and revisions' ownerReferences block
 		// the owner's deletion where OwnerReferencesPermissionEnforcement is on.
+		// Pods are evicted (create pods/eviction) under respect-pdb. The
+		// Application reconciler applies its MyDeployment (create, patch),
+		// Service and Ingress, deletes a child left out of its spec, and
+		// reads EndpointSlices for its status.
 		"ClusterRole/mydeployment-operator-manager-role": {
-			{"", "pods", "create,delete,get,list,patch,watch"},
+			{"", "pods,services", "create,delete,get,list,patch,watch"},
+			{"", "pods/eviction", "create"},
 			{"apps", "controllerrevisions", "create,delete,get,list,patch,watch"},
-			{"apps.mydeployment.io", "mydeployments", "get,list,patch,watch"},
-			{"apps.mydeployment.io", "mydeployments/finalizers", "update"},
-			{"apps.mydeployment.io", "mydeployments/status", "patch"},
+			{"apps.mydeployment.io", "applications", "get,list,watch"},
+			{"apps.mydeployment.io", "applications/finalizers,mydeployments/finalizers", "update"},
+			{"apps.mydeployment.io", "applications/status,mydeployments/status", "patch"},
+			{"apps.mydeployment.io", "mydeployments", "create,get,list,patch,watch"},
+			{"discovery.k8s.io", "endpointslices", "get,list,watch"},
 			{"events.k8s.io", "events", "create,patch"},
+			{"networking.k8s.io", "ingresses", "create,delete,get,list,patch,watch"},
 		},
 		// Leader election: the lease and its events (core events, client-go's recorder).
 		// No configmaps: controller-runtime has locked on leases only since v0.16.

@@ -38,6 +38,10 @@ type bounds struct {
 	checkAvailable bool
 	// recreate: never two revisions among unfinished pods, terminating or not.
 	recreate bool
+	// minHeld: once a canary is held at its partition, never fewer active
+	// pods of heldRevision (the current revision) than the partition holds.
+	heldRevision string
+	minHeld      int
 }
 
 // watcher records every event of the suite's pods from outside the
@@ -199,6 +203,9 @@ func (w *watcher) checkLocked(owner types.UID, added bool, trigger *corev1.Pod) 
 	if b.checkAvailable && nReady < b.minAvailable {
 		w.violate("%s: %d available pods < replicas-maxUnavailable = %d (after %s)", b.name, nReady, b.minAvailable, trigger.Name)
 	}
+	if b.minHeld > 0 && perRev[b.heldRevision] < b.minHeld {
+		w.violate("%s: %d active pods of revision %s < partition %d (after %s)", b.name, perRev[b.heldRevision], b.heldRevision, b.minHeld, trigger.Name)
+	}
 	if b.recreate && len(unfinishedRevs) > 1 {
 		w.violate("%s: Recreate ran pods of %d revisions at once (after %s)", b.name, len(unfinishedRevs), trigger.Name)
 	}
@@ -246,13 +253,14 @@ func (w *watcher) mixedCount(owner types.UID) int {
 // podView is what the driver needs to know about an owner's pods now.
 type podView struct {
 	active, ready, terminating int
-	revisions                  []string // revisions of unfinished pods, sorted
+	revisions                  []string       // revisions of unfinished pods, sorted
+	perRevision                map[string]int // active pods of each revision
 }
 
 func (w *watcher) view(owner types.UID) podView {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var v podView
+	v := podView{perRevision: map[string]int{}}
 	revs := map[string]bool{}
 	for _, p := range w.ownedLocked(owner) {
 		if !finished(p) {
@@ -263,6 +271,7 @@ func (w *watcher) view(owner types.UID) podView {
 			v.terminating++
 		case active(p):
 			v.active++
+			v.perRevision[p.Labels[appsv1beta1.RevisionLabel]]++
 			if ready(p) {
 				v.ready++
 			}

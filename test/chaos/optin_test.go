@@ -1,0 +1,233 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+)
+
+// optinChange is a change that uses behaviour beyond Deployment (issue 17):
+// a canary held at a partition, a pod chosen to go first. MyDeployments
+// created with respect-pdb (see withPDB) roll through evictions under a
+// PodDisruptionBudget whatever the change.
+type optinChange int
+
+const (
+	// optinCanary: a new image under a partition; held there, then promoted.
+	optinCanary optinChange = iota
+	// optinCanaryRaised: the same, but the partition is raised to every
+	// pod before the promotion, so the updated pods go back first.
+	optinCanaryRaised
+	// optinSpecifiedDelete: one pod labelled specified-delete is replaced.
+	optinSpecifiedDelete
+	optinChanges
+)
+
+func (c optinChange) String() string {
+	return [...]string{"canary held and promoted", "canary raised back and promoted", "specified delete"}[c]
+}
+
+// pdbStrategy is the strategy of a respect-pdb MyDeployment: maxUnavailable
+// 50% would let half the pods go at once; its budget (maxUnavailable 1)
+// lets one, and the watcher holds the rollout to the budget.
+var pdbStrategy = rolling(intstr.FromInt32(0), intstr.FromString("50%"))
+
+// withPDB makes d a respect-pdb MyDeployment: the annotation on create, a
+// PodDisruptionBudget over its pods.
+func (e *env) withPDB(ctx context.Context, d *tracked) error {
+	d.respectPDB, d.strategy = true, pdbStrategy
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptrTo(intstr.FromInt32(1)),
+			// Only pods with a pod-template-hash: a pod the label-surgery
+			// corner released keeps the app label, and a budget selecting a
+			// pod no controller manages cannot be computed (the disruption
+			// controller reports UnmanagedPods and allows no disruption).
+			Selector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"app": d.name},
+				MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: appsv1beta1.PodTemplateHashLabel, Operator: metav1.LabelSelectorOpExists},
+				},
+			},
+		},
+	}
+	return e.c.Create(ctx, pdb)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// pickOptin is the opt-in change for d now, or false if none applies.
+func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
+	if d.recreate() || d.cur.replicas < 2 || rng.IntN(3) == 0 {
+		return optinSpecifiedDelete, d.cur.replicas > 0
+	}
+	if rng.IntN(3) == 0 {
+		return optinCanaryRaised, true
+	}
+	return optinCanary, true
+}
+
+// optin makes c on d (converged on d.cur) and leaves it converged again.
+func (e *env) optin(ctx context.Context, d *tracked, c optinChange, rng *rand.Rand) error {
+	e.inFlight.Add(1)
+	defer e.inFlight.Add(-1)
+	if c == optinSpecifiedDelete {
+		return e.specifiedDelete(ctx, d, rng)
+	}
+	return e.canary(ctx, d, c == optinCanaryRaised, rng)
+}
+
+// canary rolls d to a new image under a random partition (a count or a
+// percentage), waits for the hold, checks nothing moves while held, then
+// (raise) raises the partition to every pod and waits for the updated pods
+// to go back, and finally removes the partition and waits for the rollout
+// to complete. Once the hold is reached the watcher checks that never fewer
+// than the held pods run the current revision.
+func (e *env) canary(ctx context.Context, d *tracked, raise bool, rng *rand.Rand) error {
+	replicas := d.cur.replicas
+	value, held := fmt.Sprint(1+rng.IntN(replicas-1)), 0
+	if rng.IntN(2) == 0 {
+		pct := 10 * (1 + rng.IntN(9))
+		if h := (pct*replicas + 99) / 100; h < replicas {
+			value = fmt.Sprintf("%d%%", pct)
+		}
+	}
+	if strings.HasSuffix(value, "%") {
+		var pct int
+		fmt.Sscanf(value, "%d%%", &pct)
+		held = (pct*replicas + 99) / 100
+	} else {
+		fmt.Sscan(value, &held)
+	}
+	next := d.cur
+	next.image++
+	b := d.inFlight(d.cur, next)
+	e.w.setBounds(d.uid, b)
+	if err := e.patch(ctx, d, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`,
+		appsv1beta1.PartitionAnnotation, value, image(next.image))); err != nil {
+		return err
+	}
+	current, update, err := e.waitHeld(ctx, d, replicas-held)
+	if err != nil {
+		return fmt.Errorf("partition %s of %d: %w", value, replicas, err)
+	}
+	b.heldRevision, b.minHeld = current, held
+	e.w.setBounds(d.uid, b)
+	before := e.w.podUIDs(d.uid)
+	time.Sleep(time.Second)
+	if after := e.w.podUIDs(d.uid); len(after) != len(before) {
+		return fmt.Errorf("partition %s of %d: pods moved while held (%d -> %d)", value, replicas, len(before), len(after))
+	}
+	if raise {
+		if err := e.patch(ctx, d, fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, appsv1beta1.PartitionAnnotation, replicas)); err != nil {
+			return err
+		}
+		if _, _, err := e.waitHeld(ctx, d, 0); err != nil {
+			return fmt.Errorf("partition raised to %d: %w", replicas, err)
+		}
+		if n := e.w.view(d.uid).perRevision[update]; n != 0 {
+			return fmt.Errorf("partition raised to %d: %d pods still on %s", replicas, n, update)
+		}
+	}
+	b.heldRevision, b.minHeld = "", 0
+	e.w.setBounds(d.uid, b)
+	if err := e.patch(ctx, d, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, appsv1beta1.PartitionAnnotation)); err != nil {
+		return err
+	}
+	if err := e.waitConverged(ctx, d, next); err != nil {
+		return err
+	}
+	d.cur = next
+	e.w.setBounds(d.uid, d.steady(next))
+	return nil
+}
+
+func (e *env) patch(ctx context.Context, d *tracked, patch string) error {
+	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns}}
+	return e.c.Patch(ctx, md, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// waitHeld waits until d's pods and status say the rollout is held with
+// updated pods on the update revision and the rest on the current one, all
+// Ready, and returns both revisions.
+func (e *env) waitHeld(ctx context.Context, d *tracked, updated int) (current, update string, err error) {
+	deadline := time.Now().Add(e.changeTimeout)
+	var last string
+	for time.Now().Before(deadline) {
+		md := &appsv1beta1.MyDeployment{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: d.name}, md); err == nil {
+			st, v := md.Status, e.w.view(d.uid)
+			reason := ""
+			for _, c := range st.Conditions {
+				if c.Type == appsv1beta1.ConditionProgressing {
+					reason = c.Reason
+				}
+			}
+			r := int32(d.cur.replicas)
+			last = fmt.Sprintf("pods active=%d ready=%d terminating=%d per revision=%v; status gen=%d/%d updated=%d available=%d progressing=%s",
+				v.active, v.ready, v.terminating, v.perRevision, st.ObservedGeneration, md.Generation, st.UpdatedReplicas, st.AvailableReplicas, reason)
+			if v.active == d.cur.replicas && v.ready == d.cur.replicas && v.terminating == 0 &&
+				v.perRevision[st.UpdateRevision] == updated && v.perRevision[st.CurrentRevision] == d.cur.replicas-updated &&
+				st.ObservedGeneration == md.Generation && st.UpdatedReplicas == int32(updated) && st.AvailableReplicas == r &&
+				reason == appsv1beta1.ReasonPartitionAvailable {
+				return st.CurrentRevision, st.UpdateRevision, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+	return "", "", fmt.Errorf("not held at %d updated within %v: %s", updated, e.changeTimeout, last)
+}
+
+// specifiedDelete labels one of d's pods specified-delete and waits until
+// it is gone and d has converged again on d.cur (its replacement made).
+func (e *env) specifiedDelete(ctx context.Context, d *tracked, rng *rand.Rand) error {
+	names := e.w.podNames(d.uid)
+	uids := make([]types.UID, 0, len(names))
+	for uid := range names {
+		uids = append(uids, uid)
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	slices.Sort(uids)
+	victim := uids[rng.IntN(len(uids))]
+	b := d.steady(d.cur)
+	surge, _ := d.fenceposts(d.cur.replicas)
+	// The replacement may come first, within maxSurge.
+	b.maxActive, b.maxPerRevision = d.cur.replicas+surge, d.cur.replicas+surge
+	e.w.setBounds(d.uid, b)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: names[victim], Namespace: d.ns}}
+	if err := e.c.Patch(ctx, pod, client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, appsv1beta1.SpecifiedDeleteLabel))); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	deadline := time.Now().Add(e.changeTimeout)
+	for e.w.podUIDs(d.uid)[victim] {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pod %s labelled specified-delete still there after %v", names[victim], e.changeTimeout)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	if err := e.waitConverged(ctx, d, d.cur); err != nil {
+		return err
+	}
+	e.w.setBounds(d.uid, d.steady(d.cur))
+	return nil
+}
