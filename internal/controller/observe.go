@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -54,7 +55,9 @@ type scope struct {
 	// created counts the pods this sync created, and createdUpdated those
 	// of the update revision: they exist when the status is written.
 	created, createdUpdated int32
-	failure                 *status.Failure
+	// uncertain counts creates whose reply was lost (they may exist).
+	uncertain atomic.Int32
+	failure   *status.Failure
 }
 
 var (

@@ -290,10 +290,14 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 		if rev == nil && c.Revision == s.update.Name {
 			rev = s.update
 		}
+		before := s.uncertain.Load()
 		created, err := r.create(ctx, s, rev, c)
-		s.created += int32(created)
+		// A create whose reply was lost counts as made: the status must
+		// not claim a rollout complete beside a pod it may have created.
+		made := int32(created) + s.uncertain.Load() - before
+		s.created += made
 		if rev != nil && s.update != nil && rev.Name == s.update.Name {
-			s.createdUpdated += int32(created)
+			s.createdUpdated += made
 		}
 		if created > 0 {
 			r.Recorder.Eventf(s.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
@@ -325,6 +329,7 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 		if err != nil {
 			if outcomeUnknown(err) {
 				r.expectUnlistedPods(ctx, s)
+				s.uncertain.Add(1)
 			}
 			return err
 		}
