@@ -357,6 +357,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, mdOpts controller.O
 	if err := upgrade.Setup(mgr, reconciler.Expectations.Pending); err != nil {
 		return fmt.Errorf("reporting Upgradeable: %w", err)
 	}
+	// Without the Application CRD the manager runs MyDeployments alone, as
+	// the release before Application did, rather than failing to start.
+	if installed, err := application.Installed(mgr.GetRESTMapper()); err != nil {
+		return fmt.Errorf("Application controller: %w", err)
+	} else if !installed {
+		setupLog.Info("the Application CRD is not installed: Application controller off (restart the manager after installing it)")
+		return nil
+	}
 	if _, err := application.Setup(mgr); err != nil {
 		return fmt.Errorf("Application controller: %w", err)
 	}

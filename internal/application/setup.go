@@ -1,9 +1,12 @@
 package application
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,4 +53,22 @@ func AddToCache(opts *cache.Options) {
 func Setup(mgr ctrl.Manager) (*Reconciler, error) {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(Name)}
 	return r, r.SetupWithManager(mgr)
+}
+
+// Installed reports whether the API server serves the Application kind, as
+// mapper (the manager's, which asks discovery on a miss) finds it: false
+// when the CRD is not installed (a cluster given only the MyDeployment CRD,
+// or the manager run under a release that had only that one). Any other
+// lookup error is returned.
+func Installed(mapper meta.RESTMapper) (bool, error) {
+	gvk := appsv1beta1.GroupVersion.WithKind("Application")
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("looking up %s: %w", gvk, err)
+	}
 }

@@ -175,6 +175,9 @@ spec:
 		Eventually(func(g Gomega) {
 			ready := strings.Count(strings.Join(live("guarded", `{.status.conditions[?(@.type=="Ready")].status}`), " "), "True")
 			minReady = min(minReady, ready)
+			// The pods' images too: right after the patch the status still
+			// reads 4/4/NewRevisionAvailable for the previous generation.
+			g.Expect(images("guarded")).To(And(HaveLen(4), HaveEach("nginx:1.28")))
 			g.Expect(get("guarded", `{.status.updatedReplicas}/{.status.availableReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`)()).
 				To(Equal("4/4/NewRevisionAvailable"))
 		}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())

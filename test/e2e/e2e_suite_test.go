@@ -33,7 +33,7 @@ import (
 
 // The e2e suite runs against the local cluster `make test-e2e` starts
 // (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok: pods
-// are scheduled and become Ready on fake nodes). It installs the CRD with
+// are scheduled and become Ready on fake nodes). It installs the CRDs with
 // kubectl and runs the built manager binary on the host, as `make run` does.
 
 var (
@@ -54,15 +54,17 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(os.Getenv("KUBECONFIG")).NotTo(BeEmpty(), "KUBECONFIG must point at the local cluster (make test-e2e sets it)")
 
-	By("installing the CRD")
+	By("installing the CRDs")
 	_, err = utils.Kubectl("apply", "--server-side", "-f", filepath.Join(projectDir, "config", "crd", "bases"))
 	Expect(err).NotTo(HaveOccurred())
 	// Poll: kubectl wait fails outright while the new CRD has no conditions yet.
-	Eventually(func() string {
-		out, _ := utils.Kubectl("get", "crd", "mydeployments.apps.mydeployment.io",
-			"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
-		return out
-	}, time.Minute, 200*time.Millisecond).Should(Equal("True"))
+	for _, crd := range []string{"mydeployments", "applications"} {
+		Eventually(func() string {
+			out, _ := utils.Kubectl("get", "crd", crd+".apps.mydeployment.io",
+				"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+			return out
+		}, time.Minute, 200*time.Millisecond).Should(Equal("True"), crd)
+	}
 
 	By("starting the manager binary")
 	managerLog = filepath.Join(projectDir, "bin", "e2e-manager.log")
@@ -99,7 +101,8 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		_, _ = fmt.Fprintf(GinkgoWriter, "manager log:\n%s\n", out)
 	}
 	for _, args := range [][]string{
-		{"get", "mydeployments,pods,controllerrevisions", "-A", "-o", "wide"},
+		{"get", "applications,mydeployments,pods,controllerrevisions", "-A", "-o", "wide"},
+		{"get", "services,ingresses,endpointslices", "-A", "-l", "apps.mydeployment.io/application", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 	} {
 		out, _ := utils.Kubectl(args...)

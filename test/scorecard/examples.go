@@ -3,14 +3,18 @@ package scorecard
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	apimanifests "github.com/operator-framework/api/pkg/manifests"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/application"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
@@ -18,13 +22,16 @@ import (
 const almExamples = "alm-examples"
 
 // CheckExamplesRollOut checks what a user gets from the CSV's alm-examples
-// (the templates a console offers): there is at least one MyDeployment; each
-// decodes into api/v1beta1.MyDeployment with no unknown or duplicate field
-// (a typo the API server would drop); its selector is non-empty and matches
-// its template's labels (else the API server rejects it or the controller
-// never owns a pod) and asks for at least one replica; and, simulated with the controller's own planner
+// (the templates a console offers): there is one of each kind the CSV owns;
+// each decodes into its api/v1beta1 type with no unknown or duplicate field
+// (a typo the API server would drop); the MyDeployment it is, or that an
+// Application makes (its defaults filled in as the controller does), has a
+// non-empty selector that matches its template's labels (else the API
+// server rejects it or the controller never owns a pod) and asks for at
+// least one replica; and, simulated with the controller's own planner
 // (simulateRollout), it reaches spec.replicas available pods from none and
-// then rolls a new template out within its strategy's limits.
+// then rolls a new template out within its strategy's limits. An
+// Application's Service must get at least one port.
 func CheckExamplesRollOut(bundle *apimanifests.Bundle) (errs, log []string) {
 	raw := bundle.CSV.GetAnnotations()[almExamples]
 	if raw == "" {
@@ -34,20 +41,26 @@ func CheckExamplesRollOut(bundle *apimanifests.Bundle) (errs, log []string) {
 	if err := json.Unmarshal([]byte(raw), &examples); err != nil {
 		return []string{fmt.Sprintf("alm-examples is not a JSON array of objects: %v", err)}, nil
 	}
-	found := 0
+	found := map[string]bool{}
 	for i, ex := range examples {
 		var tm metav1.TypeMeta
 		if err := json.Unmarshal(ex, &tm); err != nil {
 			errs = append(errs, fmt.Sprintf("alm-examples[%d]: %v", i, err))
 			continue
 		}
-		if tm.GroupVersionKind() != appsv1beta1.GroupVersion.WithKind("MyDeployment") {
-			log = append(log, fmt.Sprintf("alm-examples[%d]: %s %s is not a MyDeployment, skipped", i, tm.APIVersion, tm.Kind))
+		var md *appsv1beta1.MyDeployment
+		var problems []string
+		switch tm.GroupVersionKind() {
+		case appsv1beta1.GroupVersion.WithKind("MyDeployment"):
+			md, problems = decodeExample(ex)
+		case appsv1beta1.GroupVersion.WithKind("Application"):
+			md, problems = decodeApplication(ex)
+		default:
+			log = append(log, fmt.Sprintf("alm-examples[%d]: %s %s is not ours, skipped", i, tm.APIVersion, tm.Kind))
 			continue
 		}
-		found++
-		md, problems := decodeExample(ex)
-		label := fmt.Sprintf("alm-examples[%d] (%s)", i, md.Name)
+		found[tm.Kind] = true
+		label := fmt.Sprintf("alm-examples[%d] (%s %s)", i, tm.Kind, md.Name)
 		if len(problems) == 0 {
 			problems = specProblems(md)
 		}
@@ -60,10 +73,48 @@ func CheckExamplesRollOut(bundle *apimanifests.Bundle) (errs, log []string) {
 			errs = append(errs, label+": "+p)
 		}
 	}
-	if found == 0 {
-		errs = append(errs, fmt.Sprintf("alm-examples holds no %s MyDeployment", appsv1beta1.GroupVersion))
+	for _, kind := range ownedKinds(bundle) {
+		if !found[kind] {
+			errs = append(errs, fmt.Sprintf("alm-examples holds no %s %s: a console offers no template to create one",
+				appsv1beta1.GroupVersion, kind))
+		}
 	}
 	return errs, log
+}
+
+// ownedKinds are the kinds of our API group the CSV owns, MyDeployment
+// always among them.
+func ownedKinds(bundle *apimanifests.Bundle) []string {
+	kinds := []string{"MyDeployment"}
+	for _, c := range bundle.CSV.Spec.CustomResourceDefinitions.Owned {
+		if strings.HasSuffix(c.Name, "."+appsv1beta1.GroupVersion.Group) && c.Version == appsv1beta1.GroupVersion.Version &&
+			!slices.Contains(kinds, c.Kind) {
+			kinds = append(kinds, c.Kind)
+		}
+	}
+	return kinds
+}
+
+// decodeApplication decodes an Application example strictly, as
+// decodeExample does, and returns the MyDeployment the controller would
+// make of it; spec paths in its problems are the MyDeployment's.
+func decodeApplication(raw []byte) (*appsv1beta1.MyDeployment, []string) {
+	app := &appsv1beta1.Application{}
+	md := &appsv1beta1.MyDeployment{}
+	strict, err := sigsjson.UnmarshalStrict(raw, app, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
+	md.Name = app.Name
+	if err != nil {
+		return md, []string{fmt.Sprintf("does not decode as an Application: %v", err)}
+	}
+	var problems []string
+	for _, e := range strict {
+		problems = append(problems, fmt.Sprintf("field the API would drop or reject: %v", e))
+	}
+	md.Spec = application.DeploymentSpec(app)
+	if svc := application.ServiceSpec(app); svc != nil && len(svc.Ports) == 0 && svc.ClusterIP != corev1.ClusterIPNone {
+		problems = append(problems, "spec.service has no ports and no container declares one: the API server refuses its Service")
+	}
+	return md, problems
 }
 
 // decodeExample decodes one example the way the API server reads JSON

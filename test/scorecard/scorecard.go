@@ -17,8 +17,10 @@ import (
 // The tests this package provides, by the name the scorecard config passes
 // as the entrypoint's argument.
 const (
-	// ExamplesRollOutTest: every MyDeployment in alm-examples decodes
-	// strictly, selects its own template, and rolls out under the real planner.
+	// ExamplesRollOutTest: alm-examples has one of each owned kind; every
+	// MyDeployment and Application in it decodes strictly, and the
+	// MyDeployment (the Application's, defaults filled in) selects its own
+	// template and rolls out under the real planner.
 	ExamplesRollOutTest = "alm-examples-roll-out"
 	// DescriptorsInSchemaTest: every spec/status descriptor path of an owned
 	// CRD exists in that CRD's openAPIV3Schema.

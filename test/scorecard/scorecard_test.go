@@ -115,7 +115,7 @@ func TestExamplesRollOutFindsBrokenExamples(t *testing.T) {
 		}, nil, "must not be greater than 100%"},
 		{"a second, broken example is checked too", func(map[string]any) {},
 			[]string{`{"apiVersion":"apps.mydeployment.io/v1beta1","kind":"MyDeployment","metadata":{"name":"b"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"c"}}}}}`},
-			"alm-examples[1] (b): spec.selector"},
+			"alm-examples[1] (MyDeployment b): spec.selector"},
 		{"only other kinds", func(ex map[string]any) { ex["kind"] = "Deployment"; ex["apiVersion"] = "apps/v1" },
 			nil, "alm-examples holds no apps.mydeployment.io/v1beta1 MyDeployment"},
 	}
@@ -131,6 +131,81 @@ func TestExamplesRollOutFindsBrokenExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withExample returns the committed bundle with its kind example changed by
+// edit, every other example kept.
+func withExample(t *testing.T, kind string, edit func(ex map[string]any)) *apimanifests.Bundle {
+	t.Helper()
+	b := loadBundle(t)
+	var examples []map[string]any
+	if err := json.Unmarshal([]byte(b.CSV.Annotations[almExamples]), &examples); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(examples, func(ex map[string]any) bool { return ex["kind"] == kind })
+	if i < 0 {
+		t.Fatalf("no %s among the CSV's alm-examples", kind)
+	}
+	edit(examples[i])
+	out, err := json.Marshal(examples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.CSV.Annotations[almExamples] = string(out)
+	return b
+}
+
+func TestExamplesRollOutChecksTheApplication(t *testing.T) {
+	deployment := func(ex map[string]any) map[string]any { return spec(ex)["deployment"].(map[string]any) }
+	container := func(ex map[string]any) map[string]any {
+		return deployment(ex)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	}
+	cases := []struct {
+		name string
+		edit func(ex map[string]any)
+		want string
+	}{
+		{"typo deep in the deployment", func(ex map[string]any) { container(ex)["imagePullPolice"] = "Always" },
+			`(Application application-sample): field the API would drop or reject: unknown field "spec.deployment.template.spec.containers[0].imagePullPolice"`},
+		{"typo in the service", func(ex map[string]any) { spec(ex)["service"] = map[string]any{"tpye": "NodePort"} },
+			`unknown field "spec.service.tpye"`},
+		{"selector misses the template", func(ex map[string]any) {
+			deployment(ex)["selector"] = map[string]any{"matchLabels": map[string]any{"app": "api"}}
+			deployment(ex)["template"].(map[string]any)["metadata"] = map[string]any{"labels": map[string]any{"app": "web"}}
+		}, "does not match spec.template.metadata.labels"},
+		{"zero replicas", func(ex map[string]any) { deployment(ex)["replicas"] = 0 }, "spec.replicas is 0"},
+		{"a Service with no port to default from", func(ex map[string]any) { delete(container(ex), "ports") },
+			"spec.service has no ports and no container declares one"},
+		{"no Application example", func(ex map[string]any) { clear(ex); ex["kind"] = "ConfigMap"; ex["apiVersion"] = "v1" },
+			"alm-examples holds no apps.mydeployment.io/v1beta1 Application"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Run(ExamplesRollOutTest, withExample(t, "Application", tc.edit)).Results[0]
+			if r.State != scapiv1alpha3.FailState || !strings.Contains(strings.Join(r.Errors, "\n"), tc.want) {
+				t.Fatalf("want state fail with an error containing %q, got %s %q", tc.want, r.State, r.Errors)
+			}
+		})
+	}
+
+	t.Run("the committed one rolls out its defaulted MyDeployment", func(t *testing.T) {
+		errs, log := CheckExamplesRollOut(withExample(t, "Application", func(map[string]any) {}))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if !slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, "(Application application-sample): ") }) {
+			t.Fatalf("the Application example was not simulated: %q", log)
+		}
+	})
+	t.Run("a headless Service needs no port", func(t *testing.T) {
+		errs, _ := CheckExamplesRollOut(withExample(t, "Application", func(ex map[string]any) {
+			delete(container(ex), "ports")
+			spec(ex)["service"] = map[string]any{"clusterIP": "None"}
+		}))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+	})
 }
 
 func TestExamplesRollOutWithoutAnnotation(t *testing.T) {

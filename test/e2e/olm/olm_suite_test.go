@@ -197,7 +197,8 @@ var _ = ReportAfterEach(func(report SpecReport) {
 	for _, args := range [][]string{
 		{"get", "catalogsources,subscriptions,installplans,csv,operatorgroups", "-A", "-o", "wide"},
 		{"get", "csv", "-A", "-o", "yaml"},
-		{"get", "deployments,pods,mydeployments", "-A", "-o", "wide"},
+		{"get", "deployments,pods,mydeployments,applications", "-A", "-o", "wide"},
+		{"get", "services,ingresses,endpointslices", "-A", "-l", "apps.mydeployment.io/application", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 	} {
 		out, _ := utils.Kubectl(args...)

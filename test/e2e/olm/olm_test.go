@@ -77,6 +77,31 @@ spec:
     spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "-1"}}}]}
 `
 
+// invalidApp's Service port targets a container port no container has:
+// only the Application webhook knows.
+const invalidApp = `apiVersion: apps.mydeployment.io/v1beta1
+kind: Application
+metadata: {name: bad-port, namespace: %s}
+spec:
+  deployment:
+    template:
+      spec: {containers: [{name: web, image: nginx, ports: [{name: http, containerPort: 80}]}]}
+  service:
+    ports: [{name: http, port: 80, targetPort: https}]
+`
+
+// mdGenerations lists the MyDeployments of the target namespaces as namespace/name=generation.
+func mdGenerations() []string {
+	var all []string
+	for _, ns := range targets {
+		out := kubectl("-n", ns, "get", "md", "-o",
+			`jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}={.metadata.generation}{"\n"}{end}`)
+		all = append(all, utils.GetNonEmptyLines(out)...)
+	}
+	sort.Strings(all)
+	return all
+}
+
 var _ = Describe("the operator through OLM", Ordered, func() {
 	prev := ""
 	csv := func(v string) string { return pkg + ".v" + v }
@@ -193,7 +218,7 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
 		before := podUIDs()
 		Expect(before).To(HaveLen(3 * len(targets)))
-		generation := jsonpath("{.metadata.generation}", "-n", targets[0], "md", "mydeployment-sample")()
+		generations := mdGenerations()
 
 		By("OLM goes on with the upgrade it held")
 		Eventually(jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version)), 4*time.Minute, time.Second).
@@ -213,7 +238,9 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 
 		By("the running workloads did not notice")
 		Expect(podUIDs()).To(Equal(before))
-		Expect(jsonpath("{.metadata.generation}", "-n", targets[0], "md", "mydeployment-sample")()).To(Equal(generation))
+		Expect(mdGenerations()).To(Equal(generations), "no MyDeployment's spec changed")
+		Expect(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
+			"applications.apps.mydeployment.io")()).To(Equal("True"), "the upgrade brought the second CRD")
 
 		By("the new operator pod takes over: scaling works and the webhook still guards admission")
 		startManager()
@@ -224,6 +251,25 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		out, err := utils.KubectlStdin(fmt.Sprintf(invalid, targets[1]), "apply", "-f", "-")
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("spec.template.spec.containers[0].resources.requests[cpu]"))
+	})
+
+	It("serves Applications after the upgrade: the sample becomes Available and Ready, and the webhook guards them", func() {
+		ns := targets[1]
+		kubectl("-n", ns, "apply", "-f", filepath.Join(projectDir, "config", "samples", "apps_v1beta1_application.yaml"))
+		app := func(path string) func() string { return jsonpath(path, "-n", ns, "app", "application-sample") }
+		Eventually(app(`{.status.conditions[?(@.type=="Available")].status}`), 2*time.Minute, time.Second).Should(Equal("True"))
+		md := func(path string) string { return jsonpath(path, "-n", ns, "md", "application-sample")() }
+		Expect(md("{.status.availableReplicas}")).To(Equal("1"))
+		Expect(md("{.status.observedGeneration}")).To(Equal(md("{.metadata.generation}")),
+			"the upgraded operator reconciled the Application's MyDeployment")
+		// Ready: the Service has the pod as its endpoint (kube-controller-manager's EndpointSlice controller).
+		Eventually(app(`{.status.conditions[?(@.type=="Ready")].status}/{.status.service.readyEndpoints}`), time.Minute, time.Second).
+			Should(Equal("True/1"))
+
+		By("the Application webhook OLM configured refuses what can never work")
+		out, err := utils.KubectlStdin(fmt.Sprintf(invalidApp, ns), "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("spec.service.ports[0].targetPort"))
 	})
 
 	It("installs in OwnNamespace and AllNamespaces mode too, watching what each OperatorGroup says", func() {

@@ -1,0 +1,149 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/utils"
+)
+
+// The Application sample (issue 19) as a user drives it with kubectl. Its
+// Service's EndpointSlices are written by kube-controller-manager's
+// EndpointSlice controller from the pods kwok runs (kwok gives them IPs), so
+// the endpoints the Application reports are real ones.
+var _ = Describe("Application on a local cluster", Ordered, func() {
+	const (
+		ns   = "e2e-application"
+		name = "application-sample"
+		// The pods' label when the Application leaves the selector out.
+		pods = "app.kubernetes.io/name=" + name
+	)
+	BeforeAll(func() {
+		_, err := utils.Kubectl("create", "namespace", ns)
+		Expect(err).NotTo(HaveOccurred())
+	})
+	AfterAll(func() {
+		_, _ = utils.Kubectl("delete", "namespace", ns, "--wait=false")
+	})
+
+	kubectl := func(args ...string) string {
+		GinkgoHelper()
+		out, err := utils.Kubectl(append([]string{"-n", ns}, args...)...)
+		Expect(err).NotTo(HaveOccurred(), out)
+		return out
+	}
+	get := func(kind, jsonpath string) func() string {
+		return func() string {
+			out, _ := utils.Kubectl("-n", ns, "get", kind, name, "-o", "jsonpath="+jsonpath)
+			return out
+		}
+	}
+	// ready is what `kubectl get app` would have a user wait for: Ready=True
+	// for the current generation.
+	ready := get("app", `{.status.conditions[?(@.type=="Ready")].status}/{.status.observedGeneration}/{.metadata.generation}`)
+	readyNow := func() string {
+		g := get("app", "{.metadata.generation}")()
+		return "True/" + g + "/" + g
+	}
+	// live lists one field per pod that is not terminating.
+	live := func(field string) []string {
+		var out []string
+		for _, l := range utils.GetNonEmptyLines(kubectl("get", "pods", "-l", pods, "-o",
+			`jsonpath={range .items[*]}{.metadata.deletionTimestamp}|`+field+`{"\n"}{end}`)) {
+			if deleting, value, _ := strings.Cut(l, "|"); deleting == "" {
+				out = append(out, value)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	// endpoints are the ready addresses of the Service's EndpointSlices.
+	endpoints := func() []string {
+		var out []string
+		for _, l := range utils.GetNonEmptyLines(kubectl("get", "endpointslices", "-l", "kubernetes.io/service-name="+name, "-o",
+			`jsonpath={range .items[*].endpoints[*]}{.conditions.ready}|{.addresses[0]}{"\n"}{end}`)) {
+			if r, addr, _ := strings.Cut(l, "|"); r == "true" {
+				out = append(out, addr)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+
+	It("runs the sample: Ready, with its pods as the Service's endpoints, and kubectl get app says so", func() {
+		kubectl("apply", "-f", filepath.Join(projectDir, "config", "samples", "apps_v1beta1_application.yaml"))
+		Eventually(ready, 2*time.Minute, time.Second).Should(Equal(readyNow()))
+		Expect(get("app", `{.status.availableReplicas}/{.status.service.readyEndpoints}/{.status.conditions[?(@.type=="Available")].status}`)()).
+			To(Equal("1/1/True"))
+		Expect(get("app", "{.status.service.clusterIP}")()).To(And(Not(BeEmpty()), Equal(get("svc", "{.spec.clusterIP}")())))
+		podIPs := live("{.status.podIP}")
+		Expect(podIPs).To(HaveLen(1))
+		Expect(podIPs[0]).NotTo(BeEmpty(), "kwok gave the pod an IP")
+		Expect(endpoints()).To(Equal(podIPs), "kube-controller-manager made the pod the Service's endpoint")
+		Expect(get("svc", "{.spec.ports[0].name}/{.spec.ports[0].port}/{.spec.ports[0].targetPort}")()).
+			To(Equal("http/80/http"), "ports defaulted from the container's")
+
+		By("adding an Ingress: the URL column shows its rule")
+		kubectl("patch", "app", name, "--type=merge", "-p", `{"spec":{"ingress":{"rules":[{"host":"sample.example.com"}]}}}`)
+		Eventually(get("app", "{.status.urls[0]}"), time.Minute, time.Second).Should(Equal("http://sample.example.com/"))
+		Expect(get("ingress", "{.spec.rules[0].http.paths[0].backend.service.name}")()).To(Equal(name))
+		Eventually(ready, time.Minute, time.Second).Should(Equal(readyNow()))
+		table := utils.GetNonEmptyLines(kubectl("get", "app"))
+		Expect(table).To(HaveLen(2))
+		Expect(strings.Fields(table[0])).To(Equal([]string{"NAME", "READY", "AVAILABLE", "URL", "AGE"}))
+		Expect(strings.Fields(table[1])[:4]).To(Equal([]string{name, "True", "1", "http://sample.example.com/"}))
+
+		uid := get("app", "{.metadata.uid}")()
+		for _, kind := range []string{"md", "svc", "ingress"} {
+			Expect(get(kind, `{.metadata.ownerReferences[?(@.controller==true)].uid}`)()).To(Equal(uid), kind+" is controlled by the Application")
+		}
+	})
+
+	It("rolls an image change through its MyDeployment", func() {
+		kubectl("scale", "app", name, "--replicas=3")
+		Eventually(get("app", "{.status.availableReplicas}/{.status.service.readyEndpoints}"), 2*time.Minute, time.Second).
+			Should(Equal("3/3"), "kubectl scale app passes through to the MyDeployment")
+		Expect(get("md", "{.spec.replicas}")()).To(Equal("3"))
+		Eventually(endpoints, time.Minute, time.Second).Should(Equal(live("{.status.podIP}")))
+
+		kubectl("patch", "app", name, "--type=json", "-p",
+			`[{"op":"replace","path":"/spec/deployment/template/spec/containers/0/image","value":"nginx:1.28"}]`)
+		Eventually(get("md", "{.spec.template.spec.containers[0].image}"), time.Minute, time.Second).Should(Equal("nginx:1.28"))
+		Eventually(func() []string { return live("{.spec.containers[0].image}") }, 2*time.Minute, time.Second).
+			Should(Equal([]string{"nginx:1.28", "nginx:1.28", "nginx:1.28"}))
+		Eventually(get("md", `{.status.updatedReplicas}/{.status.availableReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`),
+			time.Minute, time.Second).Should(Equal("3/3/NewRevisionAvailable"))
+		Eventually(ready, time.Minute, time.Second).Should(Equal(readyNow()))
+		Eventually(get("app", `{.status.updatedReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`), time.Minute, time.Second).
+			Should(Equal("3/NewRevisionAvailable"), "Progressing mirrors the MyDeployment's")
+		Eventually(endpoints, time.Minute, time.Second).Should(Equal(live("{.status.podIP}")), "the new pods are the endpoints")
+	})
+
+	It("deletes its MyDeployment, Service and Ingress with it", func() {
+		kubectl("delete", "app", name, "--wait=true")
+		Eventually(func() []string {
+			return utils.GetNonEmptyLines(kubectl("get", "md,svc,ingress,pods,endpointslices", "-o", "name"))
+		}, 2*time.Minute, time.Second).Should(BeEmpty())
+	})
+})
