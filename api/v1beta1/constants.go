@@ -97,6 +97,25 @@ const (
 	// specified delete remove pods through the Eviction API, so that
 	// PodDisruptionBudgets hold. Scale-down stays a plain delete.
 	RespectPDBAnnotation = "apps.mydeployment.io/respect-pdb"
+	// UpdateModeAnnotation says how a RollingUpdate moves a pod to a new
+	// template: UpdateModeRecreate (the default, what a Deployment does:
+	// a new pod replaces it) or UpdateModeInPlaceIfPossible (a change of
+	// container images, container resources or template labels and
+	// annotations is applied to the running pod; anything else is
+	// recreated). Refused with strategy Recreate.
+	UpdateModeAnnotation = "apps.mydeployment.io/update-mode"
+	// UpdateModeRecreate replaces pods, as a Deployment does.
+	UpdateModeRecreate = "Recreate"
+	// UpdateModeInPlaceIfPossible updates pods in place where the template
+	// change allows it.
+	UpdateModeInPlaceIfPossible = "InPlaceIfPossible"
+	// InPlaceUpdateReadyCondition is the readiness gate every pod created
+	// under UpdateModeInPlaceIfPossible carries, and the pod condition the
+	// controller owns for it: True while the pod is not being updated in
+	// place, False from just before an in-place update until the pod
+	// runs the new template, so the pod leaves Service endpoints before
+	// its containers restart (OpenKruise CloneSet's InPlaceUpdateReady).
+	InPlaceUpdateReadyCondition = "apps.mydeployment.io/InPlaceUpdateReady"
 )
 
 // Reasons of behaviour beyond Deployment.
@@ -124,4 +143,10 @@ const (
 	EventEvictionRefused = "EvictionRefused"
 	// EventPartitionHeld: the rollout reached its partition and is held.
 	EventPartitionHeld = "PartitionHeld"
+	// EventInPlaceUpdate: pods began an in-place update to a revision
+	// (UpdateModeInPlaceIfPossible); one event per sync, with the count.
+	EventInPlaceUpdate = "InPlaceUpdate"
+	// EventInPlaceUpdateFailed: a pod's in-place update was refused or did
+	// not finish in time; the pod is replaced. The message says why.
+	EventInPlaceUpdateFailed = "InPlaceUpdateFailed"
 )

@@ -27,6 +27,9 @@ type Options struct {
 	// RespectPDB removes the pods a rollout or a specified delete replaces
 	// through the Eviction API.
 	RespectPDB bool
+	// InPlace updates pods in place where the template change allows it
+	// (UpdateModeAnnotation InPlaceIfPossible).
+	InPlace bool
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -66,7 +69,9 @@ func Path(annotation string) *field.Path {
 // Parse reads md's opt-in annotations. Each value that can never work is an
 // error naming its annotation: a partition that is not a non-negative
 // integer or a percentage from 0% to 100%, a partition with strategy
-// Recreate, a respect-pdb other than "true" or "false". The Options
+// Recreate, a respect-pdb other than "true" or "false", an update-mode
+// other than Recreate or InPlaceIfPossible, InPlaceIfPossible with strategy
+// Recreate. The Options
 // returned hold what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
@@ -92,8 +97,24 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 		}
 		o.RespectPDB = b
 	}
+	if v, ok := md.Annotations[appsv1beta1.UpdateModeAnnotation]; ok {
+		switch {
+		case v != appsv1beta1.UpdateModeRecreate && v != appsv1beta1.UpdateModeInPlaceIfPossible:
+			errs = append(errs, field.NotSupported(Path(appsv1beta1.UpdateModeAnnotation), v,
+				[]string{appsv1beta1.UpdateModeRecreate, appsv1beta1.UpdateModeInPlaceIfPossible}))
+		case v == appsv1beta1.UpdateModeInPlaceIfPossible && md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
+			errs = append(errs, field.Forbidden(Path(appsv1beta1.UpdateModeAnnotation),
+				"InPlaceIfPossible needs spec.strategy.type RollingUpdate: Recreate promises that no pod of the old template runs beside one of the new"))
+		default:
+			o.InPlace = v == appsv1beta1.UpdateModeInPlaceIfPossible
+		}
+	}
 	return o, errs
 }
+
+// Annotations are the opt-in annotations of a MyDeployment, in the order
+// their errors are reported.
+var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

@@ -25,6 +25,7 @@ func TestParse(t *testing.T) {
 		partition   string // "" for none
 		pods10      int32  // partition pods out of 10 replicas
 		respectPDB  bool
+		inPlace     bool
 		err         string // substring of the only error; "" for none
 	}{
 		{name: "no annotations"},
@@ -43,6 +44,15 @@ func TestParse(t *testing.T) {
 		{name: "with Recreate", strategy: appsv1.RecreateDeploymentStrategyType, annotations: map[string]string{appsv1beta1.PartitionAnnotation: "2"}, err: "needs spec.strategy.type RollingUpdate"},
 		{name: "respect-pdb", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "true"}, respectPDB: true},
 		{name: "respect-pdb false", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "false"}},
+		{name: "update-mode InPlaceIfPossible", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceIfPossible"}, inPlace: true},
+		{name: "update-mode Recreate", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "Recreate"}},
+		{name: "update-mode unknown", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceOnly"},
+			err: `metadata.annotations[apps.mydeployment.io/update-mode]: Unsupported value: "InPlaceOnly": supported values: "Recreate", "InPlaceIfPossible"`},
+		{name: "update-mode lower case", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "inplaceifpossible"}, err: "apps.mydeployment.io/update-mode"},
+		{name: "update-mode InPlaceIfPossible with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceIfPossible"}, err: "needs spec.strategy.type RollingUpdate"},
+		{name: "update-mode Recreate with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "Recreate"}},
 		{name: "respect-pdb unknown", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "yes"}, err: `metadata.annotations[apps.mydeployment.io/respect-pdb]: Unsupported value: "yes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +75,9 @@ func TestParse(t *testing.T) {
 			}
 			if o.RespectPDB != tc.respectPDB {
 				t.Errorf("respectPDB %v, want %v", o.RespectPDB, tc.respectPDB)
+			}
+			if o.InPlace != tc.inPlace {
+				t.Errorf("inPlace %v, want %v", o.InPlace, tc.inPlace)
 			}
 		})
 	}

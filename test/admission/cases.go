@@ -156,7 +156,10 @@ func podSpec(f func(*corev1.PodSpec)) func(*appsv1beta1.MyDeployment) {
 	return func(m *appsv1beta1.MyDeployment) { f(&m.Spec.Template.Spec) }
 }
 
-var partitionField = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
+var (
+	partitionField  = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
+	updateModeField = "metadata.annotations[" + appsv1beta1.UpdateModeAnnotation + "]"
+)
 
 // annotate sets one annotation of the MyDeployment.
 func annotate(key, value string) func(*appsv1beta1.MyDeployment) {
@@ -329,6 +332,17 @@ func Cases() []Case {
 			Field: partitionField, Why: "needs spec.strategy.type RollingUpdate", By: Webhook},
 		{Name: "respect-pdb neither true nor false", Change: annotate(appsv1beta1.RespectPDBAnnotation, "yes"),
 			Field: "metadata.annotations[" + appsv1beta1.RespectPDBAnnotation + "]", Why: `Unsupported value: "yes"`, By: Webhook},
+		{Name: "update-mode unknown", Change: annotate(appsv1beta1.UpdateModeAnnotation, "InPlaceOnly"),
+			Field: updateModeField, Why: `Unsupported value: "InPlaceOnly": supported values: "Recreate", "InPlaceIfPossible"`, By: Webhook},
+		{Name: "update-mode empty", Change: annotate(appsv1beta1.UpdateModeAnnotation, ""),
+			Field: updateModeField, Why: `Unsupported value: ""`, By: Webhook},
+		{Name: "update-mode InPlaceIfPossible with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(appsv1beta1.UpdateModeAnnotation, appsv1beta1.UpdateModeInPlaceIfPossible)(m)
+		}, Field: updateModeField, Why: "InPlaceIfPossible needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "strategy switched to Recreate while in place by an update", Update: true,
+			Before: annotate(appsv1beta1.UpdateModeAnnotation, appsv1beta1.UpdateModeInPlaceIfPossible), Change: recreate,
+			Field: updateModeField, Why: "InPlaceIfPossible needs spec.strategy.type RollingUpdate", By: Webhook},
 
 		// Names.
 		{Name: "name longer than 253 characters", Change: func(m *appsv1beta1.MyDeployment) { m.Name = strings.Repeat("a", 254) },

@@ -133,7 +133,7 @@ func optInChanged(oldMD, md *appsv1beta1.MyDeployment) bool {
 	if oldMD.Spec.Strategy.Type != md.Spec.Strategy.Type {
 		return true
 	}
-	for _, k := range []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation} {
+	for _, k := range optin.Annotations {
 		ov, oldOK := oldMD.Annotations[k]
 		nv, newOK := md.Annotations[k]
 		if oldOK != newOK || ov != nv {
