@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 )
 
 // isFinished reports whether the pod reached a terminal phase: it will never
@@ -32,10 +34,13 @@ func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// isReady reports whether the pod's Ready condition is True.
+// isReady reports whether the pod's Ready condition is True and no
+// in-place update of it is under way (inplace.Updating): from the moment
+// one begins, the pod counts as neither ready nor available, whatever its
+// Ready condition still says until the kubelet sees the gate.
 func isReady(pod *corev1.Pod) bool {
 	c := readyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
+	return c != nil && c.Status == corev1.ConditionTrue && !inplace.Updating(pod)
 }
 
 // readySince returns when the pod became ready, or the zero time if it is not
@@ -62,7 +67,9 @@ func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 // about it changes. It returns (0, true) for an available pod, (d>0, true) for
 // an active ready pod still inside minReadySeconds, and (0, false) for a pod
 // that cannot become available by waiting alone: nil, terminating, finished,
-// not ready, or ready with an unknown transition time while minReadySeconds>0.
+// not ready, mid in-place update (inplace.Updating, whatever its Ready
+// condition still says), or ready with an unknown transition time while
+// minReadySeconds>0.
 func TimeUntilAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (time.Duration, bool) {
 	if pod == nil || !isActive(pod) || !isReady(pod) {
 		return 0, false

@@ -62,7 +62,9 @@ func fuzzPods(data []byte) []*corev1.Pod {
 // Recreate, 1 paused, 2 old revisions creatable, 3-4 what the pods were
 // sized for, 5-6 MaxBurst; optIn: bits 0-4 the partition, 5-6 the current
 // revision (none, old, older, the update revision), 7 RespectPDB; labels:
-// bit i labels pod i specified-delete) and checks every documented promise
+// bit i labels pod i specified-delete, bits 32+2i..33+2i give pod i the
+// in-place gate, True, updating or failed; flags bit 7: the old revisions
+// can move in place) and checks every documented promise
 // (checkPlan), determinism under pod reordering, that the input is not
 // modified, and that nothing panics.
 func FuzzCompute(f *testing.F) {
@@ -83,6 +85,11 @@ func FuzzCompute(f *testing.F) {
 	// a partition raised above the updated pods, the current revision not creatable
 	f.Add(uint8(5), uint8(1), uint8(1), uint8(0), uint8(0x00), []byte{0x40, 1, 0, 0, 0x40, 2, 0, 0, 0x40, 3, 0, 0, 0x41, 4, 0, 0},
 		uint8(0x20|3), uint64(0))
+	// in place: gated old pods, one updating, one failed, maxUnavailable 0 or 2
+	f.Add(uint8(6), uint8(1), uint8(0), uint8(0), uint8(0x80), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x41, 3, 0, 0, 0x40, 4, 0, 0, 0x40, 5, 0, 0},
+		uint8(0), uint64(0b1101010101)<<32)
+	f.Add(uint8(8), uint8(2), uint8(2), uint8(3), uint8(0x84), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x42, 3, 0, 0, 0x40, 4, 0, 0, 0x40, 5, 0, 0},
+		uint8(0x20|3), uint64(0b0111010101)<<32)
 	// in sync, one pod labelled, Recreate and RollingUpdate alike
 	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0x01), []byte{0x40, 1, 0, 0, 0x40, 2, 0, 0, 0x40, 3, 0, 0},
 		uint8(0x80), uint64(0b010))
@@ -116,9 +123,24 @@ func FuzzCompute(f *testing.F) {
 		in.Partition = int32(optIn & 31)
 		in.CurrentRevision = []string{"", revOld, revOld2, revNew}[optIn>>5&3]
 		in.RespectPDB = optIn&0x80 != 0
+		if flags&0x80 != 0 {
+			in.InPlace = []string{revOld, revOld2}
+		}
 		for i, pod := range in.Pods {
 			if labels&(1<<i) != 0 {
 				labelled(pod)
+			}
+			if i < 16 {
+				switch labels >> (32 + 2*i) & 3 {
+				case 1:
+					gated(pod)
+				case 2:
+					gated(pod)
+					gateCondition(pod).Status, gateCondition(pod).Reason = corev1.ConditionFalse, "InPlaceUpdate"
+				case 3:
+					gated(pod)
+					inPlaceFailed(pod)
+				}
 			}
 		}
 		before := make([]*corev1.Pod, len(in.Pods))

@@ -28,10 +28,39 @@ type observed struct {
 	held, specified      int
 	updatedKeep, oldKeep int
 	labelled             map[*corev1.Pod]bool // active, labelled
+	// movable are the active unlabelled old pods that can move in place
+	// (their revision in Input.InPlace, the gate on them).
+	movable map[*corev1.Pod]bool
+}
+
+// hasGate and failedInPlace read the in-place readiness gate and its
+// condition directly, not through the planner's helpers.
+func hasGate(p *corev1.Pod) bool {
+	for _, g := range p.Spec.ReadinessGates {
+		if g.ConditionType == appsv1beta1.InPlaceUpdateReadyCondition {
+			return true
+		}
+	}
+	return false
+}
+
+func gateCondition(p *corev1.Pod) *corev1.PodCondition {
+	for i, c := range p.Status.Conditions {
+		if c.Type == appsv1beta1.InPlaceUpdateReadyCondition {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func failedInPlace(p *corev1.Pod) bool {
+	c := gateCondition(p)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "InPlaceUpdateFailed"
 }
 
 func observe(in Input) observed {
 	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{}, labelled: map[*corev1.Pod]bool{},
+		movable:   map[*corev1.Pod]bool{},
 		creatable: map[string]bool{in.UpdateRevision: true}, recreate: in.Strategy == Recreate, maxBurst: int(in.MaxBurst)}
 	if o.maxBurst <= 0 {
 		o.maxBurst = DefaultMaxBurst
@@ -66,7 +95,7 @@ func observe(in Input) observed {
 			if isNew && IsAvailable(p, in.MinReadySeconds, in.Now) {
 				o.updatedAvailable++
 			}
-			label := p.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true"
+			label := p.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true" || failedInPlace(p)
 			if label {
 				o.specified++
 				o.labelled[p] = true
@@ -80,6 +109,9 @@ func observe(in Input) observed {
 			case !label:
 				o.old++
 				o.oldKeep++
+				if hasGate(p) && slices.Contains(in.InPlace, revisionOf(p)) {
+					o.movable[p] = true
+				}
 			default:
 				o.old++
 			}
@@ -203,6 +235,29 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 	}
 	after := o.active + create - delActive
 
+	// UpdateInPlace: unique movable old pods from the input, none removed
+	// too; each available one spends the availability budget a removal
+	// would.
+	inPlaceAvailable := 0
+	for _, u := range p.UpdateInPlace {
+		switch {
+		case !o.movable[u]:
+			t.Fatalf("UpdateInPlace has pod %q, not an active unlabelled old pod that can move in place: %s", u.Name, describe(p))
+		case seen[u]:
+			t.Fatalf("UpdateInPlace has pod %q twice, or also removed: %s", u.Name, describe(p))
+		}
+		seen[u] = true
+		if IsAvailable(u, in.MinReadySeconds, in.Now) {
+			inPlaceAvailable++
+		}
+	}
+	if len(p.UpdateInPlace) > o.maxBurst {
+		t.Fatalf("more than MaxBurst=%d in-place updates: %s", o.maxBurst, describe(p))
+	}
+	if len(p.UpdateInPlace) > 0 && (in.Paused || o.recreate) {
+		t.Fatalf("in-place updates while paused or under Recreate: %s", describe(p))
+	}
+
 	// What the pods are sized for, and when it must be recorded.
 	sized := Size{Replicas: int32(o.replicas), MaxReplicas: int32(o.replicas + o.maxSurge)}
 	changed := in.SizedFor == nil || *in.SizedFor != p.SizedFor
@@ -294,8 +349,14 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		}
 	case !o.recreate && (o.old > 0 || o.specified > 0 || o.held > 0):
 		createNew := create - createOld
+		// With maxUnavailable 0 (no partition), pods that move in place
+		// are made room for by surge pods of the update revision.
+		inPlaceSurge := 0
+		if o.minAvailable == o.replicas && o.held == 0 && len(o.movable) > 0 {
+			inPlaceSurge = 1
+		}
 		if create > 0 && o.active+create > o.replicas+o.maxSurge ||
-			createNew > 0 && o.updatedKeep+createNew > o.replicas-o.held || createOld > 0 && o.oldKeep+createOld > o.held {
+			createNew > 0 && o.updatedKeep+createNew > o.replicas-o.held+inPlaceSurge || createOld > 0 && o.oldKeep+createOld > o.held {
 			t.Fatalf("rolling: create %d breaks surge or shares: active=%d updated=%d replicas=%d maxSurge=%d held=%d: %s",
 				create, o.active, o.updated, o.replicas, o.maxSurge, o.held, describe(p))
 		}
@@ -306,11 +367,18 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		if atHold {
 			break
 		}
-		if budget := max(0, o.available-o.minAvailable); delAvailable > budget {
-			t.Fatalf("rolling: deleted %d available pods, only %d allowed (available=%d minAvailable=%d): %s",
-				delAvailable, budget, o.available, o.minAvailable, describe(p))
+		if budget := max(0, o.available-o.minAvailable); delAvailable+inPlaceAvailable > budget {
+			t.Fatalf("rolling: deleted %d and updated in place %d available pods, only %d allowed (available=%d minAvailable=%d): %s",
+				delAvailable, inPlaceAvailable, budget, o.available, o.minAvailable, describe(p))
 		}
-		if o.available == o.active && create == 0 && delActive == 0 && !cut {
+		// Old pods that will move in place are not replaced by new ones
+		// (without a partition, every old pod leaves).
+		if leaving := len(o.movable); o.held == 0 && inPlaceSurge == 0 && createNew > 0 && leaving > 0 &&
+			o.updatedKeep+createNew+leaving > o.replicas {
+			t.Fatalf("rolling: created %d pods although %d old pods will move in place (updated=%d, target %d): %s",
+				createNew, leaving, o.updatedKeep, o.replicas-o.held, describe(p))
+		}
+		if o.available == o.active && create == 0 && delActive == 0 && len(p.UpdateInPlace) == 0 && !cut {
 			t.Fatalf("rolling: every pod is available yet no progress: %s", describe(p))
 		}
 	default:

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
@@ -26,11 +27,17 @@ func (s podSet) heldTarget(in Input) int {
 	}
 }
 
-// specified splits pods into those labelled specified-delete (to go first)
-// and the others, each in the given order.
+// isDoomed says the pod is to be replaced whatever its revision: labelled
+// specified-delete, or its in-place update failed.
+func isDoomed(pod *corev1.Pod) bool {
+	return optin.SpecifiedDelete(pod) || inplace.Failed(pod)
+}
+
+// specified splits pods into the doomed ones (isDoomed: to go first) and
+// the others, each in the given order.
 func specified(pods []*corev1.Pod) (doomed, keep []*corev1.Pod) {
 	for _, pod := range pods {
-		if optin.SpecifiedDelete(pod) {
+		if isDoomed(pod) {
 			doomed = append(doomed, pod)
 		} else {
 			keep = append(keep, pod)
@@ -59,7 +66,7 @@ func (s podSet) rollingOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
 func (s podSet) scaleOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
 	out := s.rank.sorted(pods)
 	if held {
-		out = stableFirst(out, func(p *corev1.Pod) bool { return optin.SpecifiedDelete(p) || revisionOf(p) != s.current })
+		out = stableFirst(out, func(p *corev1.Pod) bool { return isDoomed(p) || revisionOf(p) != s.current })
 	}
 	return out
 }

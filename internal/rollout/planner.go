@@ -83,6 +83,13 @@ type Input struct {
 	// RespectPDB puts the pods a rollout step or a specified delete
 	// replaces in Plan.Evict instead of Plan.Delete.
 	RespectPDB bool
+	// InPlace names the old revisions whose pods can move to
+	// UpdateRevision in place (update-mode InPlaceIfPossible, each checked
+	// with inplace.Diff); nil when every pod is to be replaced. A pod of
+	// one of them that carries the in-place readiness gate
+	// (inplace.HasGate) is updated in place by a RollingUpdate instead of
+	// being replaced.
+	InPlace []string
 	// Pods are all pods the MyDeployment owns, including terminating ones
 	// (DeletionTimestamp set) and finished ones (phase Succeeded/Failed).
 	// Nil entries are ignored; order does not matter.
@@ -118,6 +125,9 @@ type Plan struct {
 	// surplus pods and finished pods are always in Delete. Without
 	// RespectPDB, Evict is empty and those pods are in Delete.
 	Evict []*corev1.Pod
+	// UpdateInPlace lists the pods to move to UpdateRevision in place now
+	// (Input.InPlace), each at most once, none in Delete or Evict.
+	UpdateInPlace []*corev1.Pod
 	// SizedFor is what the pods are sized for once the plan is carried out:
 	// the caller records it and passes it back as Input.SizedFor.
 	SizedFor Size
@@ -182,8 +192,8 @@ const (
 	// ReasonPartitionScaleDown: a scale-down while partitioned, each side
 	// (updated, held) brought down towards its share.
 	ReasonPartitionScaleDown Reason = "Partition:ScaleDown"
-	// ReasonSpecifiedDelete: pods labelled specified-delete are replaced
-	// while no rollout is under way.
+	// ReasonSpecifiedDelete: pods labelled specified-delete, or whose
+	// in-place update failed, are replaced while no rollout is under way.
 	ReasonSpecifiedDelete Reason = "SpecifiedDelete"
 )
 
@@ -262,6 +272,21 @@ const (
 // within MaxUnavailable, before any other pod of its side. Recreate, with no
 // old pod left, removes it first and creates its replacement once it is no
 // longer active, so that a removal that fails leaves no pod too many.
+//
+// In place (Input.InPlace): in a RollingUpdate step, the old pods that
+// leave their side and can move in place (their revision is listed, they
+// carry the gate) are updated in place rather than replaced: no pod is
+// created for them, so they need no surge, and starting one spends the
+// availability budget as removing it would (it is unavailable until it
+// runs the new template), so at most MaxUnavailable are under way at once,
+// held back by unavailable update-revision pods as removals are. With
+// MaxUnavailable 0 no pod may become unavailable, so one pod of the update
+// revision is created first (within MaxSurge), pods move one at a time, and
+// the surplus updated pod is removed at the end; under a partition
+// it replaces the pods instead (surge pods would crowd the updated side's
+// share). A pod
+// whose in-place update failed (inplace.Failed) is replaced as a
+// specified-delete pod is.
 //
 // RespectPDB: the pods a rollout step or a specified delete replaces are
 // in Plan.Evict instead of Plan.Delete; scale-downs, surplus and finished
@@ -379,9 +404,12 @@ func clampInt32(n int) int32 {
 	return int32(min(max(n, math.MinInt32), math.MaxInt32))
 }
 
-// cut keeps at most burst creates and burst removals, the earliest
-// listed, deletions before evictions.
+// cut keeps at most burst creates, burst removals and burst in-place
+// updates, the earliest listed, deletions before evictions.
 func (p Plan) cut(burst int) Plan {
+	if len(p.UpdateInPlace) > burst {
+		p.UpdateInPlace = p.UpdateInPlace[:burst]
+	}
 	if len(p.Delete) > burst {
 		p.Delete = p.Delete[:burst]
 	}

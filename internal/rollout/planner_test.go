@@ -19,6 +19,8 @@ type planCase struct {
 	wantCreations []Creation
 	wantDelete    []string
 	wantEvict     []string
+	// wantInPlace are the pods to update in place.
+	wantInPlace []string
 	// wantSizedFor, when set, is the plan's SizedFor, and wantRecord its RecordSize.
 	wantSizedFor *Size
 	wantRecord   bool
@@ -43,9 +45,10 @@ func runPlanCases(t *testing.T, cases []planCase) {
 				wantCreations = []Creation{{Revision: in.UpdateRevision, Count: tc.wantCreate}}
 			}
 			if !slices.Equal(got.Create, wantCreations) || !slices.Equal(names(got.Delete), tc.wantDelete) ||
-				!slices.Equal(names(got.Evict), tc.wantEvict) || got.Reason != tc.wantReason || got.RequeueAfter != tc.wantRequeue {
-				t.Fatalf("got  %s\nwant create=%v delete=%v evict=%v requeue=%v reason=%s",
-					describe(got), wantCreations, tc.wantDelete, tc.wantEvict, tc.wantRequeue, tc.wantReason)
+				!slices.Equal(names(got.Evict), tc.wantEvict) || !slices.Equal(names(got.UpdateInPlace), tc.wantInPlace) ||
+				got.Reason != tc.wantReason || got.RequeueAfter != tc.wantRequeue {
+				t.Fatalf("got  %s\nwant create=%v delete=%v evict=%v inPlace=%v requeue=%v reason=%s",
+					describe(got), wantCreations, tc.wantDelete, tc.wantEvict, tc.wantInPlace, tc.wantRequeue, tc.wantReason)
 			}
 			if tc.wantSizedFor != nil && (got.SizedFor != *tc.wantSizedFor || got.RecordSize != tc.wantRecord) {
 				t.Fatalf("got  %s\nwant sizedFor=%+v record=%v", describe(got), *tc.wantSizedFor, tc.wantRecord)

@@ -7,8 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // revisionOf returns the name of the ControllerRevision the pod was created from.
@@ -29,8 +27,12 @@ type podSet struct {
 	// terminating but not finished. Recreate waits for it to reach 0.
 	oldUnfinished int
 
-	// specified counts active pods labelled specified-delete.
+	// specified counts active doomed pods (labelled specified-delete, or
+	// whose in-place update failed).
 	specified int
+	// inPlace are the old revisions whose pods (with the gate) move to the
+	// update revision in place.
+	inPlace map[string]bool
 	// held is how many old-revision pods the partition holds (see
 	// heldTarget): 0 without a partition; current is the revision they
 	// converge on, currentCreatable whether pods of it can be created.
@@ -56,6 +58,12 @@ func newPodSet(in Input) podSet {
 		s.age[name] = i + 1
 	}
 	s.age[in.UpdateRevision] = len(in.Revisions) + 1
+	if len(in.InPlace) > 0 {
+		s.inPlace = make(map[string]bool, len(in.InPlace))
+		for _, name := range in.InPlace {
+			s.inPlace[name] = name != in.UpdateRevision
+		}
+	}
 	s.current = in.CurrentRevision
 	s.currentCreatable = in.CurrentRevision != in.UpdateRevision && slices.Contains(in.Revisions, in.CurrentRevision)
 	for _, pod := range in.Pods {
@@ -63,7 +71,7 @@ func newPodSet(in Input) podSet {
 			continue
 		}
 		isOld := revisionOf(pod) != in.UpdateRevision
-		if isActive(pod) && optin.SpecifiedDelete(pod) {
+		if isActive(pod) && isDoomed(pod) {
 			s.specified++
 		}
 		switch {

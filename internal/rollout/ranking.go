@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // ranker orders pods most deletable first by the criteria listed in the
@@ -39,7 +37,7 @@ func (r ranker) sorted(pods []*corev1.Pod) []*corev1.Pod {
 
 // compare returns a negative number when a should be deleted before b.
 func (r ranker) compare(a, b *corev1.Pod) int {
-	if c := cmpBool(optin.SpecifiedDelete(a), optin.SpecifiedDelete(b)); c != 0 {
+	if c := cmpBool(isDoomed(a), isDoomed(b)); c != 0 {
 		return c
 	}
 	if c := cmpBool(a.Spec.NodeName == "", b.Spec.NodeName == ""); c != 0 {

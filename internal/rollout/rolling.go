@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 )
 
 // planRolling is one RollingUpdate step while pods are to be replaced:
@@ -20,13 +22,31 @@ func planRolling(s podSet, l limits) Plan {
 	doomedOld, keepOld := specified(s.old)
 	target := l.replicas - s.held
 
+	// Old pods beyond the held share leave their side: those that can
+	// move in place are not replaced by new pods (they become updated
+	// ones), the others are.
+	leaving := s.leavingOrder(keepOld, s.held > 0)[:max(0, len(keepOld)-s.held)]
+	moving, replaced := splitFunc(leaving, s.movable)
+	if l.maxUnavailable == 0 && s.held > 0 {
+		// No pod may become unavailable, and surge pods (below) would
+		// crowd the updated side's share: replace them.
+		moving, replaced = nil, leaving
+	}
+
 	// Creations, within Replicas+MaxSurge: the updated side first, then
 	// pods of the current revision for a held side short of its share (a
 	// raised partition, a labelled held pod).
 	room := l.replicas + l.maxSurge - active
 	create, createHeld := 0, 0
-	if len(keepNew) < target {
-		create = max(0, min(room, target-len(keepNew)))
+	if len(keepNew)+len(moving) < target {
+		create = max(0, min(room, target-len(keepNew)-len(moving)))
+	}
+	if l.maxUnavailable == 0 && len(moving) > 0 {
+		// No pod may become unavailable, not even to restart in place:
+		// one surge pod makes the room, pods move one at a time, and the
+		// surplus updated pod goes at the end as any beyond Replicas does.
+		// (More surge pods would only be removed again, unused.)
+		create = max(create, min(room, 1-(len(keepNew)+len(moving)-target)))
 	}
 	if len(keepOld) < s.held && s.currentCreatable {
 		createHeld = max(0, min(room-create, s.held-len(keepOld)))
@@ -68,10 +88,14 @@ func planRolling(s podSet, l limits) Plan {
 		candidates := r.left(doomedNew)
 		replacedNew = r.take(s.rank.sorted(candidates), r.maxScaledDown(s, active, l, candidates))
 	}
-	if surplus := len(keepOld) - s.held; surplus > 0 {
-		if n := min(surplus, maxScaledDown-len(replacedOld)); n > 0 {
-			replacedOld = append(replacedOld, r.take(s.rollingOrder(keepOld, s.held > 0), n)...)
-		}
+	// In place first: no pod needs creating before it. Each one started
+	// spends the same bound as a removal (it is unavailable until done).
+	var inPlace []*corev1.Pod
+	if n := min(len(moving), maxScaledDown-len(replacedOld)); n > 0 {
+		inPlace = r.take(s.rollingOrder(moving, false), n)
+	}
+	if n := min(len(replaced), maxScaledDown-len(replacedOld)-len(inPlace)); n > 0 {
+		replacedOld = append(replacedOld, r.take(s.rollingOrder(replaced, s.held > 0), n)...)
 	}
 	// A raised partition: updated pods beyond the updated side's share go
 	// back, as old pods go forward, held back by unavailable held pods.
@@ -81,12 +105,13 @@ func planRolling(s podSet, l limits) Plan {
 	}
 
 	p := Plan{
-		Create: slices.Concat(creation(s.update, create), creation(s.current, createHeld)),
-		Delete: scaled,
-		Evict:  slices.Concat(replacedOld, replacedNew),
-		Reason: ReasonRollingUpdate,
+		Create:        slices.Concat(creation(s.update, create), creation(s.current, createHeld)),
+		Delete:        scaled,
+		Evict:         slices.Concat(replacedOld, replacedNew),
+		UpdateInPlace: inPlace,
+		Reason:        ReasonRollingUpdate,
 	}
-	switch acted := len(p.Create) > 0 || p.Removes() > 0; {
+	switch acted := len(p.Create) > 0 || p.Removes() > 0 || len(p.UpdateInPlace) > 0; {
 	case acted && len(s.old) == 0 && s.held == 0:
 		p.Reason = ReasonSpecifiedDelete
 	case acted:
@@ -113,4 +138,39 @@ func (r *remover) maxScaledDown(s podSet, active int, l limits, candidates []*co
 	staying := r.left(slices.Concat(s.updated, s.old))
 	staying = slices.DeleteFunc(staying, func(p *corev1.Pod) bool { return slices.Contains(candidates, p) })
 	return active - len(r.removed) - l.minAvailable - s.unavailable(staying)
+}
+
+// movable says an old pod can move to the update revision in place: its
+// revision is one Input.InPlace lists and it carries the readiness gate.
+func (s podSet) movable(pod *corev1.Pod) bool {
+	return s.inPlace[revisionOf(pod)] && inplace.HasGate(pod)
+}
+
+// leavingOrder is the order in which old pods leave their side: rollingOrder
+// (unavailable before available; on the held side of a partition, pods of
+// revisions other than the current one first, so the held pods converge
+// on it), and within that, pods that can move in place first (they need
+// no surge). With nothing movable it is rollingOrder.
+func (s podSet) leavingOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
+	unavailable, available := s.byAvailability(pods)
+	order := func(pods []*corev1.Pod) []*corev1.Pod {
+		pods = stableFirst(pods, s.movable)
+		if held {
+			pods = stableFirst(pods, func(p *corev1.Pod) bool { return revisionOf(p) != s.current })
+		}
+		return pods
+	}
+	return slices.Concat(order(unavailable), order(available))
+}
+
+// splitFunc splits pods by f, each part in the given order.
+func splitFunc(pods []*corev1.Pod, f func(*corev1.Pod) bool) (yes, no []*corev1.Pod) {
+	for _, p := range pods {
+		if f(p) {
+			yes = append(yes, p)
+		} else {
+			no = append(no, p)
+		}
+	}
+	return yes, no
 }
