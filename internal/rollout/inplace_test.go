@@ -14,7 +14,6 @@ func inPlaceInput(replicas, surge, unavailable int32, pods ...[]*corev1.Pod) Inp
 		CurrentRevision: revOld, Revisions: []string{revOld}, InPlace: []string{revOld}, Pods: join(pods...)}
 }
 
-
 func TestComputeInPlace(t *testing.T) {
 	runPlanCases(t, []planCase{
 		// maxUnavailable 1 of 10: one pod at a time, none created.
