@@ -77,6 +77,11 @@ type MyDeploymentReconciler struct {
 	strays strays
 	// evictions are the spells of evictions refused by a disruption budget.
 	evictions evictionBackoff
+	// InPlaceTimeout is how long an in-place update may take before the
+	// pod is replaced; 0 means DefaultInPlaceTimeout.
+	InPlaceTimeout time.Duration
+	// inPlace remembers revision templates and in-place diffs.
+	inPlace inPlaceMemo
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
@@ -84,6 +89,7 @@ type MyDeploymentReconciler struct {
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods/status;pods/resize,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -51,6 +51,9 @@ type scope struct {
 	plan            rollout.Plan
 	// retryAfter, when positive, is when to try evictions a budget refused again.
 	retryAfter time.Duration
+	// inPlaceAfter, when positive, is when the soonest unfinished in-place
+	// update times out.
+	inPlaceAfter time.Duration
 	planned    bool // plan was computed
 	// created counts the pods this sync created, and createdUpdated those
 	// of the update revision: they exist when the status is written.
@@ -155,7 +158,7 @@ func (s *scope) result(after ...time.Duration) ctrl.Result {
 	if !s.settled {
 		d = requeueUnsettled
 	}
-	for _, a := range append(after, s.plan.RequeueAfter, s.retryAfter) {
+	for _, a := range append(after, s.plan.RequeueAfter, s.retryAfter, s.inPlaceAfter) {
 		if a > 0 && (d == 0 || a < d) {
 			d = a
 		}

@@ -7,6 +7,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 )
 
 // podUpdateMatters passes every pod event but the updates no sync can act
@@ -35,7 +37,8 @@ func podUpdateMatters() predicate.Predicate {
 // or whether it adopts or releases the pod: labels (the revision, the
 // selector), controller references, the deletion timestamp, the phase, the
 // Ready condition and its transition time (availability), and the deletion
-// cost annotation.
+// cost annotation; for a pod with the in-place gate, anything of its
+// trimmed spec and status (an in-place update's progress).
 func podChanged(old, new *corev1.Pod) bool {
 	if old == new {
 		return false
@@ -46,6 +49,10 @@ func podChanged(old, new *corev1.Pod) bool {
 	}
 	if !maps.Equal(old.Labels, new.Labels) || !apiequality.Semantic.DeepEqual(old.OwnerReferences, new.OwnerReferences) {
 		return true
+	}
+	if inplace.HasGate(new) && !(apiequality.Semantic.DeepEqual(old.Status, new.Status) &&
+		apiequality.Semantic.DeepEqual(old.Spec, new.Spec) && old.Generation == new.Generation) {
+		return true // an in-place update moves on (what keepInPlace keeps)
 	}
 	oldReady, newReady := readyCondition(old), readyCondition(new)
 	if (oldReady == nil) != (newReady == nil) {

@@ -13,11 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
@@ -52,6 +54,9 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	if err != nil {
 		return fmt.Errorf("planning: %w", err)
 	}
+	if s.optIn.InPlace {
+		in.InPlace = r.inPlaceRevisions(ctx, s)
+	}
 	s.plan = rollout.Compute(in)
 	s.planned = true
 	logPlan(ctx, s)
@@ -61,7 +66,7 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	now, afterPods := s.annotations()
 	annotated := r.setAnnotations(ctx, s.md, now)
 	actErr := r.act(ctx, s)
-	errs := []error{actErr, annotated()}
+	errs := []error{actErr, annotated(), r.advanceInPlace(ctx, s)}
 	if actErr == nil && len(afterPods) > 0 {
 		errs = append(errs, r.setAnnotations(ctx, s.md, afterPods)())
 	}
@@ -285,6 +290,9 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	if err := r.evict(ctx, s); err != nil {
 		errs = append(errs, err)
 	}
+	if err := r.beginInPlace(ctx, s); err != nil {
+		errs = append(errs, err)
+	}
 	for _, c := range s.plan.Create {
 		rev := named(s.revisions, c.Revision)
 		if rev == nil && c.Revision == s.update.Name {
@@ -324,6 +332,9 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 	if err != nil {
 		return 0, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
 	}
+	if s.optIn.InPlace {
+		inplace.WithGate(&template.Spec) // readiness gates cannot be added later
+	}
 	return slowStart(int(c.Count), func() error {
 		pod, err := r.Pods.Create(ctx, s.md, template, rev)
 		if err != nil {
@@ -334,6 +345,13 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 			return err
 		}
 		r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
+		if s.optIn.InPlace {
+			// Ready only once its gate is True: at once, not a sync later.
+			// A failure here is mended by advanceInPlace.
+			if err := r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionTrue, inplace.ReasonReady, ""); err != nil {
+				logf.FromContext(ctx).V(1).Info("marking a new pod's in-place gate", "pod", klog.KObj(pod), "error", err.Error())
+			}
+		}
 		return nil
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -35,6 +36,9 @@ type Store struct {
 type pending struct {
 	creates map[string]struct{} // pod names that must appear
 	deletes map[string]struct{} // pod names that must disappear or be terminating
+	// relabels are pods moved to a revision in place: the pod name and
+	// the revision its label must name (or the pod be gone).
+	relabels map[string]string
 	// gone are pods seen deleted before anything was expected of them: a
 	// pod deleted between its create call returning and ExpectCreate.
 	gone  map[string]struct{}
@@ -78,6 +82,15 @@ func (s *Store) ExpectDelete(owner, name string, now time.Time) {
 	s.get(owner, now).deletes[name] = struct{}{}
 }
 
+// ExpectRelabel records that pod name was relabelled to revision (an
+// in-place update began) for owner at now: observed once the cache lists
+// it with that revision label, or not at all, or terminating.
+func (s *Store) ExpectRelabel(owner, name, revision string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.get(owner, now).relabels[name] = revision
+}
+
 // Result says whether the cache has caught up with an owner's writes.
 type Result struct {
 	// Satisfied is true when every expectation was observed (or leaked):
@@ -117,8 +130,13 @@ func (s *Store) Observe(owner string, pods []*corev1.Pod, now time.Time) Result 
 			delete(p.deletes, name)
 		}
 	}
+	for name, rev := range p.relabels {
+		if pod, present := listed[name]; !present || pod.DeletionTimestamp != nil || pod.Labels[appsv1.ControllerRevisionHashLabelKey] == rev {
+			delete(p.relabels, name)
+		}
+	}
 	clear(p.gone) // an ExpectCreate after a sync listed the pods is for a newer pod
-	waiting := len(p.creates) + len(p.deletes)
+	waiting := len(p.creates) + len(p.deletes) + len(p.relabels)
 	if waiting == 0 {
 		delete(s.owners, owner)
 		return Result{Satisfied: true}
@@ -131,6 +149,9 @@ func (s *Store) Observe(owner string, pods []*corev1.Pod, now time.Time) Result 
 		leaked = append(leaked, name)
 	}
 	for name := range p.deletes {
+		leaked = append(leaked, name)
+	}
+	for name := range p.relabels {
 		leaked = append(leaked, name)
 	}
 	delete(s.owners, owner)
@@ -152,6 +173,7 @@ func (s *Store) Gone(owner, name string) {
 	_, deleted := p.deletes[name]
 	delete(p.creates, name)
 	delete(p.deletes, name)
+	delete(p.relabels, name)
 	if !created && !deleted {
 		p.gone[name] = struct{}{} // perhaps ours, its ExpectCreate still to come
 	}
@@ -170,7 +192,7 @@ func (s *Store) Pending() int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, p := range s.owners {
-		if len(p.creates)+len(p.deletes) > 0 {
+		if len(p.creates)+len(p.deletes)+len(p.relabels) > 0 {
 			n++ // a record opened for creates that all failed waits on nothing
 		}
 	}
@@ -180,7 +202,8 @@ func (s *Store) Pending() int {
 func (s *Store) get(owner string, now time.Time) *pending {
 	p, ok := s.owners[owner]
 	if !ok {
-		p = &pending{creates: map[string]struct{}{}, deletes: map[string]struct{}{}, gone: map[string]struct{}{}, since: now}
+		p = &pending{creates: map[string]struct{}{}, deletes: map[string]struct{}{}, relabels: map[string]string{},
+			gone: map[string]struct{}{}, since: now}
 		s.owners[owner] = p
 	}
 	return p

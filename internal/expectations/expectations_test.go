@@ -120,3 +120,44 @@ func TestOpenAloneIsNotPending(t *testing.T) {
 		t.Fatalf("Pending = %d after Open alone, want 0", s.Pending())
 	}
 }
+
+func TestObserveRelabel(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	labelled := func(name, rev string) *corev1.Pod {
+		p := pod(name, false)
+		p.Labels = map[string]string{"controller-revision-hash": rev}
+		return p
+	}
+	for _, tc := range []struct {
+		name      string
+		listed    []*corev1.Pod
+		gone      bool
+		satisfied bool
+	}{
+		{name: "still the old revision in the cache", listed: []*corev1.Pod{labelled("a", "old")}},
+		{name: "the new revision listed", listed: []*corev1.Pod{labelled("a", "new")}, satisfied: true},
+		{name: "gone from the list", satisfied: true},
+		{name: "terminating", listed: []*corev1.Pod{pod("a", true)}, satisfied: true},
+		{name: "seen deleted", listed: []*corev1.Pod{labelled("a", "old")}, gone: true, satisfied: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(0)
+			s.ExpectRelabel("ns/md", "a", "new", t0)
+			if s.Pending() != 1 {
+				t.Fatalf("pending %d, want 1", s.Pending())
+			}
+			if tc.gone {
+				s.Gone("ns/md", "a")
+			}
+			r := s.Observe("ns/md", tc.listed, t0.Add(time.Second))
+			if r.Satisfied != tc.satisfied {
+				t.Fatalf("satisfied %v, want %v (%+v)", r.Satisfied, tc.satisfied, r)
+			}
+			if !tc.satisfied {
+				if r := s.Observe("ns/md", tc.listed, t0.Add(DefaultTimeout)); !r.Satisfied || len(r.Leaked) != 1 {
+					t.Fatalf("after the timeout: %+v, want satisfied with one leak", r)
+				}
+			}
+		})
+	}
+}

@@ -75,6 +75,9 @@ var (
 		"Times a rollout made no progress for progressDeadlineSeconds (Progressing=False, ProgressDeadlineExceeded).")
 	expectationsPending = gauge("mydeployment_expectations_pending_seconds",
 		"Age of the oldest pod creation or deletion not yet seen in the cache, while the controller waits for it before syncing again; 0 when none.")
+	inPlaceUpdates = counter("mydeployment_in_place_updates_total",
+		"Pods updated in place (update-mode InPlaceIfPossible), by result: started, completed, or fallback (refused or not finished in time: the pod is replaced).",
+		"result")
 	expectationTimeouts = counter("mydeployment_expectation_timeouts_total",
 		"Pod creations or deletions not observed in the cache before the expectations timeout (leaked expectations).")
 )
@@ -87,6 +90,7 @@ var perObject = []*prometheus.MetricVec{
 	generation.MetricVec, observedGeneration.MetricVec, paused.MetricVec, conditionStatus.MetricVec,
 	rolloutInProgress.MetricVec, rolloutDuration.MetricVec, podsCreated.MetricVec, podsDeleted.MetricVec,
 	podWriteFailures.MetricVec, deadlineExceeded.MetricVec, expectationTimeouts.MetricVec, expectationsPending.MetricVec,
+	inPlaceUpdates.MetricVec,
 }
 
 // Collectors returns every collector of this package, for a registry of
@@ -96,7 +100,7 @@ func Collectors() []prometheus.Collector {
 		specReplicas, statusReplicas, readyReplicas, availableReplicas, updatedReplicas, unavailableReplicas,
 		currentRevision, updateRevision, generation, observedGeneration, paused, conditionStatus,
 		rolloutInProgress, rolloutDuration, podsCreated, podsDeleted, podWriteFailures, deadlineExceeded,
-		expectationTimeouts, expectationsPending,
+		expectationTimeouts, expectationsPending, inPlaceUpdates,
 	}
 }
 

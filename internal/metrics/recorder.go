@@ -190,6 +190,22 @@ func (r *Recorder) ExpectationTimeouts(md *appsv1beta1.MyDeployment, n int) {
 	expectationTimeouts.WithLabelValues(md.Namespace, md.Name).Add(float64(n))
 }
 
+// In-place update results (InPlaceUpdates).
+const (
+	InPlaceStarted   = "started"
+	InPlaceCompleted = "completed"
+	InPlaceFallback  = "fallback"
+)
+
+// InPlaceUpdates counts n in-place updates of md's pods with result
+// (InPlaceStarted, InPlaceCompleted, InPlaceFallback).
+func (r *Recorder) InPlaceUpdates(md *appsv1beta1.MyDeployment, result string, n int) {
+	if r == nil || n <= 0 {
+		return
+	}
+	inPlaceUpdates.WithLabelValues(md.Namespace, md.Name, result).Add(float64(n))
+}
+
 // ExpectationsPending sets how long md's sync has waited for the cache to
 // observe its earlier pod writes; 0 once it no longer waits. Only a change
 // from or to 0 touches the series of an object that never waits.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
 var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -218,8 +219,12 @@ func TestConditionsAndDeadlines(t *testing.T) {
 	}
 }
 
-// failingPods refuses every write; only the counting is under test.
-type failingPods struct{ creates, deletes int }
+// failingPods refuses every write; only the counting is under test. The
+// in-place writes it does not implement are never called.
+type failingPods struct {
+	podcontrol.Interface
+	creates, deletes int
+}
 
 func (f *failingPods) Create(context.Context, *appsv1beta1.MyDeployment, *corev1.PodTemplateSpec, *appsv1.ControllerRevision) (*corev1.Pod, error) {
 	f.creates++

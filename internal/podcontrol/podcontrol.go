@@ -6,18 +6,23 @@ package podcontrol
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownerref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
@@ -53,6 +58,20 @@ type Interface interface {
 	// Release removes owner's references from pod, guarded by the pod's
 	// resourceVersion; a pod already gone is success.
 	Release(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error
+
+	// SetGate writes pod's in-place readiness gate condition
+	// (inplace.Gate) with status, reason and message (pods/status).
+	SetGate(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, status corev1.ConditionStatus, reason, message string) error
+	// BeginInPlace starts moving pod to rev in place: its gate condition
+	// False (so it leaves Service endpoints), then rev's labels (revision,
+	// template hash) and change's template labels and annotations, so it
+	// counts as a pod of rev from then on. Its containers are not touched.
+	BeginInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error
+	// UpdateInPlace writes target's container and init container images
+	// (a pod patch) and container resources (the pods/resize subresource)
+	// where pod's differ. An error for which Refused reports true will
+	// not go away by retrying.
+	UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, target *corev1.PodTemplateSpec) error
 }
 
 // Real writes through the API server.
@@ -206,4 +225,110 @@ func (r *Real) patch(ctx context.Context, pod, changed *corev1.Pod, verb string)
 // ControllerOf returns pod's controller reference without copying it, or nil.
 func ControllerOf(pod *corev1.Pod) *metav1.OwnerReference {
 	return metav1.GetControllerOfNoCopy(pod)
+}
+
+// SetGate implements [Interface]: a strategic merge patch of the one
+// condition (merged by type), its transition time now.
+func (r *Real) SetGate(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, status corev1.ConditionStatus, reason, message string) error {
+	cond := corev1.PodCondition{Type: inplace.Gate, Status: status, Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(time.Now())}
+	if old := inplace.Condition(pod); old != nil && old.Status == status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	}
+	data, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return fmt.Errorf("encoding the gate of pod %s: %w", pod.Name, err)
+	}
+	if err := r.Client.Status().Patch(ctx, pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, data)); err != nil {
+		return fmt.Errorf("setting the in-place gate of pod %s to %s: %w", pod.Name, status, err)
+	}
+	return nil
+}
+
+// BeginInPlace implements [Interface].
+func (r *Real) BeginInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error {
+	if err := r.SetGate(ctx, owner, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
+		fmt.Sprintf("updating in place to revision %s", rev.Name)); err != nil {
+		return err
+	}
+	labels := map[string]*string{}
+	for k, v := range change.Labels {
+		labels[k] = v
+	}
+	name, hash := rev.Name, rev.Labels[revision.HashLabel]
+	labels[appsv1beta1.RevisionLabel], labels[appsv1beta1.PodTemplateHashLabel] = &name, &hash
+	meta := map[string]any{"labels": labels}
+	if len(change.Annotations) > 0 {
+		meta["annotations"] = change.Annotations
+	}
+	data, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return fmt.Errorf("encoding the labels of pod %s: %w", pod.Name, err)
+	}
+	if err := r.Client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("relabelling pod %s for revision %s: %w", pod.Name, rev.Name, err)
+	}
+	return nil
+}
+
+// UpdateInPlace implements [Interface].
+func (r *Real) UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, target *corev1.PodTemplateSpec) error {
+	images := func(have, want []corev1.Container) []map[string]string {
+		var out []map[string]string
+		for _, w := range want {
+			for _, h := range have {
+				if h.Name == w.Name && h.Image != w.Image {
+					out = append(out, map[string]string{"name": w.Name, "image": w.Image})
+				}
+			}
+		}
+		return out
+	}
+	spec := map[string]any{}
+	if c := images(pod.Spec.Containers, target.Spec.Containers); len(c) > 0 {
+		spec["containers"] = c
+	}
+	if c := images(pod.Spec.InitContainers, target.Spec.InitContainers); len(c) > 0 {
+		spec["initContainers"] = c
+	}
+	if len(spec) > 0 {
+		if err := r.strategicPatch(ctx, pod, spec, ""); err != nil {
+			return fmt.Errorf("updating the images of pod %s: %w", pod.Name, err)
+		}
+	}
+	var resized []map[string]any
+	for _, w := range target.Spec.Containers {
+		for _, h := range pod.Spec.Containers {
+			if h.Name == w.Name && !equality.Semantic.DeepEqual(h.Resources, w.Resources) {
+				resized = append(resized, map[string]any{"name": w.Name, "resources": w.Resources})
+			}
+		}
+	}
+	if len(resized) > 0 {
+		if err := r.strategicPatch(ctx, pod, map[string]any{"containers": resized}, "resize"); err != nil {
+			return fmt.Errorf("resizing pod %s: %w", pod.Name, err)
+		}
+	}
+	return nil
+}
+
+// strategicPatch writes spec as a strategic merge patch of pod's spec, of
+// the pod or of one of its subresources.
+func (r *Real) strategicPatch(ctx context.Context, pod *corev1.Pod, spec map[string]any, subresource string) error {
+	data, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return err
+	}
+	patch := client.RawPatch(types.StrategicMergePatchType, data)
+	if subresource == "" {
+		return r.Client.Patch(ctx, pod.DeepCopy(), patch)
+	}
+	return r.Client.SubResource(subresource).Patch(ctx, pod.DeepCopy(), patch)
+}
+
+// Refused reports whether err is the API server refusing an in-place
+// update for good (invalid, forbidden: a resize it cannot apply), rather
+// than a failure a retry may mend.
+func Refused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
 }

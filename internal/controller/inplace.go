@@ -1,0 +1,212 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+)
+
+// DefaultInPlaceTimeout is how long an in-place update may take, from its
+// start until the pod runs the new template, before the pod is replaced.
+const DefaultInPlaceTimeout = 2 * time.Minute
+
+// inPlaceMemo remembers decoded revision templates and whether the pods of
+// one revision can move to another in place. ControllerRevisions never
+// change, so entries are keyed by UID and never go stale; the memo is
+// emptied when it grows past maxInPlaceMemo entries.
+type inPlaceMemo struct {
+	mu        sync.Mutex
+	templates map[types.UID]*corev1.PodTemplateSpec
+	diffs     map[[2]types.UID]inPlaceDiff
+}
+
+type inPlaceDiff struct {
+	change *inplace.Change
+	err    error
+}
+
+const maxInPlaceMemo = 4096
+
+// template is rev's pod template, decoded once; callers must not modify it.
+func (m *inPlaceMemo) template(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.templates[rev.UID]; ok {
+		return t, nil
+	}
+	t, err := revision.Template(rev)
+	if err != nil {
+		return nil, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
+	}
+	if m.templates == nil || len(m.templates) >= maxInPlaceMemo {
+		m.templates = map[types.UID]*corev1.PodTemplateSpec{}
+	}
+	m.templates[rev.UID] = t
+	return t, nil
+}
+
+// diff is inplace.Diff from from's template to to's, computed once; fresh
+// reports whether it was computed by this call.
+func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace.Change, err error, fresh bool) {
+	key := [2]types.UID{from.UID, to.UID}
+	m.mu.Lock()
+	d, ok := m.diffs[key]
+	m.mu.Unlock()
+	if ok {
+		return d.change, d.err, false
+	}
+	a, err := m.template(from)
+	if err != nil {
+		return nil, err, false
+	}
+	b, err := m.template(to)
+	if err != nil {
+		return nil, err, false
+	}
+	d.change, d.err = inplace.Diff(a, b)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.diffs == nil || len(m.diffs) >= maxInPlaceMemo {
+		m.diffs = map[[2]types.UID]inPlaceDiff{}
+	}
+	m.diffs[key] = d
+	return d.change, d.err, true
+}
+
+// inPlaceRevisions names the old revisions whose gated pods can move to
+// the update revision in place (the planner's Input.InPlace). The first
+// time a pair of revisions is found not to, an event says why.
+func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope) []string {
+	seen := map[string]bool{s.update.Name: true}
+	var out []string
+	for _, pod := range s.pods {
+		name := pod.Labels[appsv1beta1.RevisionLabel]
+		if seen[name] || !inplace.HasGate(pod) {
+			continue
+		}
+		seen[name] = true
+		from := named(s.revisions, name)
+		if from == nil {
+			continue // its history is gone: nothing to compare with
+		}
+		_, err, fresh := r.inPlace.diff(from, s.update)
+		switch {
+		case err == nil:
+			out = append(out, name)
+		case fresh:
+			r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
+				"Pods of revision %q are replaced, not updated in place: %v", name, err)
+		default:
+			logf.FromContext(ctx).V(1).Info("revision cannot move in place", "from", name, "to", s.update.Name, "why", err.Error())
+		}
+	}
+	return out
+}
+
+// beginInPlace starts the in-place updates the plan chose: each pod's gate
+// False, then the update revision's labels, expected in the cache before
+// the next plan.
+func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) error {
+	pods := s.plan.UpdateInPlace
+	if len(pods) == 0 {
+		return nil
+	}
+	var errs []error
+	started := parallel(len(pods), func(i int) error {
+		pod := pods[i]
+		from := named(s.revisions, pod.Labels[appsv1beta1.RevisionLabel])
+		if from == nil {
+			return fmt.Errorf("updating pod %s in place: its revision is gone", pod.Name)
+		}
+		change, err, _ := r.inPlace.diff(from, s.update)
+		if err != nil {
+			return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
+		}
+		if err := r.Pods.BeginInPlace(ctx, s.md, pod, s.update, change); err != nil {
+			return err
+		}
+		r.Expectations.ExpectRelabel(s.key, pod.Name, s.update.Name, s.now)
+		return nil
+	}, func(err error) { errs = append(errs, err) })
+	if started > 0 {
+		r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceStarted, started)
+		r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
+			"Updating %d pod(s) in place to revision %q", started, s.update.Name)
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// advanceInPlace takes each gated pod one step further (inplace.Next):
+// marks a new pod's gate True, writes the new images and resources once
+// the pod has left Service endpoints, marks it True again once the kubelet
+// runs them, and marks it failed (to be replaced) when the update was
+// refused or took longer than the timeout. It sets s.inPlaceAfter to when
+// the soonest unfinished update times out.
+func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) error {
+	timeout := r.InPlaceTimeout
+	if timeout <= 0 {
+		timeout = DefaultInPlaceTimeout
+	}
+	var errs []error
+	completed, failed := 0, 0
+	for _, pod := range s.pods {
+		if !inplace.HasGate(pod) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		rev := named(s.revisions, pod.Labels[appsv1beta1.RevisionLabel])
+		if rev == nil {
+			continue
+		}
+		target, err := r.inPlace.template(rev)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		step, why := inplace.Next(pod, target, s.now, timeout)
+		switch step {
+		case inplace.StepMarkReady:
+			err = r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionTrue, inplace.ReasonReady, "")
+			if err == nil && inplace.Condition(pod) != nil {
+				completed++
+			}
+		case inplace.StepPatch:
+			if err = r.Pods.UpdateInPlace(ctx, s.md, pod, target); podcontrol.Refused(err) {
+				step, why = inplace.StepFail, "the API server refused it: "+err.Error()
+			}
+		}
+		if step == inplace.StepFail {
+			err = r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonFailed, why)
+			if err == nil {
+				failed++
+				r.Recorder.Eventf(s.md, pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
+					"Pod %s is replaced: its in-place update to revision %q failed: %s", pod.Name, rev.Name, why)
+				logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(pod), "why", why)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if c := inplace.Condition(pod); step != inplace.StepFail && c != nil && inplace.Updating(pod) && c.Reason != inplace.ReasonFailed {
+			if d := c.LastTransitionTime.Add(timeout).Sub(s.now); d > 0 && (s.inPlaceAfter == 0 || d < s.inPlaceAfter) {
+				s.inPlaceAfter = d
+			}
+		}
+	}
+	r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceCompleted, completed)
+	r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceFallback, failed)
+	return kerrors.NewAggregate(errs)
+}

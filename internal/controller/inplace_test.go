@@ -1,0 +1,267 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+)
+
+// nodeCPU is the cpu the fake kubelet's node has: a resize asking for more
+// is Infeasible.
+var nodeCPU = resource.MustParse("4")
+
+// inPlaceKubelet plays the kubelet for md's pods every tick, as Kubernetes'
+// own integration tests fake pod status: a container whose spec image or
+// resources differ from its status is restarted with them (restartCount+1,
+// ready), unless a resize asks for more cpu than the node has (then the
+// resize is PodResizePending, Infeasible); the pod is Ready when its
+// containers are and every readiness gate's condition is True. Conditions
+// it does not own (the in-place gate) are left as they are.
+func inPlaceKubelet(md *appsv1beta1.MyDeployment, tick time.Duration) (stop func()) {
+	kctx, kcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		for kctx.Err() == nil {
+			for _, p := range podsOf(md) {
+				if pod := kubeletStatus(&p); pod != nil {
+					_ = k8sClient.Status().Update(ctx, pod) // a conflict: next tick
+				}
+			}
+			select {
+			case <-kctx.Done():
+			case <-time.After(tick):
+			}
+		}
+	}()
+	return func() { kcancel(); <-done }
+}
+
+// kubeletStatus returns pod with the status a kubelet would report, or nil
+// if it already does.
+func kubeletStatus(p *corev1.Pod) *corev1.Pod {
+	pod := p.DeepCopy()
+	pod.Status.Phase = corev1.PodRunning
+	statuses := map[string]corev1.ContainerStatus{}
+	for _, s := range pod.Status.ContainerStatuses {
+		statuses[s.Name] = s
+	}
+	var out []corev1.ContainerStatus
+	infeasible := false
+	for _, c := range pod.Spec.Containers {
+		s, ok := statuses[c.Name]
+		if cpu, set := c.Resources.Requests[corev1.ResourceCPU]; set && cpu.Cmp(nodeCPU) > 0 {
+			infeasible = true
+			out = append(out, s)
+			continue
+		}
+		if !ok || s.Image != c.Image || s.Resources == nil || !equality.Semantic.DeepEqual(*s.Resources, c.Resources) {
+			restarts := s.RestartCount
+			if ok && s.Image != c.Image {
+				restarts++
+			}
+			s = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: "sha256:" + c.Image, Ready: true, Started: ptrTrue(),
+				RestartCount: restarts, Resources: c.Resources.DeepCopy(),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}
+		}
+		out = append(out, s)
+	}
+	pod.Status.ContainerStatuses = out
+	pod.Status.ObservedGeneration = pod.Generation
+	pod.Status.Conditions = slices.DeleteFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodResizePending
+	})
+	if infeasible {
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending,
+			Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible, Message: "Node didn't have enough capacity: cpu, requested: 8000, capacity: 4000"})
+	}
+	ready := corev1.ConditionTrue
+	for _, g := range pod.Spec.ReadinessGates {
+		if c := podCondition(pod, g.ConditionType); c == nil || c.Status != corev1.ConditionTrue {
+			ready = corev1.ConditionFalse
+		}
+	}
+	if c := podCondition(pod, corev1.PodReady); c == nil {
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()})
+	} else if c.Status != ready {
+		c.Status, c.LastTransitionTime = ready, metav1.Now()
+	}
+	if equality.Semantic.DeepEqual(pod.Status, p.Status) {
+		return nil
+	}
+	return pod
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func ptrTrue() *bool { t := true; return &t }
+
+// uids are md's pods' UIDs (not terminating), sorted.
+func uids(md *appsv1beta1.MyDeployment) []types.UID {
+	var out []types.UID
+	for _, p := range podsOf(md) {
+		out = append(out, p.UID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// imagesOf are the distinct images of md's pods' first containers.
+func imagesOf(md *appsv1beta1.MyDeployment) []string {
+	var out []string
+	for _, p := range podsOf(md) {
+		if !slices.Contains(out, p.Spec.Containers[0].Image) {
+			out = append(out, p.Spec.Containers[0].Image)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailure, Serial, func() {
+	var (
+		ns  string
+		rec *countingRecorder
+	)
+	BeforeAll(func() {
+		stopManager()
+		startManager(func(r *MyDeploymentReconciler) {
+			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
+			r.Recorder = rec
+			r.InPlaceTimeout = 10 * time.Second
+		})
+	})
+	AfterAll(func() {
+		stopManager()
+		startManager()
+	})
+	BeforeEach(func() { ns = newNamespace() })
+
+	// inPlaceMD creates a 10-replica MyDeployment in update-mode
+	// InPlaceIfPossible with 25%/25% (2 unavailable, 3 surge), its pods
+	// Ready through the fake kubelet, and returns it with a pod watcher
+	// armed at "never more than 10 pods, never fewer than 8 Ready".
+	inPlaceMD := func(name string) (*appsv1beta1.MyDeployment, *watcher, func()) {
+		md := rolling(newMD(ns, name, 10, "nginx:1.27"), intstr.FromString("25%"), intstr.FromString("25%"))
+		md.Annotations = map[string]string{appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
+		md.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		}
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		stop := inPlaceKubelet(md, 100*time.Millisecond)
+		complete(md)
+		for _, p := range podsOf(md) {
+			Expect(inplace.HasGate(&p)).To(BeTrue(), "pod %s has the in-place readiness gate", p.Name)
+		}
+		w := watchPods(md, 10, 8)
+		Eventually(func() int { _, n := w.result(); return n }, timeout, interval).Should(Equal(10))
+		w.armAvailability()
+		return md, w, func() { w.stop(); stop() }
+	}
+
+	It("updates an image in place: the same 10 pods, never more, never fewer than 8 Ready, status complete", func() {
+		md, w, stop := inPlaceMD("image")
+		defer stop()
+		before := uids(md)
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		complete(md)
+		Expect(uids(md)).To(Equal(before), "no pod was replaced")
+		Expect(imagesOf(md)).To(Equal([]string{"nginx:1.28"}))
+		for _, p := range podsOf(md) {
+			Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeEquivalentTo(1), "pod %s restarted its container once", p.Name)
+			Expect(p.Labels[appsv1beta1.RevisionLabel]).To(Equal(get(md).Status.UpdateRevision))
+		}
+		violations, created := w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(created).To(Equal(10), "no pod created")
+		Expect(rec.of(md, appsv1beta1.EventInPlaceUpdate)).NotTo(BeEmpty())
+		Expect(rec.of(md, appsv1beta1.EventInPlaceUpdateFailed)).To(BeEmpty())
+
+		By("rolled back to the image-only earlier revision: back in place too")
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.27" })
+		complete(md)
+		Expect(uids(md)).To(Equal(before))
+		Expect(imagesOf(md)).To(Equal([]string{"nginx:1.27"}))
+		violations, created = w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(created).To(Equal(10))
+	})
+
+	It("resizes in place through pods/resize: the same pods, their resources changed", func() {
+		md, w, stop := inPlaceMD("resize")
+		defer stop()
+		before := uids(md)
+		more := resource.MustParse("300m")
+		update(md, func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("150m")
+			m.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = more
+		})
+		complete(md)
+		Expect(uids(md)).To(Equal(before))
+		for _, p := range podsOf(md) {
+			Expect(p.Spec.Containers[0].Resources.Limits.Cpu().Equal(more)).To(BeTrue(), "pod %s: %v", p.Name, p.Spec.Containers[0].Resources)
+		}
+		violations, created := w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(created).To(Equal(10))
+	})
+
+	It("recreates pods for a change that is not in-place-able (a command), and says why", func() {
+		md, _, stop := inPlaceMD("command")
+		defer stop()
+		before := uids(md)
+		update(md, func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+			m.Spec.Template.Spec.Containers[0].Command = []string{"nginx", "-g", "daemon off;"}
+		})
+		complete(md)
+		for _, uid := range uids(md) {
+			Expect(before).NotTo(ContainElement(uid), "every pod was replaced")
+		}
+		Expect(rec.of(md, appsv1beta1.EventInPlaceUpdate)).To(ContainElement(ContainSubstring("are replaced, not updated in place")))
+	})
+
+	It("replaces a pod whose resize the kubelet refuses as Infeasible, with an event", func() {
+		md, _, stop := inPlaceMD("infeasible")
+		defer stop()
+		before := uids(md)
+		update(md, func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("8")
+			m.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("8")
+		})
+		Eventually(func() []string { return rec.of(md, appsv1beta1.EventInPlaceUpdateFailed) }, timeout, interval).
+			Should(ContainElement(ContainSubstring("Infeasible")))
+		Eventually(func(g Gomega) {
+			g.Expect(uids(md)).NotTo(ContainElement(before[0]))
+			replaced := 0
+			for _, uid := range uids(md) {
+				if !slices.Contains(before, uid) {
+					replaced++
+				}
+			}
+			g.Expect(replaced).To(BeNumerically(">", 0))
+		}, timeout, interval).Should(Succeed(), "the refused pods are replaced")
+	})
+})
