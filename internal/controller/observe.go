@@ -54,7 +54,7 @@ type scope struct {
 	// inPlaceAfter, when positive, is when the soonest unfinished in-place
 	// update times out.
 	inPlaceAfter time.Duration
-	planned    bool // plan was computed
+	planned      bool // plan was computed
 	// created counts the pods this sync created, and createdUpdated those
 	// of the update revision: they exist when the status is written.
 	created, createdUpdated int32
