@@ -65,11 +65,14 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 		perms: spec.Permissions,
 		want: []string{
 			// The reconcilers (config/rbac/role.yaml, from the RBAC markers):
-			// MyDeployment's pods (evicted under respect-pdb) and revisions;
+			// MyDeployment's pods (evicted under respect-pdb; their in-place
+			// readiness gate and resize under update-mode InPlaceIfPossible)
+			// and revisions;
 			// Application's children (MyDeployments it creates, Services,
 			// Ingresses) and the EndpointSlices it reads.
 			`"" pods,services create,delete,get,list,patch,watch`,
 			`"" pods/eviction create`,
+			`"" pods/resize,pods/status patch`,
 			"apps controllerrevisions create,delete,get,list,patch,watch",
 			"apps.mydeployment.io applications get,list,watch",
 			"apps.mydeployment.io mydeployments create,get,list,patch,watch",
