@@ -9,7 +9,9 @@
 #
 # State lives in bin/clusters/clusters/NAME; the kubeconfig is copied to
 # KUBECONFIG_OUT (default bin/local/kubeconfig). NODES (default 3) fake nodes;
-# KWOKCTL_ARGS more flags for `kwokctl create cluster`.
+# KWOKCTL_ARGS more flags for `kwokctl create cluster`. kwok plays the kubelet
+# with the Stages in KWOK_STAGES (default hack/kwok/stages.yaml: readiness
+# gates, image restarts, resizes; set it empty for kwokctl's built-in stages).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +20,7 @@ cmd=${1:?usage: $0 up|down [NAME] [KUBECONFIG_OUT]}
 NAME=${2:-mydeployment}
 OUT=${3:-$BIN/local/kubeconfig}
 NODES=${NODES:-3}
+KWOK_STAGES=${KWOK_STAGES-$ROOT/hack/kwok/stages.yaml}
 export KWOK_WORKDIR=$BIN/clusters
 # kwokctl downloads kubectl unless it is told where ours is.
 export KWOK_KUBECTL_BINARY=$BIN/kubectl
@@ -83,6 +86,8 @@ up() {
     # The apiserver advertises the host's address; on a host with no default
     # route give ADVERTISE_ADDRESS (any non-loopback address of this host).
     local extra=()
+    # Stages given with -c replace all of kwokctl's built-in ones.
+    [ -n "$KWOK_STAGES" ] && extra+=(-c "$KWOK_STAGES")
     [ -n "${ADVERTISE_ADDRESS:-}" ] && extra+=(--extra-args "kube-apiserver=advertise-address=$ADVERTISE_ADDRESS")
     # KWOKCTL_ARGS: more `kwokctl create cluster` flags (word-split), e.g.
     # "--extra-args kube-apiserver=enable-aggregator-routing=true".
