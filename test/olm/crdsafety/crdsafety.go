@@ -29,7 +29,8 @@ type Finding struct {
 	// empty for a check of the whole CRD.
 	Property string
 	// Check is crdify's name for the check: existingFieldRemoval, enum,
-	// required, default, scope, storedVersionRemoval, unhandled, ...
+	// required, default, scope, storedVersionRemoval, unhandled, ...; or
+	// crdRemoval (CompareBundles: a CRD the new bundle no longer ships).
 	Check string
 	// Message is crdify's message.
 	Message string
@@ -113,6 +114,40 @@ func Check(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition) ([]Finding,
 			b.Version+"\x00"+b.Property+"\x00"+b.Check+"\x00"+b.Message)
 	})
 	return out, nil
+}
+
+// CompareBundles checks every CRD of newCRDs against the CRD of the same
+// name in oldCRDs (the CRDs of the release it upgrades) with Check, and adds
+// a crdRemoval finding for each CRD of oldCRDs that newCRDs no longer ships
+// (upgrading would leave its objects without their API). It also returns the
+// names of the CRDs of newCRDs that oldCRDs did not have: they have nothing
+// to be compared with, and are safe. It fails as Check does.
+func CompareBundles(oldCRDs, newCRDs []*apiextensionsv1.CustomResourceDefinition) (findings []Finding, added []string, err error) {
+	byName := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, c := range oldCRDs {
+		byName[c.Name] = c
+	}
+	shipped := map[string]bool{}
+	for _, c := range newCRDs {
+		shipped[c.Name] = true
+		old, ok := byName[c.Name]
+		if !ok {
+			added = append(added, c.Name)
+			continue
+		}
+		f, err := Check(old, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		findings = append(findings, f...)
+	}
+	for _, c := range oldCRDs {
+		if !shipped[c.Name] {
+			findings = append(findings, Finding{CRD: c.Name, Check: "crdRemoval",
+				Message: "the CRD is no longer in the bundle: objects stored under it would lose their API"})
+		}
+	}
+	return findings, added, nil
 }
 
 // concise shortens crdify's "unhandled" message, a diff of Go structs, to

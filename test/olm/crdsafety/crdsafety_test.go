@@ -146,6 +146,23 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCompareBundles checks a CRD new in the bundle is listed as added and
+// passes, and a CRD the bundle no longer ships is a finding.
+func TestCompareBundles(t *testing.T) {
+	old := releasedCRD(t)
+	added := &apiextensionsv1.CustomResourceDefinition{}
+	added.Name = "applications.apps.mydeployment.io"
+	findings, newCRDs, err := CompareBundles([]*apiextensionsv1.CustomResourceDefinition{old}, []*apiextensionsv1.CustomResourceDefinition{old.DeepCopy(), added})
+	if err != nil || len(findings) != 0 || len(newCRDs) != 1 || newCRDs[0] != added.Name {
+		t.Errorf("a CRD added: findings %v, added %v, err %v; want no finding and %s added", findings, newCRDs, err, added.Name)
+	}
+	findings, _, err = CompareBundles([]*apiextensionsv1.CustomResourceDefinition{old}, []*apiextensionsv1.CustomResourceDefinition{added})
+	want := mydeployments + ": crdRemoval: the CRD is no longer in the bundle"
+	if err != nil || len(findings) != 1 || !strings.HasPrefix(findings[0].String(), want) {
+		t.Errorf("a CRD removed: findings %v, err %v; want one starting %q", findings, err, want)
+	}
+}
+
 // TestTriage checks an accepted break lets exactly its finding through, in
 // its version only, and that an entry matching nothing is reported.
 func TestTriage(t *testing.T) {
