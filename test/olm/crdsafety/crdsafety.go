@@ -36,8 +36,9 @@ type Finding struct {
 	Message string
 }
 
-// String renders the finding as OLM v1 reports it in a ClusterExtension's
-// status: "<version>: <property>: <check>: <message>".
+// String renders the finding as "<crd>: <version>: <property>: <check>:
+// <message>" ("<crd>: <check>: <message>" for the whole CRD); after the CRD's
+// name, that is how OLM v1 reports it in a ClusterExtension's status.
 func (f Finding) String() string {
 	if f.Property == "" {
 		return fmt.Sprintf("%s: %s: %s", f.CRD, f.Check, f.Message)
@@ -67,11 +68,11 @@ func olmV1Config() *config.Config {
 // Check compares newCRD with oldCRD, the one a cluster has installed, and
 // returns every change OLM v1's preflight would refuse (crdify errors; its
 // warnings do not block OLM v1 and are left out), whole-CRD findings first,
-// then by version and property. No finding means the
-// upgrade is safe. The CRDs must have the same name. oldCRD is not modified;
-// when it carries no status.storedVersions (a CRD read from a bundle, not a
-// cluster) its storage version is taken as the stored one, as a cluster that
-// installed it would record. It fails only if crdify cannot be configured.
+// then by version and property. No finding means the upgrade is safe. The
+// CRDs must have the same name; neither is modified. When oldCRD carries no
+// status.storedVersions (a CRD read from a bundle, not a cluster), its
+// storage version is taken as the stored one, as a cluster that installed it
+// would record. It fails if the names differ or crdify cannot be configured.
 func Check(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition) ([]Finding, error) {
 	if oldCRD.Name != newCRD.Name {
 		return nil, fmt.Errorf("comparing CRD %q with CRD %q: not the same CRD", oldCRD.Name, newCRD.Name)
