@@ -126,6 +126,7 @@ func TestCheckFailsOnBrokenSubmissions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own copy
 			written, err := Write(Options{BundleDir: repoBundle, ReleasesDir: repoReleases, OutDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
