@@ -357,6 +357,14 @@ bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework sui
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
 	go test ./test/olm/ -count=1
 
+# The community-operators pull request (OperatorHub.io): the bundle laid out
+# as operators/mydeployment-operator/<version>/{manifests,metadata} plus ci.yaml
+# (updateGraph: replaces-mode; the CSV copy replaces the last release), then
+# the pipeline's offline static checks on it (test/olm/operatorhub).
+.PHONY: operatorhub
+operatorhub: ## Write the community-operators submission into dist/operatorhub and run the pipeline's offline static checks on it.
+	go run ./test/olm/operatorhub/cmd -bundle bundle -releases catalog/releases -out dist/operatorhub
+
 .PHONY: scorecard-local
 scorecard-local: ## Run every scorecard test of the bundle offline, built-in and ours (chroot: needs root), and fail unless all pass.
 	@hack/tools.sh scorecard-test

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/operator-framework/api/pkg/manifests"
-	"github.com/operator-framework/api/pkg/validation"
-	"github.com/operator-framework/api/pkg/validation/errors"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/olm/operatorhub"
 )
 
 // TestBundleValidates runs on bundle/ what `operator-sdk bundle validate
@@ -23,28 +23,7 @@ func TestBundleValidates(t *testing.T) {
 	if bundle.CSV == nil {
 		t.Fatal("bundle/ has no ClusterServiceVersion")
 	}
-	validators := validation.DefaultBundleValidators.WithValidators(
-		validation.OperatorHubV2Validator,
-		validation.StandardCapabilitiesValidator,
-		validation.StandardCategoriesValidator,
-		validation.AlphaDeprecatedAPIsValidator,
-		validation.GoodPracticesValidator,
-	)
-	// The control plane this project is built and tested on.
-	objs := append(bundle.ObjectsToValidate(), map[string]string{"k8s-version": "1.37"})
-	results := validators.Validate(objs...)
-	checked := 0
-	for _, r := range results {
-		checked++
-		report := func(kind string, list []errors.Error) {
-			for _, e := range list {
-				t.Errorf("%s %s: %s", r.Name, kind, e.Error())
-			}
-		}
-		report("error", r.Errors)
-		report("warning", r.Warnings)
-	}
-	if checked == 0 {
-		t.Fatal("no validator ran")
+	for _, err := range operatorhub.Validate(bundle, operatorhub.SuiteOperatorFramework...) {
+		t.Error(err)
 	}
 }
