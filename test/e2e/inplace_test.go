@@ -139,10 +139,14 @@ spec:
 	})
 })
 
-// status is the in-place MyDeployment's "updated/available/Progressing reason".
+// status is the in-place MyDeployment's "updated/available/Progressing
+// reason", or "stale" while its status is of an older generation.
 func status() string {
 	out, _ := utils.Kubectl("-n", "e2e-inplace", "get", "md", "inplace", "-o",
-		`jsonpath={.status.updatedReplicas}/{.status.availableReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`)
-	return out
+		`jsonpath={.metadata.generation}/{.status.observedGeneration} {.status.updatedReplicas}/{.status.availableReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`)
+	gen, st, _ := strings.Cut(out, " ")
+	if g, o, _ := strings.Cut(gen, "/"); g != o {
+		return "stale"
+	}
+	return st
 }
-
