@@ -137,6 +137,9 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 			return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 		}
 		if err := r.Pods.BeginInPlace(ctx, s.md, pod, s.update, change); err != nil {
+			if outcomeUnknown(err) && r.relabelledAfterAll(ctx, pod, s.update.Name) {
+				r.Expectations.ExpectRelabel(s.key, pod.Name, s.update.Name, s.now)
+			}
 			return err
 		}
 		r.Expectations.ExpectRelabel(s.key, pod.Name, s.update.Name, s.now)

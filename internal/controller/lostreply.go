@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // A write whose reply is lost (the API server or the connection timed out)
@@ -60,6 +62,19 @@ func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev
 	default:
 		return fresh.UID != pod.UID || fresh.DeletionTimestamp != nil
 	}
+}
+
+// relabelledAfterAll is called after starting pod's in-place update to
+// revision timed out: it reads the pod back and reports whether the
+// relabel landed (then the caller expects it, so the next plan waits for
+// the cache instead of counting the pod as old and available).
+func (r *MyDeploymentReconciler) relabelledAfterAll(ctx context.Context, pod *corev1.Pod, revision string) bool {
+	fresh := &corev1.Pod{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+		logf.FromContext(ctx).Error(err, "reading a pod back after its in-place update timed out", "pod", pod.Name)
+		return false
+	}
+	return fresh.UID == pod.UID && fresh.Labels[appsv1beta1.RevisionLabel] == revision
 }
 
 // adoptedAfterAll is called after adopting pod failed with adoptErr, a
