@@ -30,7 +30,8 @@ type Needs struct {
 		toolscache.Indexers) toolscache.SharedIndexInformer
 }
 
-// Compose returns the manager's cache options: each controller's Objects,
+// Compose returns the manager's cache options: each controller's Objects
+// that it filters or reshapes (the others are the cache's default),
 // managedFields stripped from every object without a Transform of its own
 // (no controller reads them: the Application applies server-side), and
 // only the given namespaces (all when empty), as OLM's target namespaces
@@ -63,7 +64,12 @@ func Compose(namespaces []string, needs ...Needs) (cache.Options, error) {
 				continue
 			}
 			listed[t] = listing{controller: n.Controller, by: by}
-			opts.ByObject[obj] = by
+			if !plain(by) {
+				// A plain type is the cache's default: listing it in ByObject
+				// would also make the manager look up its REST mapping at
+				// start, and fail while a CRD is not yet installed.
+				opts.ByObject[obj] = by
+			}
 		}
 		if n.NewInformer != nil {
 			if informerFrom != "" {
