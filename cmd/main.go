@@ -47,6 +47,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/application"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
 	"github.com/mydeployment-io/mydeployment-operator/internal/faultclient"
+	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
@@ -65,243 +66,115 @@ func init() {
 	// +kubebuilder:scaffold:scheme
 }
 
-// nolint:gocyclo
-func main() {
-	var metricsAddr string
-	var metricsCertPath, metricsCertName, metricsCertKey string
-	var webhookCertPath, webhookCertName, webhookCertKey string
-	var enableLeaderElection bool
-	var probeAddr string
-	var secureMetrics bool
-	var enableHTTP2 bool
-	var tlsOpts []func(*tls.Config)
-	var workers int
-	var qps float64
-	var burst int
-	var leaseDuration, renewDeadline, retryPeriod time.Duration
-	var leaderElectionNamespace string
-	var syncPeriod time.Duration
-	var pprofAddr string
-	var statusBatchPeriod time.Duration
-	var apiCompression bool
-	flag.IntVar(&workers, "workers", 10, "How many MyDeployments are reconciled in parallel. One sync does "+
+// flags are the manager's command-line settings.
+type flags struct {
+	metricsAddr, probeAddr, pprofAddr         string
+	metricsCert, webhookCert                  certFiles
+	secureMetrics, enableHTTP2                bool
+	enableLeaderElection                      bool
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	leaderElectionNamespace                   string
+	qps                                       float64
+	burst                                     int
+	apiCompression                            bool
+	syncPeriod                                time.Duration
+	workers                                   int
+	statusBatchPeriod                         time.Duration
+	zap                                       zap.Options
+}
+
+// certFiles name a server's certificate: a directory, and the certificate's
+// and key's file names in it.
+type certFiles struct{ dir, cert, key string }
+
+// bind binds certFiles to the flags <server>-cert-path, -cert-name and
+// -cert-key.
+func (c *certFiles) bind(server string) {
+	flag.StringVar(&c.dir, server+"-cert-path", "", "The directory that contains the "+server+" server certificate.")
+	flag.StringVar(&c.cert, server+"-cert-name", "tls.crt", "The name of the "+server+" server certificate file.")
+	flag.StringVar(&c.key, server+"-cert-key", "tls.key", "The name of the "+server+" server key file.")
+}
+
+// watch returns a watcher of the certificate (nil when no directory is
+// given) and the TLS option that serves it; it fails if the files cannot be
+// read.
+func (c certFiles) watch(server string) (*certwatcher.CertWatcher, func(*tls.Config), error) {
+	if c.dir == "" {
+		return nil, nil, nil
+	}
+	setupLog.Info("Initializing certificate watcher using provided certificates", "server", server,
+		"cert-path", c.dir, "cert-name", c.cert, "cert-key", c.key)
+	w, err := certwatcher.New(filepath.Join(c.dir, c.cert), filepath.Join(c.dir, c.key))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s certificate watcher: %w", server, err)
+	}
+	return w, func(cfg *tls.Config) { cfg.GetCertificate = w.GetCertificate }, nil
+}
+
+// parseFlags binds every flag to a flags and parses the command line,
+// exiting with a usage message on a bad one.
+func parseFlags() *flags {
+	f := &flags{}
+	flag.IntVar(&f.workers, "workers", 10, "How many MyDeployments are reconciled in parallel. One sync does "+
 		"the work of both of kube-controller-manager's Deployment and ReplicaSet syncs (5 workers each by default).")
-	flag.Float64Var(&qps, "kube-api-qps", 50, "Client-side rate limit (requests per second) towards the API server.")
-	flag.IntVar(&burst, "kube-api-burst", 100, "Client-side burst towards the API server.")
-	flag.BoolVar(&apiCompression, "kube-api-compression", false, "Accept gzip-compressed responses and "+
+	flag.Float64Var(&f.qps, "kube-api-qps", 50, "Client-side rate limit (requests per second) towards the API server.")
+	flag.IntVar(&f.burst, "kube-api-burst", 100, "Client-side burst towards the API server.")
+	flag.BoolVar(&f.apiCompression, "kube-api-compression", false, "Accept gzip-compressed responses and "+
 		"watch streams from the API server. Off by default, as in kube-controller-manager: compression costs "+
 		"the API server CPU on every event it sends, and saves only bandwidth, which is plentiful next to it.")
-	flag.DurationVar(&syncPeriod, "sync-period", 0, "How often every cached object is re-reconciled "+
+	flag.DurationVar(&f.syncPeriod, "sync-period", 0, "How often every cached object is re-reconciled "+
 		"with nothing changed (0: controller-runtime's default, 10h). The benchmark shortens it to prove "+
 		"that a resync writes nothing.")
-	flag.DurationVar(&statusBatchPeriod, "status-batch-period", controller.DefaultStatusBatchPeriod,
+	flag.DurationVar(&f.statusBatchPeriod, "status-batch-period", controller.DefaultStatusBatchPeriod,
 		"The least time between two status writes of one MyDeployment while a rollout only counts its pods "+
 			"up and down; a new generation, a condition change and the settled status are written at once "+
 			"(0: write every change at once).")
-	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address the pprof endpoint binds to "+
+	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", "The address the pprof endpoint binds to "+
 		"(e.g. 127.0.0.1:6060); empty disables it.")
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
-	flag.BoolVar(&enableLeaderElection, "leader-elect", false,
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
+	flag.BoolVar(&f.enableLeaderElection, "leader-elect", false,
 		"Enable leader election for controller manager. "+
 			"Enabling this will ensure there is only one active controller manager.")
 	// controller-runtime's defaults; the chaos suite shortens them to test failover quickly.
-	flag.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+	flag.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"How long a non-leader waits before it may take over an unrenewed lease.")
-	flag.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+	flag.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"How long the leader retries renewing before it gives up leadership.")
-	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second,
+	flag.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"How often leader election clients retry.")
-	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "",
+	flag.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election lease; empty: the manager's own namespace (in a cluster).")
-	flag.BoolVar(&secureMetrics, "metrics-secure", true,
+	flag.BoolVar(&f.secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
-	flag.StringVar(&webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
-	flag.StringVar(&webhookCertName, "webhook-cert-name", "tls.crt", "The name of the webhook certificate file.")
-	flag.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The name of the webhook key file.")
-	flag.StringVar(&metricsCertPath, "metrics-cert-path", "",
-		"The directory that contains the metrics server certificate.")
-	flag.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
-	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+	f.webhookCert.bind("webhook")
+	f.metricsCert.bind("metrics")
+	flag.BoolVar(&f.enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers")
 	// Production logging (JSON, each line with the object's key); --zap-devel for humans.
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
+	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
+	return f
+}
 
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-
-	// if the enable-http2 flag is false (the default), http/2 should be disabled
-	// due to its vulnerabilities. More specifically, disabling http/2 will
-	// prevent from being vulnerable to the HTTP/2 Stream Cancellation and
-	// Rapid Reset CVEs. For more information see:
-	// - https://github.com/advisories/GHSA-qppj-fm5r-hxr3
-	// - https://github.com/advisories/GHSA-4374-p667-p6c8
-	disableHTTP2 := func(c *tls.Config) {
-		setupLog.Info("disabling http/2")
-		c.NextProtos = []string{"http/1.1"}
-	}
-
-	if !enableHTTP2 {
-		tlsOpts = append(tlsOpts, disableHTTP2)
-	}
-
-	// Create watchers for metrics and webhooks certificates
-	var metricsCertWatcher, webhookCertWatcher *certwatcher.CertWatcher
-
-	// Initial webhook TLS options
-	webhookTLSOpts := tlsOpts
-
-	if len(webhookCertPath) > 0 {
-		setupLog.Info("Initializing webhook certificate watcher using provided certificates",
-			"webhook-cert-path", webhookCertPath, "webhook-cert-name", webhookCertName, "webhook-cert-key", webhookCertKey)
-
-		var err error
-		webhookCertWatcher, err = certwatcher.New(
-			filepath.Join(webhookCertPath, webhookCertName),
-			filepath.Join(webhookCertPath, webhookCertKey),
-		)
-		if err != nil {
-			setupLog.Error(err, "Failed to initialize webhook certificate watcher")
-			os.Exit(1)
-		}
-
-		webhookTLSOpts = append(webhookTLSOpts, func(config *tls.Config) {
-			config.GetCertificate = webhookCertWatcher.GetCertificate
-		})
-	}
-
-	webhookServer := webhook.NewServer(webhook.Options{
-		TLSOpts: webhookTLSOpts,
-	})
-
-	// Metrics endpoint is enabled in 'config/default/kustomization.yaml'. The Metrics options configure the server.
-	// More info:
-	// - https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.21.0/pkg/metrics/server
-	// - https://book.kubebuilder.io/reference/metrics.html
-	metricsServerOptions := metricsserver.Options{
-		BindAddress:   metricsAddr,
-		SecureServing: secureMetrics,
-		TLSOpts:       tlsOpts,
-	}
-
-	if secureMetrics {
-		// FilterProvider is used to protect the metrics endpoint with authn/authz.
-		// These configurations ensure that only authorized users and service accounts
-		// can access the metrics endpoint. The RBAC are configured in 'config/rbac/kustomization.yaml'. More info:
-		// https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.21.0/pkg/metrics/filters#WithAuthenticationAndAuthorization
-		metricsServerOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-
-	// If the certificate is not specified, controller-runtime will automatically
-	// generate self-signed certificates for the metrics server. While convenient for development and testing,
-	// this setup is not recommended for production.
-	//
-	// TODO(user): If you enable certManager, uncomment the following lines:
-	// - [METRICS-WITH-CERTS] at config/default/kustomization.yaml to generate and use certificates
-	// managed by cert-manager for the metrics server.
-	// - [PROMETHEUS-WITH-CERTS] at config/prometheus/kustomization.yaml for TLS certification.
-	if len(metricsCertPath) > 0 {
-		setupLog.Info("Initializing metrics certificate watcher using provided certificates",
-			"metrics-cert-path", metricsCertPath, "metrics-cert-name", metricsCertName, "metrics-cert-key", metricsCertKey)
-
-		var err error
-		metricsCertWatcher, err = certwatcher.New(
-			filepath.Join(metricsCertPath, metricsCertName),
-			filepath.Join(metricsCertPath, metricsCertKey),
-		)
-		if err != nil {
-			setupLog.Error(err, "to initialize metrics certificate watcher", "error", err)
-			os.Exit(1)
-		}
-
-		metricsServerOptions.TLSOpts = append(metricsServerOptions.TLSOpts, func(config *tls.Config) {
-			config.GetCertificate = metricsCertWatcher.GetCertificate
-		})
-	}
-
-	restConfig := ctrl.GetConfigOrDie()
-	restConfig.QPS, restConfig.Burst = float32(qps), burst
-	// No gzip, as kube-controller-manager and kube-scheduler do (kubernetes#80919):
-	// the API server compresses a WatchList response, every later event of the
-	// watch included, for any client that accepts gzip (WatchListCompression,
-	// on by default since 1.37). Next to the API server that is CPU spent on
-	// both sides for bandwidth nobody is short of; docs/benchmarks has figures.
-	restConfig.DisableCompression = !apiCompression
-	// WATCH_NAMESPACE (OLM sets it from olm.targetNamespaces): a comma-separated
-	// list of namespaces to watch; empty means all namespaces.
-	var namespaces []string
-	for _, ns := range strings.Split(os.Getenv("WATCH_NAMESPACE"), ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			namespaces = append(namespaces, ns)
-		}
-	}
+func main() {
+	f := parseFlags()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
 	if percent := memlimit.GCPercent(); percent > 0 {
 		setupLog.Info("garbage collection target", "GOGC", percent)
 	}
 	if limit := memlimit.FromCgroup(); limit > 0 {
 		setupLog.Info("soft memory limit from the container's", "bytes", limit)
 	}
-	setupLog.Info("watching", "namespaces", namespaces, "workers", workers, "qps", qps, "burst", burst)
-
-	// One cache, each kind's controller adding what it reads: MyDeployment's
-	// pods (trimmed, labelled) and everything else of its, then the
-	// Application's labelled Services, Ingresses and EndpointSlices.
-	pods := controller.NewPodIndex()
-	cacheOpts := controller.CacheOptions(namespaces, pods)
-	application.AddToCache(&cacheOpts)
-	if syncPeriod > 0 {
-		cacheOpts.SyncPeriod = &syncPeriod
-	}
-
 	ctx := ctrl.SetupSignalHandler()
-	// Fault injection for the chaos suite only (test/chaos); nothing sets it in production.
-	faults, err := faultclient.FromEnv()
+	pods := controller.NewPodIndex()
+	mgr, err := newManager(f, pods)
 	if err != nil {
-		setupLog.Error(err, "bad fault injection setting")
+		setupLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
-	var newClient client.NewClientFunc
-	if faults != nil {
-		setupLog.Info("FAULT INJECTION ENABLED", "config", *faults)
-		newClient = faultclient.NewClientFunc(*faults)
-	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		PprofBindAddress:       pprofAddr,
-		Metrics:                metricsServerOptions,
-		WebhookServer:          webhookServer,
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         enableLeaderElection,
-		LeaderElectionID:       "d2cb53c1.mydeployment.io",
-		// nil unless fault injection is on: then the chaos suite's faulty client.
-		NewClient: newClient,
-		// leader election timing and namespace (a manager run outside a cluster needs one)
-		LeaderElectionNamespace: leaderElectionNamespace,
-		LeaseDuration:           &leaseDuration,
-		RenewDeadline:           &renewDeadline,
-		RetryPeriod:             &retryPeriod,
-		// LeaderElectionReleaseOnCancel defines if the leader should step down voluntarily
-		// when the Manager ends. This requires the binary to immediately end when the
-		// Manager is stopped, otherwise, this setting is unsafe. Setting this significantly
-		// speeds up voluntary leader transitions as the new leader don't have to wait
-		// LeaseDuration time first.
-		//
-		// In the default scaffold provided, the program ends immediately after
-		// the manager stops, so would be fine to enable this option. However,
-		// if you are doing or is intended to do any operation such as perform cleanups
-		// after the manager stops then its usage might be unsafe.
-		// LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		setupLog.Error(err, "unable to start manager")
-		os.Exit(1)
-	}
-
-	if err := setupControllers(ctx, mgr, controller.Options{Workers: workers, StatusBatchPeriod: statusBatchPeriod, Pods: pods}); err != nil {
+	if err := setupControllers(ctx, mgr, f, pods); err != nil {
 		setupLog.Error(err, "unable to create controllers")
 		os.Exit(1)
 	}
@@ -316,28 +189,10 @@ func main() {
 		}
 	}
 	// +kubebuilder:scaffold:builder
-
-	if metricsCertWatcher != nil {
-		setupLog.Info("Adding metrics certificate watcher to manager")
-		if err := mgr.Add(metricsCertWatcher); err != nil {
-			setupLog.Error(err, "unable to add metrics certificate watcher to manager")
-			os.Exit(1)
-		}
-	}
-
-	if webhookCertWatcher != nil {
-		setupLog.Info("Adding webhook certificate watcher to manager")
-		if err := mgr.Add(webhookCertWatcher); err != nil {
-			setupLog.Error(err, "unable to add webhook certificate watcher to manager")
-			os.Exit(1)
-		}
-	}
-
 	if err := setupChecks(mgr); err != nil {
 		setupLog.Error(err, "unable to set up health checks")
 		os.Exit(1)
 	}
-
 	setupLog.Info("starting manager")
 	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "problem running manager")
@@ -345,11 +200,136 @@ func main() {
 	}
 }
 
+// newManager builds the manager from f: its servers (metrics, webhooks,
+// probes, pprof) with their certificate watchers, leader election, the
+// client's limits, and one cache composed of what each kind's controller
+// needs of it (MyDeployment's pods indexed into pods). It fails if a
+// certificate cannot be read, the kinds' cache needs conflict, or the
+// fault injection setting is bad.
+func newManager(f *flags, pods *controller.PodIndex) (ctrl.Manager, error) {
+	webhookServer, metricsOpts, certWatchers, err := servers(f)
+	if err != nil {
+		return nil, err
+	}
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
+	// No gzip, as kube-controller-manager and kube-scheduler do (kubernetes#80919):
+	// the API server compresses a WatchList response, every later event of the
+	// watch included, for any client that accepts gzip (WatchListCompression,
+	// on by default since 1.37). Next to the API server that is CPU spent on
+	// both sides for bandwidth nobody is short of; docs/benchmarks has figures.
+	restConfig.DisableCompression = !f.apiCompression
+	// WATCH_NAMESPACE (OLM sets it from olm.targetNamespaces): a comma-separated
+	// list of namespaces to watch; empty means all namespaces.
+	var namespaces []string
+	for _, ns := range strings.Split(os.Getenv("WATCH_NAMESPACE"), ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	setupLog.Info("watching", "namespaces", namespaces, "workers", f.workers, "qps", f.qps, "burst", f.burst)
+	cacheOpts, err := managercache.Compose(namespaces, controller.MyDeploymentCache(pods), application.Cache())
+	if err != nil {
+		return nil, fmt.Errorf("composing the cache: %w", err)
+	}
+	if f.syncPeriod > 0 {
+		cacheOpts.SyncPeriod = &f.syncPeriod
+	}
+	// Fault injection for the chaos suite only (test/chaos); nothing sets it in production.
+	faults, err := faultclient.FromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("bad fault injection setting: %w", err)
+	}
+	var newClient client.NewClientFunc
+	if faults != nil {
+		setupLog.Info("FAULT INJECTION ENABLED", "config", *faults)
+		newClient = faultclient.NewClientFunc(*faults)
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		PprofBindAddress:       f.pprofAddr,
+		Metrics:                metricsOpts,
+		WebhookServer:          webhookServer,
+		HealthProbeBindAddress: f.probeAddr,
+		LeaderElection:         f.enableLeaderElection,
+		LeaderElectionID:       "d2cb53c1.mydeployment.io",
+		// nil unless fault injection is on: then the chaos suite's faulty client.
+		NewClient: newClient,
+		// leader election timing and namespace (a manager run outside a cluster needs one)
+		LeaderElectionNamespace: f.leaderElectionNamespace,
+		LeaseDuration:           &f.leaseDuration,
+		RenewDeadline:           &f.renewDeadline,
+		RetryPeriod:             &f.retryPeriod,
+		// LeaderElectionReleaseOnCancel stays off: safe only if the binary
+		// ends as soon as the manager stops, which nothing here promises.
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to start manager: %w", err)
+	}
+	for _, w := range certWatchers {
+		if err := mgr.Add(w); err != nil {
+			return nil, fmt.Errorf("adding a certificate watcher: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+// servers are the webhook and metrics servers' options as f says, and the
+// watchers of their certificates (none when no certificate path is given:
+// the metrics server then makes a self-signed one, fine for development
+// only). It fails if a given certificate cannot be read.
+func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.CertWatcher, error) {
+	var tlsOpts []func(*tls.Config)
+	// HTTP/2 stays off unless asked for: it exposes the servers to the HTTP/2
+	// Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3,
+	// GHSA-4374-p667-p6c8).
+	if !f.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) {
+			setupLog.Info("disabling http/2")
+			c.NextProtos = []string{"http/1.1"}
+		})
+	}
+	var watchers []*certwatcher.CertWatcher
+	webhookTLSOpts := tlsOpts
+	w, serve, err := f.webhookCert.watch("webhook")
+	if err != nil {
+		return nil, metricsserver.Options{}, nil, err
+	}
+	if w != nil {
+		watchers, webhookTLSOpts = append(watchers, w), append(webhookTLSOpts, serve)
+	}
+	webhookServer := webhook.NewServer(webhook.Options{TLSOpts: webhookTLSOpts})
+
+	// Metrics endpoint is enabled in 'config/default/kustomization.yaml'. More info:
+	// - https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.21.0/pkg/metrics/server
+	// - https://book.kubebuilder.io/reference/metrics.html
+	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.secureMetrics, TLSOpts: tlsOpts}
+	if f.secureMetrics {
+		// Only authenticated and authorized users and service accounts may read
+		// the metrics; the RBAC is in 'config/rbac/kustomization.yaml'.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	// Without a certificate the metrics server makes a self-signed one: fine
+	// for development only. TODO(user): If you enable certManager, uncomment
+	// [METRICS-WITH-CERTS] at config/default/kustomization.yaml and
+	// [PROMETHEUS-WITH-CERTS] at config/prometheus/kustomization.yaml.
+	w, serve, err = f.metricsCert.watch("metrics")
+	if err != nil {
+		return nil, metricsserver.Options{}, nil, err
+	}
+	if w != nil {
+		watchers, metricsOpts.TLSOpts = append(watchers, w), append(metricsOpts.TLSOpts, serve)
+	}
+	return webhookServer, metricsOpts, watchers, nil
+}
+
 // setupControllers registers each kind's controller: MyDeployment (with
 // OLM's Upgradeable condition, held while its rollouts run) and
-// Application.
-func setupControllers(ctx context.Context, mgr ctrl.Manager, mdOpts controller.Options) error {
-	reconciler, err := controller.Setup(ctx, mgr, mdOpts)
+// Application, now or once its CRD is installed.
+func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *controller.PodIndex) error {
+	reconciler, err := controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{
+		Workers: f.workers, StatusBatchPeriod: f.statusBatchPeriod, Pods: pods})
 	if err != nil {
 		return fmt.Errorf("MyDeployment controller: %w", err)
 	}
@@ -358,14 +338,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, mdOpts controller.O
 		return fmt.Errorf("reporting Upgradeable: %w", err)
 	}
 	// Without the Application CRD the manager runs MyDeployments alone, as
-	// the release before Application did, rather than failing to start.
-	if installed, err := application.Installed(mgr.GetRESTMapper()); err != nil {
-		return fmt.Errorf("Application controller: %w", err)
-	} else if !installed {
-		setupLog.Info("the Application CRD is not installed: Application controller off (restart the manager after installing it)")
-		return nil
-	}
-	if _, err := application.Setup(mgr); err != nil {
+	// the release before Application did, until the CRD is installed.
+	if err := application.SetupWhenServed(mgr, application.CRDPoll); err != nil {
 		return fmt.Errorf("Application controller: %w", err)
 	}
 	return nil

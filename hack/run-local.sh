@@ -3,9 +3,9 @@
 # cluster with its samples. Builds what is missing (minutes the first time,
 # seconds after), starts the local cluster, installs the CRDs, starts the
 # manager, applies the samples (a MyDeployment and an Application) and shows
-# their pods becoming Ready and the Application's Service's endpoints. Then the
-# manager runs in the foreground until Ctrl-C; `make local-down` stops the
-# cluster.
+# their pods becoming Ready, the Application's Service's endpoints and the URL
+# of its Ingress. Then the manager runs in the foreground until Ctrl-C;
+# `make local-down` stops the cluster.
 #
 # RUN_LOCAL_EXIT=1 stops the manager and returns once the samples are Ready
 # (what CI uses to keep this command honest). LOCAL_CLUSTER names the
@@ -65,13 +65,14 @@ done
 "$BIN/kubectl" get md,pods -o wide
 echo
 "$BIN/kubectl" get app -o wide
-"$BIN/kubectl" get svc application-sample -o wide
+"$BIN/kubectl" get svc,ingress application-sample -o wide
 "$BIN/kubectl" get endpointslices -l kubernetes.io/service-name=application-sample
 [ "${avail:-0}" = "$want" ] || { echo "the MyDeployment sample did not become available"; exit 1; }
 [ "$app" = True ] || { echo "the Application sample did not become Ready:"; "$BIN/kubectl" describe app application-sample; exit 1; }
 echo
 echo "The sample's $want pods are Ready. Try: KUBECONFIG=$KUBECONFIG bin/kubectl scale md mydeployment-sample --replicas=5"
-echo "The Application's pods are its Service's endpoints. Try: KUBECONFIG=$KUBECONFIG bin/kubectl scale app application-sample --replicas=3"
+echo "The Application's pods are its Service's endpoints; its URL is its Ingress rule's: $("$BIN/kubectl" get app application-sample -o jsonpath='{.status.urls[0]}')"
+echo "Try: KUBECONFIG=$KUBECONFIG bin/kubectl scale app application-sample --replicas=3"
 [ "${RUN_LOCAL_EXIT:-0}" = 1 ] && exit 0
 echo "The manager runs until Ctrl-C (log: $BIN/local/manager.log); 'make local-down' stops the cluster."
 wait $MANAGER

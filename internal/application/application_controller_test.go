@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -82,7 +83,7 @@ func reasons(app *appsv1beta1.Application) func() []string {
 
 func readyCondition(app *appsv1beta1.Application) func() metav1.Condition {
 	return func() metav1.Condition {
-		if c := findCondition(getApp(app).Status.Conditions, appsv1beta1.ApplicationReady); c != nil {
+		if c := meta.FindStatusCondition(getApp(app).Status.Conditions, appsv1beta1.ApplicationReady); c != nil {
 			return *c
 		}
 		return metav1.Condition{}
@@ -282,8 +283,8 @@ var _ = Describe("Application", func() {
 		Expect(st.Replicas).To(Equal(int32(2)))
 		Expect(st.ReadyReplicas).To(Equal(int32(2)))
 		Expect(st.UpdatedReplicas).To(Equal(int32(2)))
-		Expect(findCondition(st.Conditions, appsv1beta1.ApplicationAvailable).Status).To(Equal(metav1.ConditionTrue))
-		Expect(findCondition(st.Conditions, appsv1beta1.ApplicationProgressing).Reason).To(Equal(appsv1beta1.ReasonNewRevisionAvailable))
+		Expect(meta.FindStatusCondition(st.Conditions, appsv1beta1.ApplicationAvailable).Status).To(Equal(metav1.ConditionTrue))
+		Expect(meta.FindStatusCondition(st.Conditions, appsv1beta1.ApplicationProgressing).Reason).To(Equal(appsv1beta1.ReasonNewRevisionAvailable))
 	})
 
 	It("leaves alone a Service of the same name it does not own, with a condition and one event", func() {

@@ -113,3 +113,28 @@ func IngressSpec(app *appsv1beta1.Application) *networkingv1.IngressSpec {
 	}
 	return spec
 }
+
+// desiredChildren are the Application's three children, each with the
+// object its spec wants (nil: delete it if ours).
+func desiredChildren(app *appsv1beta1.Application) []child {
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name:            app.Name,
+			Namespace:       app.Namespace,
+			Labels:          map[string]string{appsv1beta1.ApplicationNameLabel: app.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appsv1beta1.GroupVersion.WithKind("Application"))},
+		}
+	}
+	md := &appsv1beta1.MyDeployment{ObjectMeta: meta(), Spec: DeploymentSpec(app)}
+	children := []child{{kind: "MyDeployment", live: &appsv1beta1.MyDeployment{}, desired: md}}
+
+	svc := child{kind: "Service", live: &corev1.Service{}}
+	if spec := ServiceSpec(app); spec != nil {
+		svc.desired = &corev1.Service{ObjectMeta: meta(), Spec: *spec}
+	}
+	ing := child{kind: "Ingress", live: &networkingv1.Ingress{}}
+	if spec := IngressSpec(app); spec != nil {
+		ing.desired = &networkingv1.Ingress{ObjectMeta: meta(), Spec: *spec}
+	}
+	return append(children, svc, ing)
+}

@@ -14,8 +14,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	orig := app.DeepCopy()
 
 	obs := observed{}
-	for _, c := range r.children(app) {
+	for _, c := range desiredChildren(app) {
 		obs.outcomes = append(obs.outcomes, r.syncChild(ctx, app, c))
 	}
 	if svc := obs.find("Service"); svc != nil && svc.present {
@@ -87,9 +88,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
 	}
+	return requeue(obs.outcomes)
+}
+
+// requeue is Reconcile's result from the children's outcomes: their write
+// errors aggregated (retried with backoff), else a look again after
+// SlowRetry when a child waits on something not watched (a name taken by
+// an object we do not control, a child refused as invalid).
+func requeue(outcomes []outcome) (ctrl.Result, error) {
 	var result ctrl.Result
 	var errs []error
-	for _, o := range obs.outcomes {
+	for _, o := range outcomes {
 		switch {
 		case o.notOwned, apierrors.IsInvalid(o.err), apierrors.IsBadRequest(o.err):
 			result.RequeueAfter = SlowRetry
@@ -98,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if len(errs) > 0 {
-		return ctrl.Result{}, errs[0]
+		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
 	return result, nil
 }
@@ -106,53 +115,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // recordRefusals emits ChildNotOwned once per change of the Ready
 // condition's message, not once per retry.
 func (r *Reconciler) recordRefusals(before, after *appsv1beta1.Application) {
-	now := findCondition(after.Status.Conditions, appsv1beta1.ApplicationReady)
+	now := meta.FindStatusCondition(after.Status.Conditions, appsv1beta1.ApplicationReady)
 	if now == nil || now.Reason != appsv1beta1.ReasonChildNotOwned {
 		return
 	}
-	if was := findCondition(before.Status.Conditions, appsv1beta1.ApplicationReady); was != nil &&
+	if was := meta.FindStatusCondition(before.Status.Conditions, appsv1beta1.ApplicationReady); was != nil &&
 		was.Reason == now.Reason && was.Message == now.Message {
 		return
 	}
 	r.event(after, nil, corev1.EventTypeWarning, appsv1beta1.EventChildNotOwned, "Apply", now.Message)
 }
 
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
 func (r *Reconciler) event(app *appsv1beta1.Application, related runtime.Object, eventType, reason, action, note string) {
 	r.Recorder.Eventf(app, related, eventType, reason, action, "%s", note)
-}
-
-// children are the Application's three children, each with the object its
-// spec wants (nil: delete it if ours).
-func (r *Reconciler) children(app *appsv1beta1.Application) []child {
-	meta := func() metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Name:            app.Name,
-			Namespace:       app.Namespace,
-			Labels:          map[string]string{appsv1beta1.ApplicationNameLabel: app.Name},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appsv1beta1.GroupVersion.WithKind("Application"))},
-		}
-	}
-	md := &appsv1beta1.MyDeployment{ObjectMeta: meta(), Spec: DeploymentSpec(app)}
-	children := []child{{kind: "MyDeployment", live: &appsv1beta1.MyDeployment{}, desired: md}}
-
-	svc := child{kind: "Service", live: &corev1.Service{}}
-	if spec := ServiceSpec(app); spec != nil {
-		svc.desired = &corev1.Service{ObjectMeta: meta(), Spec: *spec}
-	}
-	ing := child{kind: "Ingress", live: &networkingv1.Ingress{}}
-	if spec := IngressSpec(app); spec != nil {
-		ing.desired = &networkingv1.Ingress{ObjectMeta: meta(), Spec: *spec}
-	}
-	return append(children, svc, ing)
 }
 
 // SetupWithManager registers the controller: Applications, the children

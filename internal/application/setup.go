@@ -1,7 +1,9 @@
 package application
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -12,55 +14,104 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 )
 
 // Name is the controller's name: its event source.
 const Name = "application-controller"
 
-// CacheByObject are the cache settings this controller adds to the
-// manager's: Services, Ingresses and EndpointSlices only when they carry
-// ApplicationNameLabel (ours, and our Services' slices, which inherit the
-// Service's labels), so the operator does not hold every Service and
-// EndpointSlice of the cluster. MyDeployments are cached whole already.
-func CacheByObject() map[client.Object]cache.ByObject {
+// CRDPoll is how often a manager started without the Application CRD asks
+// discovery whether it is installed now (see SetupWhenServed): one small
+// request, made by the leader only.
+const CRDPoll = 10 * time.Second
+
+// Cache is what the Application controller needs of the manager's cache:
+// Applications and MyDeployments whole, and Services, Ingresses and
+// EndpointSlices only when they carry ApplicationNameLabel (ours, and our
+// Services' slices, which inherit the Service's labels), so the operator
+// does not hold every Service and EndpointSlice of the cluster.
+func Cache() managercache.Needs {
 	req, err := labels.NewRequirement(appsv1beta1.ApplicationNameLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant key: cannot fail
 	}
 	ours := labels.NewSelector().Add(*req)
-	return map[client.Object]cache.ByObject{
-		&corev1.Service{}:            {Label: ours},
-		&networkingv1.Ingress{}:      {Label: ours},
-		&discoveryv1.EndpointSlice{}: {Label: ours},
-	}
-}
-
-// AddToCache merges CacheByObject into opts (which another controller's
-// settings built).
-func AddToCache(opts *cache.Options) {
-	if opts.ByObject == nil {
-		opts.ByObject = map[client.Object]cache.ByObject{}
-	}
-	for obj, by := range CacheByObject() {
-		opts.ByObject[obj] = by
+	return managercache.Needs{
+		Controller: Name,
+		Objects: map[client.Object]cache.ByObject{
+			&appsv1beta1.Application{}:   {},
+			&appsv1beta1.MyDeployment{}:  {},
+			&corev1.Service{}:            {Label: ours},
+			&networkingv1.Ingress{}:      {Label: ours},
+			&discoveryv1.EndpointSlice{}: {Label: ours},
+		},
 	}
 }
 
 // Setup builds the reconciler and registers it with mgr, whose cache must
-// include CacheByObject.
+// have been composed with Cache. It fails if the controller cannot be
+// registered (the Application kind not served among them).
 func Setup(mgr ctrl.Manager) (*Reconciler, error) {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(Name)}
 	return r, r.SetupWithManager(mgr)
 }
 
-// Installed reports whether the API server serves the Application kind, as
-// mapper (the manager's, which asks discovery on a miss) finds it: false
-// when the CRD is not installed (a cluster given only the MyDeployment CRD,
-// or the manager run under a release that had only that one). Any other
-// lookup error is returned.
-func Installed(mapper meta.RESTMapper) (bool, error) {
+// SetupWhenServed registers the controller with mgr now if the API server
+// serves the Application kind; otherwise it adds a runnable that asks
+// discovery every poll and registers the controller, with a log line, once
+// the kind is served (its CRD installed after the manager started). So a
+// manager run with only the MyDeployment CRD serves MyDeployments alone
+// until then, rather than failing to start. It returns Setup's error, or
+// the lookup's when discovery fails at start; the runnable logs a failed
+// lookup and tries again at the next poll, and ends the manager if Setup
+// then fails.
+func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
+	served, err := Served(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	if served {
+		_, err := Setup(mgr)
+		return err
+	}
+	log := mgr.GetLogger().WithName(Name)
+	log.Info("the Application kind is not served: the Application controller starts when its CRD is installed",
+		"poll", poll)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ticker := time.NewTicker(poll)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ticker.C:
+			}
+			served, err := Served(mgr.GetRESTMapper())
+			if err != nil {
+				log.Error(err, "looking for the Application kind")
+				continue
+			}
+			if !served {
+				continue
+			}
+			log.Info("the Application CRD is installed: starting the Application controller")
+			if _, err := Setup(mgr); err != nil {
+				return fmt.Errorf("starting the Application controller: %w", err)
+			}
+			return nil
+		}
+	}))
+}
+
+// Served reports whether the API server serves the Application kind, as
+// mapper (the manager's, which asks discovery again on a miss) finds it:
+// false when the CRD is not installed (a cluster given only the
+// MyDeployment CRD, or the manager run under a release that had only that
+// one). Any other lookup error is returned.
+func Served(mapper meta.RESTMapper) (bool, error) {
 	gvk := appsv1beta1.GroupVersion.WithKind("Application")
 	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {

@@ -25,6 +25,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
+	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 )
 
 // The suite runs both controllers as cmd/main.go wires them (one cache with
@@ -68,8 +69,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	pods := controller.NewPodIndex()
-	cacheOpts := controller.CacheOptions(nil, pods)
-	AddToCache(&cacheOpts)
+	cacheOpts, err := managercache.Compose(nil, controller.MyDeploymentCache(pods), Cache())
+	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(asManager(cfg), ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
@@ -77,7 +78,7 @@ var _ = BeforeSuite(func() {
 		HealthProbeBindAddress: "0",
 	})
 	Expect(err).NotTo(HaveOccurred())
-	_, err = controller.Setup(ctx, mgr, controller.Options{Workers: 2, Pods: pods})
+	_, err = controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{Workers: 2, Pods: pods})
 	Expect(err).NotTo(HaveOccurred())
 	_, err = Setup(mgr)
 	Expect(err).NotTo(HaveOccurred())

@@ -16,21 +16,23 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
-// Name is the controller's name: its event source and log name.
-const Name = "mydeployment-controller"
+// MyDeploymentControllerName is the MyDeployment controller's name: its
+// event source and log name.
+const MyDeploymentControllerName = "mydeployment-controller"
 
-// CacheOptions are the manager's cache settings for this controller: pods
-// only if they carry both revision labels (ours, or orphans we could adopt)
-// and trimmed to the fields the controller reads (trimPod), no managedFields
-// on anything cached, and only the given namespaces (all when empty), as
-// OLM's target namespaces say. Pod informers carry pods' index by
-// controller, read without copies through pods.
-func CacheOptions(namespaces []string, pods *PodIndex) cache.Options {
+// MyDeploymentCache is what the MyDeployment controller needs of the
+// manager's cache: MyDeployments and ControllerRevisions whole, and pods
+// only if they carry both revision labels (ours, or orphans we could
+// adopt), trimmed to the fields the controller reads (trimPod). Pod
+// informers carry pods' index by controller, read without copies through
+// pods, which SetupMyDeployment must then be given.
+func MyDeploymentCache(pods *PodIndex) managercache.Needs {
 	ours := labels.NewSelector()
 	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
 		req, err := labels.NewRequirement(key, selection.Exists, nil)
@@ -39,45 +41,43 @@ func CacheOptions(namespaces []string, pods *PodIndex) cache.Options {
 		}
 		ours = ours.Add(*req)
 	}
-	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		NewInformer:      pods.newInformer,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: ours, Transform: trimPod},
+	return managercache.Needs{
+		Controller: MyDeploymentControllerName,
+		Objects: map[client.Object]cache.ByObject{
+			&appsv1beta1.MyDeployment{}:  {},
+			&appsv1.ControllerRevision{}: {},
+			&corev1.Pod{}:                {Label: ours, Transform: trimPod},
 		},
+		NewInformer: pods.newInformer,
 	}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return opts
 }
 
-// Options are the controller's knobs that cmd/main.go exposes as flags.
-type Options struct {
+// MyDeploymentOptions are the MyDeployment controller's knobs that
+// cmd/main.go exposes as flags.
+type MyDeploymentOptions struct {
 	// Workers is how many MyDeployments are reconciled in parallel.
 	Workers int
 	// StatusBatchPeriod is the least time between two status writes of one
 	// MyDeployment that only count a rollout's pods (see statusPacer); 0
 	// writes every change at once.
 	StatusBatchPeriod time.Duration
-	// Pods is the index the manager's cache was built with (CacheOptions).
+	// Pods is the index the manager's cache was built with (MyDeploymentCache).
 	Pods *PodIndex
 }
 
 // DefaultStatusBatchPeriod is the manager's --status-batch-period default.
 const DefaultStatusBatchPeriod = time.Second
 
-// Setup builds the reconciler with its real collaborators and registers it
-// with mgr.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MyDeploymentReconciler, error) {
+// SetupMyDeployment builds the MyDeployment reconciler with its real
+// collaborators and registers it with mgr, whose cache must have been
+// composed with MyDeploymentCache(opts.Pods). It fails if the revision
+// index or the controller cannot be registered.
+func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentOptions) (*MyDeploymentReconciler, error) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revision.OwnerIndex,
 		revision.OwnerIndexValues); err != nil {
 		return nil, fmt.Errorf("indexing revisions by owner: %w", err)
 	}
-	recorder := mgr.GetEventRecorder(Name)
+	recorder := mgr.GetEventRecorder(MyDeploymentControllerName)
 	r := &MyDeploymentReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),

@@ -39,6 +39,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 )
 
 // The suite runs the controller exactly as cmd/main.go wires it, against a
@@ -105,16 +106,18 @@ var _ = AfterSuite(func() {
 // before the manager starts (to inject a failure into one collaborator).
 func startManager(changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
 	podIndex := NewPodIndex()
+	cacheOpts, err := managercache.Compose(nil, MyDeploymentCache(podIndex))
+	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  CacheOptions(nil, podIndex),
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfigForTests(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, mcancel := context.WithCancel(ctx)
-	r, err := Setup(mctx, mgr, Options{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod, Pods: podIndex})
+	r, err := SetupMyDeployment(mctx, mgr, MyDeploymentOptions{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod, Pods: podIndex})
 	Expect(err).NotTo(HaveOccurred())
 	for _, change := range changes {
 		change(r)

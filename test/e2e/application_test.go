@@ -104,15 +104,17 @@ var _ = Describe("Application on a local cluster", Ordered, func() {
 		Expect(get("svc", "{.spec.ports[0].name}/{.spec.ports[0].port}/{.spec.ports[0].targetPort}")()).
 			To(Equal("http/80/http"), "ports defaulted from the container's")
 
-		By("adding an Ingress: the URL column shows its rule")
-		kubectl("patch", "app", name, "--type=merge", "-p", `{"spec":{"ingress":{"rules":[{"host":"sample.example.com"}]}}}`)
-		Eventually(get("app", "{.status.urls[0]}"), time.Minute, time.Second).Should(Equal("http://sample.example.com/"))
-		Expect(get("ingress", "{.spec.rules[0].http.paths[0].backend.service.name}")()).To(Equal(name))
-		Eventually(ready, time.Minute, time.Second).Should(Equal(readyNow()))
+		By("its Ingress: the URL column shows what the Ingress rule says")
+		Expect(get("ingress", "{.spec.rules[0].http.paths[0].backend.service.name}/{.spec.rules[0].http.paths[0].backend.service.port.name}")()).
+			To(Equal(name+"/http"), "a rule without paths routes to the Application's Service")
+		host, path := get("ingress", "{.spec.rules[0].host}")(), get("ingress", "{.spec.rules[0].http.paths[0].path}")()
+		Expect(host).NotTo(BeEmpty(), "the sample's Ingress rule names a host")
+		url := "http://" + host + path
+		Expect(get("app", "{.status.urls}")()).To(Equal(`["` + url + `"]`))
 		table := utils.GetNonEmptyLines(kubectl("get", "app"))
 		Expect(table).To(HaveLen(2))
 		Expect(strings.Fields(table[0])).To(Equal([]string{"NAME", "READY", "AVAILABLE", "URL", "AGE"}))
-		Expect(strings.Fields(table[1])[:4]).To(Equal([]string{name, "True", "1", "http://sample.example.com/"}))
+		Expect(strings.Fields(table[1])[:4]).To(Equal([]string{name, "True", "1", url}))
 
 		uid := get("app", "{.metadata.uid}")()
 		for _, kind := range []string{"md", "svc", "ingress"} {
