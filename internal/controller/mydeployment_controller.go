@@ -156,7 +156,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // revisions they own, and orphan pods they could adopt.
 func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.PodIndex == nil {
-		return fmt.Errorf("no pod index: build the manager's cache with CacheOptions and pass its PodIndex")
+		return fmt.Errorf("no pod index: build the manager's cache with MyDeploymentCache and pass its PodIndex")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes and new objects first; updates that leave the spec

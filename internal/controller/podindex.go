@@ -39,7 +39,7 @@ func orphanKey(namespace string) string { return namespace + "/" + noController 
 // each); on every sync that was a third of the manager's allocations.
 //
 // The pods it returns are the cache's own objects and must never be
-// modified. CacheOptions installs it in every pod informer the cache makes
+// modified. MyDeploymentCache installs it in every pod informer the cache makes
 // (one for all namespaces, or one per watched namespace).
 type PodIndex struct {
 	mu       sync.Mutex
@@ -47,7 +47,7 @@ type PodIndex struct {
 }
 
 // NewPodIndex returns an index with no informer yet; pass it to
-// CacheOptions and to Setup.
+// MyDeploymentCache and to SetupMyDeployment.
 func NewPodIndex() *PodIndex { return &PodIndex{} }
 
 // newInformer is the cache's informer constructor: client-go's, with the
@@ -84,7 +84,7 @@ func (x *PodIndex) lookup(key string) ([]*corev1.Pod, error) {
 	indexers := x.indexers
 	x.mu.Unlock()
 	if len(indexers) == 0 {
-		return nil, fmt.Errorf("no pod informer: the manager's cache was not built with CacheOptions")
+		return nil, fmt.Errorf("no pod informer: the manager's cache was not built with MyDeploymentCache")
 	}
 	var pods []*corev1.Pod
 	for _, idx := range indexers {

@@ -23,7 +23,7 @@ import (
 
 // A stray is a pod a MyDeployment controls that left the manager's pod
 // cache while it still exists: the cache holds only pods with both
-// revision labels (CacheOptions), so a pod that lost one of them (or all
+// revision labels (MyDeploymentCache), so a pod that lost one of them (or all
 // its labels) vanishes from view. Left alone, a stray stays owned forever:
 // never counted, never released, and garbage-collected with the
 // MyDeployment although it no longer belongs to it. So the sync reads each
