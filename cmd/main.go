@@ -80,6 +80,7 @@ type flags struct {
 	syncPeriod                                time.Duration
 	workers                                   int
 	statusBatchPeriod                         time.Duration
+	inPlaceTimeout                            time.Duration
 	zap                                       zap.Options
 }
 
@@ -125,6 +126,8 @@ func parseFlags() *flags {
 	flag.DurationVar(&f.syncPeriod, "sync-period", 0, "How often every cached object is re-reconciled "+
 		"with nothing changed (0: controller-runtime's default, 10h). The benchmark shortens it to prove "+
 		"that a resync writes nothing.")
+	flag.DurationVar(&f.inPlaceTimeout, "in-place-timeout", controller.DefaultInPlaceTimeout,
+		"How long an in-place update (update-mode InPlaceIfPossible) may take, from its start until the pod runs the new template, before the pod is replaced.")
 	flag.DurationVar(&f.statusBatchPeriod, "status-batch-period", controller.DefaultStatusBatchPeriod,
 		"The least time between two status writes of one MyDeployment while a rollout only counts its pods "+
 			"up and down; a new generation, a condition change and the settled status are written at once "+
@@ -329,7 +332,7 @@ func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.Ce
 // Application, now or once its CRD is installed.
 func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *controller.PodIndex) error {
 	reconciler, err := controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{
-		Workers: f.workers, StatusBatchPeriod: f.statusBatchPeriod, Pods: pods})
+		Workers: f.workers, StatusBatchPeriod: f.statusBatchPeriod, Pods: pods, InPlaceTimeout: f.inPlaceTimeout})
 	if err != nil {
 		return fmt.Errorf("MyDeployment controller: %w", err)
 	}

@@ -63,6 +63,9 @@ type MyDeploymentOptions struct {
 	StatusBatchPeriod time.Duration
 	// Pods is the index the manager's cache was built with (MyDeploymentCache).
 	Pods *PodIndex
+	// InPlaceTimeout is how long an in-place update may take before the
+	// pod is replaced; 0 means DefaultInPlaceTimeout.
+	InPlaceTimeout time.Duration
 }
 
 // DefaultStatusBatchPeriod is the manager's --status-batch-period default.
@@ -79,19 +82,20 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 	}
 	recorder := mgr.GetEventRecorder(MyDeploymentControllerName)
 	r := &MyDeploymentReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		PodIndex:      opts.Pods,
-		Recorder:      recorder,
-		Pods:          metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
-		Revisions:     &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
-		RevisionData:  &revision.PatchCache{},
-		Expectations:  expectations.New(expectations.DefaultTimeout),
-		Metrics:       metrics.NewRecorder(),
-		Clock:         clock.RealClock{},
-		Workers:       opts.Workers,
-		StatusPacer:   newStatusPacer(opts.StatusBatchPeriod),
-		WrittenStatus: newStatusMemory(),
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		PodIndex:       opts.Pods,
+		Recorder:       recorder,
+		Pods:           metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
+		Revisions:      &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
+		RevisionData:   &revision.PatchCache{},
+		Expectations:   expectations.New(expectations.DefaultTimeout),
+		Metrics:        metrics.NewRecorder(),
+		Clock:          clock.RealClock{},
+		Workers:        opts.Workers,
+		StatusPacer:    newStatusPacer(opts.StatusBatchPeriod),
+		WrittenStatus:  newStatusMemory(),
+		InPlaceTimeout: opts.InPlaceTimeout,
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }
