@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -40,6 +42,28 @@ func rolling(surge, unavailable intstr.IntOrString) appsv1.DeploymentStrategy {
 type spec struct {
 	replicas int
 	image    int // the template's image tag: changing it is a rollout
+	cpu      int // the container's cpu, in steps of 10m: changing it is a rollout (a resize in place)
+}
+
+// resources are the container's resources for s: Burstable whatever the
+// step, so that a cpu change can be a resize in place.
+func (s spec) resources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(100+10*s.cpu), resource.DecimalSI),
+			corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(200+20*s.cpu), resource.DecimalSI),
+			corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+}
+
+// containers is the template's container list for s, as JSON for a merge
+// patch (which replaces the whole list).
+func (s spec) containers() string {
+	b, err := json.Marshal([]corev1.Container{{Name: "app", Image: image(s.image), Resources: s.resources()}})
+	if err != nil {
+		panic(err) // a fixed shape: cannot fail
+	}
+	return string(b)
 }
 
 // tracked is one MyDeployment the driver owns.
@@ -52,6 +76,9 @@ type tracked struct {
 	// respectPDB: created with the respect-pdb annotation and a
 	// PodDisruptionBudget of maxUnavailable 1 (see withPDB).
 	respectPDB bool
+	// inPlace: created with update-mode InPlaceIfPossible; its rollouts
+	// (an image or a cpu change) move the pods in place.
+	inPlace bool
 }
 
 func (d *tracked) recreate() bool { return d.strategy.Type == appsv1.RecreateDeploymentStrategyType }
@@ -81,10 +108,14 @@ func (d *tracked) inFlight(a, b spec) bounds {
 		// than the strategy's. A scale-down deletes, as for a Deployment.
 		minAvailable = max(minAvailable, a.replicas-1)
 	}
+	perRevision := max(a.replicas, b.replicas)
+	if d.inPlace && min(ua, ub) == 0 {
+		perRevision++ // with maxUnavailable 0, one surge pod makes room
+	}
 	return bounds{
 		name:           d.ns + "/" + d.name,
 		maxActive:      max(a.replicas, b.replicas) + max(sa, sb),
-		maxPerRevision: max(a.replicas, b.replicas),
+		maxPerRevision: perRevision,
 		minAvailable:   minAvailable,
 		checkAvailable: d.converged && !d.recreate(),
 		recreate:       d.recreate(),
@@ -104,9 +135,12 @@ func image(gen int) string { return fmt.Sprintf("registry.chaos.local/app:v%d", 
 
 func (d *tracked) object(s spec) *appsv1beta1.MyDeployment {
 	labels := map[string]string{"app": d.name, suiteLabel: "true"}
-	var annotations map[string]string
+	annotations := map[string]string{}
 	if d.respectPDB {
-		annotations = map[string]string{appsv1beta1.RespectPDBAnnotation: "true"}
+		annotations[appsv1beta1.RespectPDBAnnotation] = "true"
+	}
+	if d.inPlace {
+		annotations[appsv1beta1.UpdateModeAnnotation] = appsv1beta1.UpdateModeInPlaceIfPossible
 	}
 	return &appsv1beta1.MyDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns, Annotations: annotations},
@@ -116,7 +150,7 @@ func (d *tracked) object(s spec) *appsv1beta1.MyDeployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "app", Image: image(s.image)}},
+					Containers: []corev1.Container{{Name: "app", Image: image(s.image), Resources: s.resources()}},
 					// kwok deletes pods at once; keep a real grace period out of the way.
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 				},
@@ -150,7 +184,7 @@ func (e *env) change(ctx context.Context, d *tracked, s spec) error {
 	e.w.setBounds(d.uid, d.inFlight(d.cur, s))
 	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns}}
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil,
-		`{"spec":{"replicas":%d,"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, s.replicas, image(s.image)))
+		`{"spec":{"replicas":%d,"template":{"spec":{"containers":%s}}}}`, s.replicas, s.containers()))
 	if err := e.c.Patch(ctx, md, patch); err != nil {
 		return err
 	}
@@ -184,7 +218,8 @@ func (e *env) waitConverged(ctx context.Context, d *tracked, s spec) error {
 				(wantRevs == 0 || v.revisions[0] == st.UpdateRevision) &&
 				st.ObservedGeneration == md.Generation && st.Replicas == r && st.UpdatedReplicas == r &&
 				st.AvailableReplicas == r && st.ReadyReplicas == r && st.CurrentRevision == st.UpdateRevision &&
-				md.Spec.Template.Spec.Containers[0].Image == image(s.image) {
+				md.Spec.Template.Spec.Containers[0].Image == image(s.image) &&
+				md.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().Equal(s.resources().Requests[corev1.ResourceCPU]) {
 				return nil
 			}
 		}
@@ -228,6 +263,10 @@ type workloadResult struct {
 	corners          [corners]int
 	optins           [optinChanges]int
 	withPDB          int
+	// inPlace counts the MyDeployments in update-mode InPlaceIfPossible,
+	// inPlaceRollouts their rollouts, recreated the pods those replaced
+	// (only a surge pod's worth where maxUnavailable is 0).
+	inPlace, inPlaceRollouts, recreated int
 }
 
 // cornersNote says how many corners of each kind a phase made.
@@ -241,7 +280,8 @@ func (r workloadResult) cornersNote() string {
 
 // optinsNote says how many opt-in changes of each kind a phase made.
 func (r workloadResult) optinsNote() string {
-	parts := []string{fmt.Sprintf("%d with respect-pdb", r.withPDB)}
+	parts := []string{fmt.Sprintf("%d with respect-pdb", r.withPDB),
+		fmt.Sprintf("%d in place (%d in-place rollouts, %d pods recreated by them)", r.inPlace, r.inPlaceRollouts, r.recreated)}
 	for c := range optinChanges {
 		parts = append(parts, fmt.Sprintf("%s %d", c, r.optins[c]))
 	}
@@ -282,6 +322,12 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 				res.withPDB++
 				mu.Unlock()
 			}
+			if w.optins && i%3 == 1 && !d.recreate() {
+				d.inPlace = true
+				mu.Lock()
+				res.inPlace++
+				mu.Unlock()
+			}
 			if err := e.create(ctx, d, spec{replicas: 2 + i%4, image: 1}); err != nil {
 				fail(err)
 				return
@@ -315,17 +361,42 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 				}
 				next := d.cur
 				rollout := rng.IntN(10) < 6
-				if rollout {
+				switch {
+				case rollout && d.inPlace && rng.IntN(2) == 0:
+					next.cpu++ // a resize
+				case rollout:
 					next.image++
-				} else {
+				default:
 					for next.replicas == d.cur.replicas {
 						next.replicas = 1 + rng.IntN(6)
 					}
 				}
-				start, prev := time.Now(), d.cur
+				start, prev, before := time.Now(), d.cur, e.w.podUIDs(d.uid)
 				if err := e.change(ctx, d, next); err != nil {
 					fail(err)
 					return
+				}
+				if rollout && d.inPlace {
+					// In place: the same pods, but for the one surge pod that
+					// makes room where maxUnavailable is 0.
+					recreated := 0
+					for uid := range before {
+						if !e.w.podUIDs(d.uid)[uid] {
+							recreated++
+						}
+					}
+					allowed := 0
+					if _, unavailable := d.fenceposts(next.replicas); unavailable == 0 {
+						allowed = 1
+					}
+					mu.Lock()
+					res.inPlaceRollouts++
+					res.recreated += recreated
+					mu.Unlock()
+					if recreated > allowed {
+						fail(fmt.Errorf("%s/%s: an in-place rollout %+v -> %+v recreated %d of %d pods", d.ns, d.name, prev, next, recreated, len(before)))
+						return
+					}
 				}
 				took := time.Since(start)
 				if took > 8*time.Second {

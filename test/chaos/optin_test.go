@@ -116,8 +116,8 @@ func (e *env) canary(ctx context.Context, d *tracked, raise bool, rng *rand.Rand
 	next.image++
 	b := d.inFlight(d.cur, next)
 	e.w.setBounds(d.uid, b)
-	if err := e.patch(ctx, d, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`,
-		appsv1beta1.PartitionAnnotation, value, image(next.image))); err != nil {
+	if err := e.patch(ctx, d, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"template":{"spec":{"containers":%s}}}}`,
+		appsv1beta1.PartitionAnnotation, value, next.containers())); err != nil {
 		return err
 	}
 	current, update, err := e.waitHeld(ctx, d, replicas-held)

@@ -121,13 +121,16 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 		// a revision is read around the cache on a name collision (get). The
 		// finalizers update lets the pods' and revisions' ownerReferences block
 		// the owner's deletion where OwnerReferencesPermissionEnforcement is on.
-		// Pods are evicted (create pods/eviction) under respect-pdb. The
+		// Pods are evicted (create pods/eviction) under respect-pdb, and
+		// updated in place (patch pods/status for their readiness gate,
+		// pods/resize) under update-mode InPlaceIfPossible. The
 		// Application reconciler applies its MyDeployment (create, patch),
 		// Service and Ingress, deletes a child left out of its spec, and
 		// reads EndpointSlices for its status.
 		"ClusterRole/mydeployment-operator-manager-role": {
 			{"", "pods,services", "create,delete,get,list,patch,watch"},
 			{"", "pods/eviction", "create"},
+			{"", "pods/resize,pods/status", "patch"},
 			{"apps", "controllerrevisions", "create,delete,get,list,patch,watch"},
 			{"apps.mydeployment.io", "applications", "get,list,watch"},
 			{"apps.mydeployment.io", "applications/finalizers,mydeployments/finalizers", "update"},
