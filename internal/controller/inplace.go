@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,14 +137,23 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		if err != nil {
 			return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 		}
-		if err := r.Pods.BeginInPlace(ctx, s.md, pod, s.update, change); err != nil {
-			if outcomeUnknown(err) && r.relabelledAfterAll(ctx, pod, s.update.Name) {
-				r.Expectations.ExpectRelabel(s.key, pod.Name, s.update.Name, s.now)
-			}
+		// The gate first: the pod leaves Service endpoints before anything
+		// else changes. Once it is False (or may be: a lost reply that
+		// landed), the next plan must see the pod as unavailable, so it
+		// waits for the cache to show it so, even if the relabel fails.
+		started := func(p *corev1.Pod) bool {
+			return inplace.Updating(p) || p.Labels[appsv1beta1.RevisionLabel] == s.update.Name
+		}
+		err = r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
+			fmt.Sprintf("updating in place to revision %s", s.update.Name))
+		if err != nil && !(outcomeUnknown(err) && r.changedAfterAll(ctx, pod, started)) {
 			return err
 		}
-		r.Expectations.ExpectRelabel(s.key, pod.Name, s.update.Name, s.now)
-		return nil
+		r.Expectations.ExpectChange(s.key, pod.Name, started, s.now)
+		if err != nil {
+			return err
+		}
+		return r.Pods.Relabel(ctx, s.md, pod, s.update, change)
 	}, func(err error) { errs = append(errs, err) })
 	if started > 0 {
 		r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceStarted, started)
@@ -166,8 +176,14 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 	}
 	var errs []error
 	completed, failed := 0, 0
+	// Pods this sync's plan started or removed are as the cache had them
+	// before: leave them to the next sync, which sees them changed.
+	acted := map[*corev1.Pod]bool{}
+	for _, pod := range slices.Concat(s.plan.UpdateInPlace, s.plan.Delete, s.plan.Evict) {
+		acted[pod] = true
+	}
 	for _, pod := range s.pods {
-		if !inplace.HasGate(pod) || pod.DeletionTimestamp != nil {
+		if !inplace.HasGate(pod) || pod.DeletionTimestamp != nil || acted[pod] {
 			continue
 		}
 		rev := named(s.revisions, pod.Labels[appsv1beta1.RevisionLabel])

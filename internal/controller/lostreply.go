@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
-	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // A write whose reply is lost (the API server or the connection timed out)
@@ -64,17 +62,17 @@ func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev
 	}
 }
 
-// relabelledAfterAll is called after starting pod's in-place update to
-// revision timed out: it reads the pod back and reports whether the
-// relabel landed (then the caller expects it, so the next plan waits for
-// the cache instead of counting the pod as old and available).
-func (r *MyDeploymentReconciler) relabelledAfterAll(ctx context.Context, pod *corev1.Pod, revision string) bool {
+// changedAfterAll is called after a write to pod timed out (an in-place
+// update's start): it reads the pod back and reports whether changed says
+// the write landed (then the caller expects it, so the next plan waits
+// for the cache instead of counting the pod as it was).
+func (r *MyDeploymentReconciler) changedAfterAll(ctx context.Context, pod *corev1.Pod, changed func(*corev1.Pod) bool) bool {
 	fresh := &corev1.Pod{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
-		logf.FromContext(ctx).Error(err, "reading a pod back after its in-place update timed out", "pod", pod.Name)
+		logf.FromContext(ctx).Error(err, "reading a pod back after a write timed out", "pod", pod.Name)
 		return false
 	}
-	return fresh.UID == pod.UID && fresh.Labels[appsv1beta1.RevisionLabel] == revision
+	return fresh.UID == pod.UID && changed(fresh)
 }
 
 // adoptedAfterAll is called after adopting pod failed with adoptErr, a

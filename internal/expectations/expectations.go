@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -36,9 +35,9 @@ type Store struct {
 type pending struct {
 	creates map[string]struct{} // pod names that must appear
 	deletes map[string]struct{} // pod names that must disappear or be terminating
-	// relabels are pods moved to a revision in place: the pod name and
-	// the revision its label must name (or the pod be gone).
-	relabels map[string]string
+	// changes are pods written in place (not created nor deleted): the
+	// pod name and what the cache must show of it (or the pod be gone).
+	changes map[string]func(*corev1.Pod) bool
 	// gone are pods seen deleted before anything was expected of them: a
 	// pod deleted between its create call returning and ExpectCreate.
 	gone  map[string]struct{}
@@ -82,13 +81,14 @@ func (s *Store) ExpectDelete(owner, name string, now time.Time) {
 	s.get(owner, now).deletes[name] = struct{}{}
 }
 
-// ExpectRelabel records that pod name was relabelled to revision (an
-// in-place update began) for owner at now: observed once the cache lists
-// it with that revision label, or not at all, or terminating.
-func (s *Store) ExpectRelabel(owner, name, revision string, now time.Time) {
+// ExpectChange records that pod name of owner was written at now (an
+// in-place update began): observed once the cache lists it with seen
+// reporting true, or not at all, or terminating. seen must be cheap and
+// must not keep the pod.
+func (s *Store) ExpectChange(owner, name string, seen func(*corev1.Pod) bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.get(owner, now).relabels[name] = revision
+	s.get(owner, now).changes[name] = seen
 }
 
 // Result says whether the cache has caught up with an owner's writes.
@@ -130,13 +130,13 @@ func (s *Store) Observe(owner string, pods []*corev1.Pod, now time.Time) Result 
 			delete(p.deletes, name)
 		}
 	}
-	for name, rev := range p.relabels {
-		if pod, present := listed[name]; !present || pod.DeletionTimestamp != nil || pod.Labels[appsv1.ControllerRevisionHashLabelKey] == rev {
-			delete(p.relabels, name)
+	for name, seen := range p.changes {
+		if pod, present := listed[name]; !present || pod.DeletionTimestamp != nil || seen(pod) {
+			delete(p.changes, name)
 		}
 	}
 	clear(p.gone) // an ExpectCreate after a sync listed the pods is for a newer pod
-	waiting := len(p.creates) + len(p.deletes) + len(p.relabels)
+	waiting := len(p.creates) + len(p.deletes) + len(p.changes)
 	if waiting == 0 {
 		delete(s.owners, owner)
 		return Result{Satisfied: true}
@@ -151,7 +151,7 @@ func (s *Store) Observe(owner string, pods []*corev1.Pod, now time.Time) Result 
 	for name := range p.deletes {
 		leaked = append(leaked, name)
 	}
-	for name := range p.relabels {
+	for name := range p.changes {
 		leaked = append(leaked, name)
 	}
 	delete(s.owners, owner)
@@ -173,7 +173,7 @@ func (s *Store) Gone(owner, name string) {
 	_, deleted := p.deletes[name]
 	delete(p.creates, name)
 	delete(p.deletes, name)
-	delete(p.relabels, name)
+	delete(p.changes, name)
 	if !created && !deleted {
 		p.gone[name] = struct{}{} // perhaps ours, its ExpectCreate still to come
 	}
@@ -192,7 +192,7 @@ func (s *Store) Pending() int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, p := range s.owners {
-		if len(p.creates)+len(p.deletes)+len(p.relabels) > 0 {
+		if len(p.creates)+len(p.deletes)+len(p.changes) > 0 {
 			n++ // a record opened for creates that all failed waits on nothing
 		}
 	}
@@ -202,7 +202,7 @@ func (s *Store) Pending() int {
 func (s *Store) get(owner string, now time.Time) *pending {
 	p, ok := s.owners[owner]
 	if !ok {
-		p = &pending{creates: map[string]struct{}{}, deletes: map[string]struct{}{}, relabels: map[string]string{},
+		p = &pending{creates: map[string]struct{}{}, deletes: map[string]struct{}{}, changes: map[string]func(*corev1.Pod) bool{},
 			gone: map[string]struct{}{}, since: now}
 		s.owners[owner] = p
 	}

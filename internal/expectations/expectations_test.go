@@ -121,7 +121,7 @@ func TestOpenAloneIsNotPending(t *testing.T) {
 	}
 }
 
-func TestObserveRelabel(t *testing.T) {
+func TestObserveChange(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	labelled := func(name, rev string) *corev1.Pod {
 		p := pod(name, false)
@@ -142,7 +142,7 @@ func TestObserveRelabel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New(0)
-			s.ExpectRelabel("ns/md", "a", "new", t0)
+			s.ExpectChange("ns/md", "a", func(p *corev1.Pod) bool { return p.Labels["controller-revision-hash"] == "new" }, t0)
 			if s.Pending() != 1 {
 				t.Fatalf("pending %d, want 1", s.Pending())
 			}

@@ -62,11 +62,11 @@ type Interface interface {
 	// SetGate writes pod's in-place readiness gate condition
 	// (inplace.Gate) with status, reason and message (pods/status).
 	SetGate(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, status corev1.ConditionStatus, reason, message string) error
-	// BeginInPlace starts moving pod to rev in place: its gate condition
-	// False (so it leaves Service endpoints), then rev's labels (revision,
-	// template hash) and change's template labels and annotations, so it
-	// counts as a pod of rev from then on. Its containers are not touched.
-	BeginInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error
+	// Relabel gives pod rev's labels (revision, template hash) and
+	// change's template labels and annotations, so it counts as a pod of
+	// rev from then on: the second step of an in-place update, after its
+	// gate went False. Its containers are not touched.
+	Relabel(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error
 	// UpdateInPlace writes target's container and init container images
 	// (a pod patch) and container resources (the pods/resize subresource)
 	// where pod's differ. An error for which Refused reports true will
@@ -245,12 +245,8 @@ func (r *Real) SetGate(ctx context.Context, owner *appsv1beta1.MyDeployment, pod
 	return nil
 }
 
-// BeginInPlace implements [Interface].
-func (r *Real) BeginInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error {
-	if err := r.SetGate(ctx, owner, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
-		fmt.Sprintf("updating in place to revision %s", rev.Name)); err != nil {
-		return err
-	}
+// Relabel implements [Interface]: a JSON merge patch of the metadata.
+func (r *Real) Relabel(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error {
 	labels := map[string]*string{}
 	for k, v := range change.Labels {
 		labels[k] = v
