@@ -192,16 +192,16 @@ func (w *watcher) checkLocked(owner types.UID, added bool, trigger *corev1.Pod) 
 		w.mixed[owner]++
 	}
 	if nActive > b.maxActive {
-		w.violate("%s: %d active pods > replicas+maxSurge = %d (after %s)", b.name, nActive, b.maxActive, trigger.Name)
+		w.violate("%s: %d active pods > replicas+maxSurge = %d (after %s): %s", b.name, nActive, b.maxActive, trigger.Name, w.describeLocked(owner))
 	}
 	if added {
 		if n := perRev[trigger.Labels[appsv1beta1.RevisionLabel]]; n > b.maxPerRevision {
-			w.violate("%s: pod %s created for revision %s which already had its count (%d > %d)",
-				b.name, trigger.Name, trigger.Labels[appsv1beta1.RevisionLabel], n, b.maxPerRevision)
+			w.violate("%s: pod %s created for revision %s which already had its count (%d > %d): %s",
+				b.name, trigger.Name, trigger.Labels[appsv1beta1.RevisionLabel], n, b.maxPerRevision, w.describeLocked(owner))
 		}
 	}
 	if b.checkAvailable && nReady < b.minAvailable {
-		w.violate("%s: %d available pods < replicas-maxUnavailable = %d (after %s)", b.name, nReady, b.minAvailable, trigger.Name)
+		w.violate("%s: %d available pods < replicas-maxUnavailable = %d (after %s): %s", b.name, nReady, b.minAvailable, trigger.Name, w.describeLocked(owner))
 	}
 	if b.minHeld > 0 && perRev[b.heldRevision] < b.minHeld {
 		w.violate("%s: %d active pods of revision %s < partition %d (after %s)", b.name, perRev[b.heldRevision], b.heldRevision, b.minHeld, trigger.Name)
@@ -209,6 +209,33 @@ func (w *watcher) checkLocked(owner types.UID, added bool, trigger *corev1.Pod) 
 	if b.recreate && len(unfinishedRevs) > 1 {
 		w.violate("%s: Recreate ran pods of %d revisions at once (after %s)", b.name, len(unfinishedRevs), trigger.Name)
 	}
+}
+
+// describeLocked lists owner's pods for a violation's message: name,
+// revision, and what of ready, terminating, finished and an in-place
+// update's gate applies.
+func (w *watcher) describeLocked(owner types.UID) string {
+	var out []string
+	for _, p := range w.ownedLocked(owner) {
+		var marks []string
+		if ready(p) {
+			marks = append(marks, "ready")
+		}
+		if p.DeletionTimestamp != nil {
+			marks = append(marks, "terminating")
+		}
+		if finished(p) {
+			marks = append(marks, "finished")
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == appsv1beta1.InPlaceUpdateReadyCondition {
+				marks = append(marks, "gate="+string(c.Status)+"/"+c.Reason)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s(%s %s)", p.Name, p.Labels[appsv1beta1.RevisionLabel], strings.Join(marks, ",")))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }
 
 func (w *watcher) violate(format string, args ...any) {
