@@ -136,13 +136,18 @@ func podReady(p *corev1.Pod) bool {
 
 // kubelet marks md's pods Ready every tick until stopped.
 func kubelet(md *appsv1beta1.MyDeployment, tick time.Duration) (stop func()) {
+	return everyTick(tick, func() { markAllReady(md) })
+}
+
+// everyTick calls play (a fake kubelet's pass) every tick until stopped.
+func everyTick(tick time.Duration, play func()) (stop func()) {
 	kctx, kcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer GinkgoRecover()
 		defer close(done)
 		for kctx.Err() == nil {
-			markAllReady(md)
+			play()
 			select {
 			case <-kctx.Done():
 			case <-time.After(tick):

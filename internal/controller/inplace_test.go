@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"slices"
 	"time"
 
@@ -31,24 +30,13 @@ var nodeCPU = resource.MustParse("4")
 // containers are and every readiness gate's condition is True. Conditions
 // it does not own (the in-place gate) are left as they are.
 func inPlaceKubelet(md *appsv1beta1.MyDeployment, tick time.Duration) (stop func()) {
-	kctx, kcancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		for kctx.Err() == nil {
-			for _, p := range podsOf(md) {
-				if pod := kubeletStatus(&p); pod != nil {
-					_ = k8sClient.Status().Update(ctx, pod) // a conflict: next tick
-				}
-			}
-			select {
-			case <-kctx.Done():
-			case <-time.After(tick):
+	return everyTick(tick, func() {
+		for _, p := range podsOf(md) {
+			if pod := kubeletStatus(&p); pod != nil {
+				_ = k8sClient.Status().Update(ctx, pod) // a conflict: next tick
 			}
 		}
-	}()
-	return func() { kcancel(); <-done }
+	})
 }
 
 // kubeletStatus returns pod with the status a kubelet would report, or nil

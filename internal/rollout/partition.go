@@ -36,14 +36,7 @@ func isDoomed(pod *corev1.Pod) bool {
 // specified splits pods into the doomed ones (isDoomed: to go first) and
 // the others, each in the given order.
 func specified(pods []*corev1.Pod) (doomed, keep []*corev1.Pod) {
-	for _, pod := range pods {
-		if isDoomed(pod) {
-			doomed = append(doomed, pod)
-		} else {
-			keep = append(keep, pod)
-		}
-	}
-	return doomed, keep
+	return splitFunc(pods, isDoomed)
 }
 
 // rollingOrder is the order in which a rolling step removes pods of one
