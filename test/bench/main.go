@@ -41,6 +41,9 @@ type config struct {
 	SyncPeriod     time.Duration `json:"-"`
 	SyncPeriodS    float64       `json:"manager_sync_period_s"`
 	KwokPodWork    int           `json:"kwok_pod_workers"`
+	// KwokStages is the file of kwok Stages the cluster plays pods with,
+	// relative to the repository ("": kwokctl's built-in stages).
+	KwokStages string `json:"kwok_stages,omitempty"`
 	// ManagerArgs are more flags for our manager (BENCH_MANAGER_ARGS).
 	ManagerArgs []string      `json:"manager_args,omitempty"`
 	Timeout     time.Duration `json:"-"`
@@ -142,6 +145,7 @@ func parseFlags(args []string) (*config, error) {
 	cfg.SyncPeriodS = cfg.SyncPeriod.Seconds()
 	cfg.ManagerArgs = strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
+	cfg.KwokStages = "hack/kwok/stages.yaml"
 	for _, p := range strings.Split(*parties, ",") {
 		if p = strings.TrimSpace(p); p != partyRaw && p != partyDeployment && p != partyMyDeployment {
 			return nil, fmt.Errorf("unknown party %q in --parties", p)

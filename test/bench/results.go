@@ -538,14 +538,23 @@ func (r *results) markdown() string {
 	p(".\nSettings: client QPS %g / burst %d for every party (kube-controller-manager, kube-scheduler, our manager, the raw client); "+
 		"kube-controller-manager --concurrent-deployment-syncs=%d --concurrent-replicaset-syncs=%d, our manager --workers %d "+
 		"(one sync does both), the raw client %d objects in flight; "+
-		"kwok pod workers %d (its default) for every party; %d nodes holding %d pods each; RollingUpdate 25%%/25%%; "+
+		"kwok pod workers %d (its default) for every party; kwok's pod stages %s for every party; %d nodes holding %d pods each; RollingUpdate 25%%/25%%; "+
 		"our manager --sync-period %gs",
-		s.QPS, s.Burst, s.Workers, s.Workers, managerWorkers, managerWorkers, s.KwokPodWork, s.Nodes, s.PodsPerNode, s.SyncPeriodS)
+		s.QPS, s.Burst, s.Workers, s.Workers, managerWorkers, managerWorkers, s.KwokPodWork, stagesName(s.KwokStages), s.Nodes, s.PodsPerNode, s.SyncPeriodS)
 	if len(s.ManagerArgs) > 0 {
 		p(" %s", strings.Join(s.ManagerArgs, " "))
 	}
 	p("; kube-controller-manager and kube-scheduler without leader election.\n")
 	return sb.String()
+}
+
+// stagesName says which kwok Stages a run used (results from before the
+// field existed used kwokctl's built-in ones).
+func stagesName(file string) string {
+	if file == "" {
+		return "kwokctl's built-in ones"
+	}
+	return file
 }
 
 func verbSummary(m map[string]int) string {
