@@ -59,9 +59,9 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		scaleOut:      {"raw_s", "deployment_s", "mydeployment_s"},
+		scaleOut:      {"raw_s", "deployment_s", "mydeployment_s", "raw_plain_s"},
 		rollingUpdate: {"deployment_s", "mydeployment_s"},
-		scaleIn:       {"raw_s", "deployment_s", "mydeployment_s"},
+		scaleIn:       {"raw_s", "deployment_s", "mydeployment_s", "raw_plain_s"},
 		steadyState:   {},
 	}
 	for sc, timed := range want {
@@ -110,7 +110,8 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{beginMarker, endMarker, "| scale-out |", "| rolling update |", "chart.png", "| per s |"} {
+	for _, s := range []string{beginMarker, endMarker, "| scale-out |", "| rolling update |", "chart.png", "| per s |",
+		"| raw / raw_plain |"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("README.md lacks %q", s)
 		}

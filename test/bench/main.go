@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +57,11 @@ type config struct {
 
 	out, cluster, root, render string
 }
+
+// allParties are the parties a run has unless --parties says otherwise, in
+// the order of its first round. Parties that are no side of a comparison
+// come after the three compared, so those keep their order in every round.
+var allParties = []string{partyRaw, partyDeployment, partyMyDeployment, partyRawPlain}
 
 // sizes are the presets: full is the issue's 10,000 pods, small a quick
 // run, tiny the smoke test of `make test`.
@@ -110,7 +116,7 @@ func parseFlags(args []string) (*config, error) {
 	renderFrom := fs.String("render", "", "no run: rewrite README.md's results and chart.png in --out from this results.json")
 	rounds := fs.Int("rounds", 0, "rounds (0: the preset's): each runs every party once, in an order rotated "+
 		"each round; a scenario's figure is the median over the rounds")
-	parties := fs.String("parties", "raw,deployment,mydeployment", "which parties run, in this order (for profiling one of them)")
+	parties := fs.String("parties", strings.Join(allParties, ","), "which parties run, in this order (for profiling one of them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -147,7 +153,7 @@ func parseFlags(args []string) (*config, error) {
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
 	cfg.KwokStages = "hack/kwok/stages.yaml"
 	for _, p := range strings.Split(*parties, ",") {
-		if p = strings.TrimSpace(p); p != partyRaw && p != partyDeployment && p != partyMyDeployment {
+		if p = strings.TrimSpace(p); !slices.Contains(allParties, p) {
 			return nil, fmt.Errorf("unknown party %q in --parties", p)
 		}
 		cfg.Parties = append(cfg.Parties, strings.TrimSpace(p))

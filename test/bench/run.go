@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -28,9 +31,15 @@ import (
 
 // The parties, in the order they run.
 const (
+	// partyRaw creates the pods a controller creates (its labels and a
+	// controller owner reference), with no controller: the true limit.
 	partyRaw          = "raw"
 	partyDeployment   = "deployment"
 	partyMyDeployment = "mydeployment"
+	// partyRawPlain is the raw client as it was before: plain pods, no owner.
+	// It runs scale-out and scale-in only, to say what a controller's pods
+	// cost over plain ones; it is no party of the targets.
+	partyRawPlain = "raw_plain"
 )
 
 // The scenarios.
@@ -85,6 +94,10 @@ type bench struct {
 	kcmEnd, apiEnd     procSample
 	// managerRuns: our manager at the end of each of its runs (one per round).
 	managerRuns []procSample
+	// uncompared: CPU seconds kube-controller-manager and kube-apiserver
+	// spent in the parties no comparison is made with (raw_plain), cleanups
+	// included, so the whole-run figures stay those of the compared parties.
+	uncompared struct{ kcm, api float64 }
 }
 
 func run(ctx context.Context, cfg *config) (*results, error) {
@@ -122,9 +135,17 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	b.apiStart, _ = readProc(api)
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, p := range roundOrder(cfg.Parties, round) {
+			kcm0, _ := readProc(kcm)
+			api0, _ := readProc(api)
 			if err := b.party(ctx, p, round); err != nil {
 				b.stopManager()
 				return nil, fmt.Errorf("round %d, party %s: %w", round, p, err)
+			}
+			if !compared(p) {
+				kcm1, _ := readProc(kcm)
+				api1, _ := readProc(api)
+				b.uncompared.kcm += kcm1.CPUSeconds - kcm0.CPUSeconds
+				b.uncompared.api += api1.CPUSeconds - api0.CPUSeconds
 			}
 		}
 	}
@@ -195,7 +216,9 @@ type partyState struct {
 	objects  []string
 	cache    cache.Cache
 	pods     *tracker
-	status   func(ctx context.Context) ([]objStatus, error)
+	// rawPods: the raw parties' pod names per object, in creation order.
+	rawPods map[string][]string
+	status  func(ctx context.Context) ([]objStatus, error)
 }
 
 // objStatus is the part of a Deployment's or MyDeployment's status the waits read.
@@ -215,7 +238,8 @@ func roundOrder(parties []string, round int) []string {
 
 func (b *bench) party(ctx context.Context, name string, round int) error {
 	// A namespace per round: the last one's may still be terminating.
-	ps := &partyState{name: name, ns: fmt.Sprintf("bench-%s-r%d", name, round), round: round, pods: newTracker()}
+	ps := &partyState{name: name, ns: fmt.Sprintf("bench-%s-r%d", strings.ReplaceAll(name, "_", "-"), round), round: round,
+		pods: newTracker(), rawPods: map[string][]string{}}
 	for i := range b.cfg.Objects {
 		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", name, i))
 	}
@@ -243,7 +267,7 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 		{steadyState, b.steady},
 	}
 	for _, st := range steps {
-		if name == partyRaw && (st.scenario == rollingUpdate || st.scenario == steadyState) {
+		if isRaw(name) && (st.scenario == rollingUpdate || st.scenario == steadyState) {
 			continue // no controller: nothing rolls, nothing rests
 		}
 		if st.scenario == steadyState {
@@ -462,21 +486,71 @@ func (b *bench) object(ps *partyState, name string) client.Object {
 		Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
 }
 
+// compared says the party is one of the three the targets compare.
+func compared(party string) bool {
+	return party == partyRaw || party == partyDeployment || party == partyMyDeployment
+}
+
+// isRaw says the party is a raw client (no controller).
+func isRaw(party string) bool { return party == partyRaw || party == partyRawPlain }
+
+// rawPod is the pod the raw client creates for object name: for partyRaw
+// the pod a controller creates, from generateName "<name>-", with the
+// template's labels, a controller-revision-hash and a pod-template-hash
+// label, and a controller reference to owner; for partyRawPlain the plain
+// pod "<name>-<i>" of the template alone (owner is nil).
+func rawPod(ns, name string, i int, image string, owner *corev1.ConfigMap) *corev1.Pod {
+	tmpl := podTemplate(name, image)
+	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	pod.Namespace = ns
+	if owner == nil {
+		pod.Name = fmt.Sprintf("%s-%d", name, i)
+		return pod
+	}
+	// A template hash as the ReplicaSet controller writes one (fnv, safe-encoded).
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name + "/" + image))
+	hash := utilrand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+	pod.GenerateName = name + "-"
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = name + "-" + hash
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, corev1.SchemeGroupVersion.WithKind("ConfigMap"))}
+	return pod
+}
+
+// rawScaleOut creates R pods per object with the raw client, ManagerWorkers
+// objects at a time (partyRaw: after the driver made the object's owner, as
+// it makes the controllers' objects), and records their names for scale-in.
+func (b *bench) rawScaleOut(ctx context.Context, ps *partyState) error {
+	R := b.cfg.Replicas
+	for _, name := range ps.objects {
+		ps.rawPods[name] = make([]string, R) // filled at distinct indices below
+	}
+	return forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
+		var owner *corev1.ConfigMap
+		if ps.name == partyRaw {
+			owner = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ps.ns}}
+			if err := b.driver.Create(ctx, owner); err != nil {
+				return err
+			}
+		}
+		return forEachN(R, R, func(i int) error {
+			pod, err := b.raw.CoreV1().Pods(ps.ns).Create(ctx, rawPod(ps.ns, name, i, imageV1, owner), metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			ps.rawPods[name][i] = pod.Name
+			return nil
+		})
+	})
+}
+
 // scaleOut: from nothing until every pod exists and is Ready, and (for
 // the controllers) every object's status says so.
 func (b *bench) scaleOut(ctx context.Context, ps *partyState) error {
 	R := b.cfg.Replicas
-	if ps.name == partyRaw {
-		err := forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
-			tmpl := podTemplate(name, imageV1)
-			return forEachN(R, R, func(i int) error {
-				pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
-				pod.Name, pod.Namespace = fmt.Sprintf("%s-%d", name, i), ps.ns
-				_, err := b.raw.CoreV1().Pods(ps.ns).Create(ctx, pod, metav1.CreateOptions{})
-				return err
-			})
-		})
-		if err != nil {
+	if isRaw(ps.name) {
+		if err := b.rawScaleOut(ctx, ps); err != nil {
 			return err
 		}
 		return b.waitPods(ctx, ps, R, imageV1)
@@ -510,10 +584,10 @@ func (b *bench) rollingUpdate(ctx context.Context, ps *partyState) error {
 // scaleIn: to half the replicas.
 func (b *bench) scaleIn(ctx context.Context, ps *partyState) error {
 	R, half := b.cfg.Replicas, b.cfg.Replicas/2
-	if ps.name == partyRaw {
+	if isRaw(ps.name) {
 		err := forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
 			return forEachN(R-half, R-half, func(i int) error {
-				return b.raw.CoreV1().Pods(ps.ns).Delete(ctx, fmt.Sprintf("%s-%d", name, half+i), metav1.DeleteOptions{})
+				return b.raw.CoreV1().Pods(ps.ns).Delete(ctx, ps.rawPods[name][half+i], metav1.DeleteOptions{})
 			})
 		})
 		if err != nil {
