@@ -61,7 +61,7 @@ type config struct {
 // allParties are the parties a run has unless --parties says otherwise, in
 // the order of its first round. Parties that are no side of a comparison
 // come after the three compared, so those keep their order in every round.
-var allParties = []string{partyRaw, partyDeployment, partyMyDeployment, partyRawPlain}
+var allParties = []string{partyRaw, partyDeployment, partyMyDeployment, partyRawPlain, partyInPlace}
 
 // sizes are the presets: full is the issue's 10,000 pods, small a quick
 // run, tiny the smoke test of `make test`.
@@ -157,6 +157,10 @@ func parseFlags(args []string) (*config, error) {
 			return nil, fmt.Errorf("unknown party %q in --parties", p)
 		}
 		cfg.Parties = append(cfg.Parties, strings.TrimSpace(p))
+	}
+	if slices.Contains(cfg.Parties, partyInPlace) && cfg.Replicas < 4 {
+		return nil, fmt.Errorf("--replicas must be at least 4 for %s: below, maxUnavailable 25%% rounds down to 0 "+
+			"and an in-place rollout surges a pod first", partyInPlace)
 	}
 	var err error
 	if cfg.root, err = filepath.Abs(*root); err != nil {

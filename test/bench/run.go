@@ -40,6 +40,10 @@ const (
 	// It runs scale-out and scale-in only, to say what a controller's pods
 	// cost over plain ones; it is no party of the targets.
 	partyRawPlain = "raw_plain"
+	// partyInPlace is our manager with objects created in update-mode
+	// InPlaceIfPossible, so their pods carry the readiness gate an in-place
+	// update needs. It runs in_place_setup and in_place_update only.
+	partyInPlace = "mydeployment_inplace"
 )
 
 // The scenarios.
@@ -48,6 +52,11 @@ const (
 	rollingUpdate = "rolling_update"
 	scaleIn       = "scale_in"
 	steadyState   = "steady_state"
+	// inPlaceSetup brings the in-place party's objects to R ready pods
+	// (timed, reported as information: the readiness gate costs a write a pod).
+	inPlaceSetup = "in_place_setup"
+	// inPlaceUpdate is the image change of rollingUpdate, done in place.
+	inPlaceUpdate = "in_place_update"
 )
 
 // User agents of the benchmark's own clients, so the audit log tells them apart.
@@ -71,7 +80,9 @@ type window struct {
 	CPU               map[string]float64
 	Violations        int
 	ViolationExamples []string
-	Reconciles        float64 // our manager's reconciles in the window (steady state)
+	// Pods the watch saw appear, and stop being live, in the window.
+	PodsCreated, PodsDeleted int
+	Reconciles               float64 // our manager's reconciles in the window (steady state)
 	// Seconds from the start to the newest pod's appearance and the last pod becoming ready.
 	LastNewPodS, LastReadyPodS float64
 }
@@ -94,10 +105,14 @@ type bench struct {
 	kcmEnd, apiEnd     procSample
 	// managerRuns: our manager at the end of each of its runs (one per round).
 	managerRuns []procSample
-	// uncompared: CPU seconds kube-controller-manager and kube-apiserver
-	// spent in the parties no comparison is made with (raw_plain), cleanups
-	// included, so the whole-run figures stay those of the compared parties.
-	uncompared struct{ kcm, api float64 }
+	// inPlaceManagerRuns: the same for the in-place party's manager, kept
+	// apart so our manager's figures stay those of the compared party.
+	inPlaceManagerRuns []procSample
+	mgrParty           string // whose manager b.mgr is
+	// extra: CPU seconds kube-controller-manager and kube-apiserver spent
+	// in the parties beyond the first three (raw_plain, mydeployment_inplace),
+	// cleanups included, so the whole-run figures stay those of the three.
+	extra struct{ kcm, api float64 }
 }
 
 func run(ctx context.Context, cfg *config) (*results, error) {
@@ -141,11 +156,11 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 				b.stopManager()
 				return nil, fmt.Errorf("round %d, party %s: %w", round, p, err)
 			}
-			if !compared(p) {
+			if extraParty(p) {
 				kcm1, _ := readProc(kcm)
 				api1, _ := readProc(api)
-				b.uncompared.kcm += kcm1.CPUSeconds - kcm0.CPUSeconds
-				b.uncompared.api += api1.CPUSeconds - api0.CPUSeconds
+				b.extra.kcm += kcm1.CPUSeconds - kcm0.CPUSeconds
+				b.extra.api += api1.CPUSeconds - api0.CPUSeconds
 			}
 		}
 	}
@@ -238,10 +253,12 @@ func roundOrder(parties []string, round int) []string {
 
 func (b *bench) party(ctx context.Context, name string, round int) error {
 	// A namespace per round: the last one's may still be terminating.
-	ps := &partyState{name: name, ns: fmt.Sprintf("bench-%s-r%d", strings.ReplaceAll(name, "_", "-"), round), round: round,
+	// Names of namespaces and objects take no "_" (raw_plain, mydeployment_inplace).
+	dns := strings.ReplaceAll(name, "_", "-")
+	ps := &partyState{name: name, ns: fmt.Sprintf("bench-%s-r%d", dns, round), round: round,
 		pods: newTracker(), rawPods: map[string][]string{}}
 	for i := range b.cfg.Objects {
-		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", name, i))
+		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", dns, i))
 	}
 	if err := b.namespace(ctx, ps.ns); err != nil {
 		return err
@@ -251,25 +268,14 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 	if err := b.watch(ctx, ps); err != nil {
 		return err
 	}
-	if name == partyMyDeployment {
+	if name == partyMyDeployment || name == partyInPlace {
 		var err error
 		if b.mgr, err = startManager(ctx, b.cfg, b.cl); err != nil {
 			return err
 		}
+		b.mgrParty = name
 	}
-	steps := []struct {
-		scenario string
-		fn       func(context.Context, *partyState) error
-	}{
-		{scaleOut, b.scaleOut},
-		{rollingUpdate, b.rollingUpdate},
-		{scaleIn, b.scaleIn},
-		{steadyState, b.steady},
-	}
-	for _, st := range steps {
-		if isRaw(name) && (st.scenario == rollingUpdate || st.scenario == steadyState) {
-			continue // no controller: nothing rolls, nothing rests
-		}
+	for _, st := range b.steps(name) {
 		if st.scenario == steadyState {
 			// Rest means rest: no pod still terminating from scale-in, and the
 			// status writes that follow their going settled.
@@ -284,6 +290,23 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 	}
 	b.stopManager()
 	return b.cleanup(ctx, ps)
+}
+
+// step is one scenario of a party.
+type step struct {
+	scenario string
+	fn       func(context.Context, *partyState) error
+}
+
+// steps are the scenarios party runs, in order.
+func (b *bench) steps(party string) []step {
+	switch {
+	case isRaw(party): // no controller: nothing rolls, nothing rests
+		return []step{{scaleOut, b.scaleOut}, {scaleIn, b.scaleIn}}
+	case party == partyInPlace:
+		return []step{{inPlaceSetup, b.inPlaceSetup}, {inPlaceUpdate, b.inPlaceUpdate}}
+	}
+	return []step{{scaleOut, b.scaleOut}, {rollingUpdate, b.rollingUpdate}, {scaleIn, b.scaleIn}, {steadyState, b.steady}}
 }
 
 // measure runs one scenario inside a window, sampling CPU around it.
@@ -319,9 +342,10 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	if b.mgr != nil {
 		w.Reconciles = b.mgr.reconciles() - rec0
 	}
-	if scenario == rollingUpdate {
+	if scenario == rollingUpdate || scenario == inPlaceUpdate {
 		w.Violations, w.ViolationExamples = ps.pods.checkInvariants(nil)
 	}
+	w.PodsCreated, w.PodsDeleted = ps.pods.churn()
 	b.windows = append(b.windows, w)
 	if err != nil {
 		return err
@@ -380,7 +404,11 @@ func (b *bench) stopManager() {
 		return
 	}
 	if s, err := readProc(b.mgr.cmd.Process.Pid); err == nil {
-		b.managerRuns = append(b.managerRuns, s)
+		if b.mgrParty == partyInPlace {
+			b.inPlaceManagerRuns = append(b.inPlaceManagerRuns, s)
+		} else {
+			b.managerRuns = append(b.managerRuns, s)
+		}
 	}
 	b.mgr.stop()
 	b.mgr = nil
@@ -448,7 +476,7 @@ func (b *bench) watch(ctx context.Context, ps *partyState) error {
 				return objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
 					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}
 			})
-	case partyMyDeployment:
+	case partyMyDeployment, partyInPlace:
 		if _, err := c.GetInformer(ctx, &appsv1beta1.MyDeployment{}); err != nil {
 			return err
 		}
@@ -482,14 +510,16 @@ func (b *bench) object(ps *partyState, name string) client.Object {
 		return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
 	}
+	if ps.name == partyInPlace {
+		meta.Annotations = map[string]string{appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
+	}
 	return &appsv1beta1.MyDeployment{ObjectMeta: meta, Spec: appsv1beta1.MyDeploymentSpec{
 		Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
 }
 
-// compared says the party is one of the three the targets compare.
-func compared(party string) bool {
-	return party == partyRaw || party == partyDeployment || party == partyMyDeployment
-}
+// extraParty says the party is not one of the three whose work the
+// whole-run process figures cover (raw, deployment, mydeployment).
+func extraParty(party string) bool { return party == partyRawPlain || party == partyInPlace }
 
 // isRaw says the party is a raw client (no controller).
 func isRaw(party string) bool { return party == partyRaw || party == partyRawPlain }
@@ -581,6 +611,37 @@ func (b *bench) rollingUpdate(ctx context.Context, ps *partyState) error {
 	return b.waitDone(ctx, ps, R, imageV2)
 }
 
+// inPlaceSetup creates the in-place party's objects, annotated from the
+// start (pods created before the annotation have no readiness gate and are
+// replaced, not updated in place), until each runs R ready pods.
+func (b *bench) inPlaceSetup(ctx context.Context, ps *partyState) error {
+	if err := forEach(ctx, ps.objects, 20, func(name string) error {
+		return b.driver.Create(ctx, b.object(ps, name))
+	}); err != nil {
+		return err
+	}
+	return b.waitDone(ctx, ps, b.cfg.Replicas, imageV1)
+}
+
+// inPlaceUpdate: rollingUpdate's image change on every object, done in
+// place, until every object runs R ready pods of the new image and its
+// status says so. The tracker checks meanwhile that an object never has
+// more than R live pods nor fewer than R - maxUnavailable ready ones, a pod
+// whose in-place gate is False counting as not ready; the window counts
+// the pods that appear (each would be a replacement).
+func (b *bench) inPlaceUpdate(ctx context.Context, ps *partyState) error {
+	R := b.cfg.Replicas
+	ps.pods.checkInvariants(&bounds{maxLive: R, minReady: R - R/4})
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, imageV2)))
+	if err := forEach(ctx, ps.objects, 20, func(name string) error {
+		return b.driver.Patch(ctx, b.object(ps, name), patch)
+	}); err != nil {
+		return err
+	}
+	return b.waitDone(ctx, ps, R, imageV2)
+}
+
 // scaleIn: to half the replicas.
 func (b *bench) scaleIn(ctx context.Context, ps *partyState) error {
 	R, half := b.cfg.Replicas, b.cfg.Replicas/2
@@ -651,7 +712,7 @@ func (b *bench) cleanup(ctx context.Context, ps *partyState) error {
 	case partyDeployment:
 		_ = b.driver.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
 		_ = b.driver.DeleteAllOf(ctx, &appsv1.ReplicaSet{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
-	case partyMyDeployment:
+	case partyMyDeployment, partyInPlace:
 		_ = b.driver.DeleteAllOf(ctx, &appsv1beta1.MyDeployment{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
 	}
 	// Grace 0: pods go at once, without waiting for kwok.
