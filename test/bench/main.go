@@ -45,6 +45,9 @@ type config struct {
 	// KwokStages is the file of kwok Stages the cluster plays pods with,
 	// relative to the repository ("": kwokctl's built-in stages).
 	KwokStages string `json:"kwok_stages,omitempty"`
+	// RawControllerPods: the raw party creates a controller's pods (since
+	// issue 18; false in results of runs before, whose raw pods were plain).
+	RawControllerPods bool `json:"raw_controller_pods"`
 	// ManagerArgs are more flags for our manager (BENCH_MANAGER_ARGS).
 	ManagerArgs []string      `json:"manager_args,omitempty"`
 	Timeout     time.Duration `json:"-"`
@@ -152,6 +155,7 @@ func parseFlags(args []string) (*config, error) {
 	cfg.ManagerArgs = strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
 	cfg.KwokStages = "hack/kwok/stages.yaml"
+	cfg.RawControllerPods = true
 	for _, p := range strings.Split(*parties, ",") {
 		if p = strings.TrimSpace(p); !slices.Contains(allParties, p) {
 			return nil, fmt.Errorf("unknown party %q in --parties", p)
