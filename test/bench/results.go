@@ -32,8 +32,9 @@ type results struct {
 	ManagerPeakRSSMiB float64 `json:"manager_peak_rss_mib"`
 	KCMPeakRSSMiB     float64 `json:"kcm_peak_rss_mib"`
 	// CPU seconds: our manager over its whole life in every round (the
-	// MyDeployment party); kube-controller-manager over the whole run (all
-	// rounds, parties and cleanups).
+	// MyDeployment party); kube-controller-manager (and kube-apiserver below)
+	// over the whole run (all rounds, parties and cleanups) less what they
+	// spent while raw_plain and mydeployment_inplace ran.
 	ManagerCPUS float64 `json:"manager_cpu_s"`
 	KCMCPUS     float64 `json:"kcm_cpu_s"`
 	// The same, counted only inside each party's own measured windows.
