@@ -199,9 +199,12 @@ test-chaos-short: build kwok-tools kustomize ## Run the short chaos suite (under
 BENCH_SIZE ?= full
 BENCH_ARGS ?=
 BENCH_CLUSTER ?= mydeployment-bench
+# Only a full-size run writes docs/benchmarks; smaller ones write bin/bench-SIZE
+# so they never overwrite the figures of record.
+BENCH_OUT ?= $(if $(filter full,$(BENCH_SIZE)),docs/benchmarks,bin/bench-$(BENCH_SIZE))
 .PHONY: bench
 bench: build kwok-tools ## Benchmark scale-out, rolling update, in-place update, scale-in and rest against Deployment and a raw client (BENCH_SIZE=full|small).
-	BENCH_LOAD_AT_START="$$(cut -d' ' -f1-3 /proc/loadavg)" go run ./test/bench --size $(BENCH_SIZE) --cluster $(BENCH_CLUSTER) --out docs/benchmarks $(BENCH_ARGS)
+	BENCH_LOAD_AT_START="$$(cut -d' ' -f1-3 /proc/loadavg)" go run ./test/bench --size $(BENCH_SIZE) --cluster $(BENCH_CLUSTER) --out $(BENCH_OUT) $(BENCH_ARGS)
 
 # The smoke run of make test: tiny size, its own cluster, outputs in a temp dir.
 .PHONY: test-bench
