@@ -177,9 +177,9 @@ func TestResultsInPlace(t *testing.T) {
 	if r.RollingUpdate.InvariantViolations != nil {
 		t.Errorf("the in-place violations leaked into rolling_update: %v", *r.RollingUpdate.InvariantViolations)
 	}
-	targets := map[string]target{}
+	byName := map[string]target{}
 	for _, tg := range r.Targets {
-		targets[tg.Name] = tg
+		byName[tg.Name] = tg
 	}
 	for _, want := range []target{
 		{"in_place_update mydeployment/deployment (its rolling_update)", 0.273, 0.3, true},
@@ -187,13 +187,19 @@ func TestResultsInPlace(t *testing.T) {
 		{"in_place_update invariant violations", 1, 0, false},
 		{"in_place_update pods recreated", 1, 0, false},
 	} {
-		if got := targets[want.Name]; got != want {
+		if got := byName[want.Name]; got != want {
 			t.Errorf("target %+v, want %+v", got, want)
 		}
 	}
 	if r.ManagerCPUS != 2 || r.ManagerPeakRSSMiB != 50 || ip.ManagerCPUS != 5 || ip.ManagerPeakRSSMiB != 80 {
 		t.Errorf("manager CPU %v / RSS %v, in-place manager %v / %v: want the in-place manager kept apart",
 			r.ManagerCPUS, r.ManagerPeakRSSMiB, ip.ManagerCPUS, ip.ManagerPeakRSSMiB)
+	}
+	r.ManagerPeakRSSMiB = 0 // as when the mydeployment party did not run
+	for _, tg := range targets(r) {
+		if strings.HasPrefix(tg.Name, "manager ") {
+			t.Errorf("target %+v without our manager's figures: a 0 would pass for met", tg)
+		}
 	}
 	if r.KCMCPUS != 16 {
 		t.Errorf("kcm whole-run CPU %v, want 20 less the extra parties' 4", r.KCMCPUS)
