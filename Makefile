@@ -191,20 +191,24 @@ test-chaos-short: build kwok-tools kustomize ## Run the short chaos suite (under
 
 ##@ Benchmark
 
-# make bench runs raw client vs Deployment vs MyDeployment on a cluster of its
+# make bench runs raw client vs Deployment vs MyDeployment (and MyDeployment's
+# in-place update against Deployment's rolling update) on a cluster of its
 # own (kwokctl, deleted afterwards) and writes docs/benchmarks/. BENCH_SIZE:
 # full (200 x 50 = 10,000 pods), small (20 x 20), tiny (3 x 4); BENCH_ARGS
 # adds flags, e.g. BENCH_ARGS="--objects 100 --replicas 20 --nodes 4".
 BENCH_SIZE ?= full
 BENCH_ARGS ?=
 BENCH_CLUSTER ?= mydeployment-bench
+# Only a full-size run writes docs/benchmarks; smaller ones write bin/bench-SIZE
+# so they never overwrite the figures of record.
+BENCH_OUT ?= $(if $(filter full,$(BENCH_SIZE)),docs/benchmarks,bin/bench-$(BENCH_SIZE))
 .PHONY: bench
-bench: build kwok-tools ## Benchmark scale-out, rolling update, scale-in and rest against Deployment and a raw client (BENCH_SIZE=full|small).
-	BENCH_LOAD_AT_START="$$(cut -d' ' -f1-3 /proc/loadavg)" go run ./test/bench --size $(BENCH_SIZE) --cluster $(BENCH_CLUSTER) --out docs/benchmarks $(BENCH_ARGS)
+bench: build kwok-tools ## Benchmark scale-out, rolling update, in-place update, scale-in and rest against Deployment and a raw client (BENCH_SIZE=full|small).
+	BENCH_LOAD_AT_START="$$(cut -d' ' -f1-3 /proc/loadavg)" go run ./test/bench --size $(BENCH_SIZE) --cluster $(BENCH_CLUSTER) --out $(BENCH_OUT) $(BENCH_ARGS)
 
 # The smoke run of make test: tiny size, its own cluster, outputs in a temp dir.
 .PHONY: test-bench
-test-bench: build kwok-tools ## Smoke-run the benchmark (3 x 4 pods): outputs written, invariants kept, 0 writes at rest.
+test-bench: build kwok-tools ## Smoke-run the benchmark (3 x 4 pods): outputs written, invariants kept (in-place: 0 pods recreated), 0 writes at rest.
 	BENCH_SMOKE=1 BENCH_CLUSTER=$(E2E_CLUSTER)-bench go test ./test/bench/ -count=1 -v -timeout 5m
 
 ##@ Local cluster (no Docker: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as processes)

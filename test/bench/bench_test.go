@@ -59,10 +59,11 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		scaleOut:      {"raw_s", "deployment_s", "mydeployment_s"},
+		scaleOut:      {"raw_s", "deployment_s", "mydeployment_s", "raw_plain_s"},
 		rollingUpdate: {"deployment_s", "mydeployment_s"},
-		scaleIn:       {"raw_s", "deployment_s", "mydeployment_s"},
+		scaleIn:       {"raw_s", "deployment_s", "mydeployment_s", "raw_plain_s"},
 		steadyState:   {},
+		inPlaceUpdate: {"deployment_s", "mydeployment_s"},
 	}
 	for sc, timed := range want {
 		obj, ok := res[sc].(map[string]any)
@@ -87,6 +88,26 @@ func TestSmoke(t *testing.T) {
 	if v := num(ru, "invariant_violations"); v != 0 {
 		t.Errorf("MyDeployment broke the RollingUpdate invariants %v times: %v", v, ru["violation_examples"])
 	}
+	// The in-place update: every pod kept (none appeared), the bounds held,
+	// and both sides' writes counted.
+	ip := res[inPlaceUpdate].(map[string]any)
+	if v := num(ip, "invariant_violations"); v != 0 {
+		t.Errorf("the in-place update broke its invariants %v times: %v", v, ip["violation_examples"])
+	}
+	if v := num(ip, "pods_recreated"); v != 0 {
+		t.Errorf("the in-place update recreated %v pods, want 0", v)
+	}
+	totals, _ := ip["writes_total"].(map[string]any)
+	for _, who := range []string{partyMyDeployment, partyDeployment, partyMyDeployment + "_all", partyDeployment + "_all"} {
+		if num(totals, who) <= 0 {
+			t.Errorf("results.json: in_place_update.writes_total.%s = %v, want > 0", who, totals[who])
+		}
+	}
+	// Only the image changed: our manager patched pods and created none.
+	ours, _ := ip["writes"].(map[string]any)[partyMyDeployment].(map[string]any)
+	if ours["patch pods"] == nil || ours["create pods"] != nil {
+		t.Errorf("our manager's writes in the in-place update: %v, want pod patches and no pod creates", ours)
+	}
 	st := res[steadyState].(map[string]any)
 	if v := num(st, "writes_at_rest"); v != 0 {
 		t.Errorf("our manager wrote %v times at rest: %v", v, st["requests"])
@@ -110,7 +131,8 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{beginMarker, endMarker, "| scale-out |", "| rolling update |", "chart.png", "| per s |"} {
+	for _, s := range []string{beginMarker, endMarker, "| scale-out |", "| rolling update |", "chart.png", "| per s |",
+		"| raw / raw_plain |", "| in-place update |", "| writes by the controller |"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("README.md lacks %q", s)
 		}

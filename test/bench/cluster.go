@@ -20,6 +20,11 @@ type cluster struct {
 }
 
 func (c *cluster) state() string { return filepath.Join(c.workDir, "clusters", c.name) }
+
+// stages is the file of kwok Stages every party's pods are played with:
+// hack/kwok/stages.yaml, the local cluster's (hack/local-cluster.sh).
+func (c *cluster) stages() string { return filepath.Join(c.root, "hack", "kwok", "stages.yaml") }
+
 func (c *cluster) bin(p string) string {
 	return filepath.Join(c.root, "bin", p)
 }
@@ -56,6 +61,10 @@ func (c *cluster) up(ctx context.Context, cfg *config) error {
 		"--kwok-controller-binary", c.bin("kwok"),
 		"--kubeconfig", "", "--wait", "90s",
 		"--kube-audit-policy", policy,
+		// kwok plays the kubelet with the local cluster's Stages (readiness
+		// gates, image restarts, resizes), so in-place updates work; the file
+		// holds Stages only, so kwok's parallelism keeps its defaults.
+		"-c", c.stages(),
 		// kwokctl v0.8.0 crashes when one component's extra args all come
 		// before another's: interleave them.
 		"--extra-args", "kube-controller-manager=kube-api-qps=" + qps,

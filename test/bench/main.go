@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,12 @@ type config struct {
 	SyncPeriod     time.Duration `json:"-"`
 	SyncPeriodS    float64       `json:"manager_sync_period_s"`
 	KwokPodWork    int           `json:"kwok_pod_workers"`
+	// KwokStages is the file of kwok Stages the cluster plays pods with,
+	// relative to the repository ("": kwokctl's built-in stages).
+	KwokStages string `json:"kwok_stages,omitempty"`
+	// RawControllerPods: the raw party creates a controller's pods (since
+	// issue 18; false in results of runs before, whose raw pods were plain).
+	RawControllerPods bool `json:"raw_controller_pods"`
 	// ManagerArgs are more flags for our manager (BENCH_MANAGER_ARGS).
 	ManagerArgs []string      `json:"manager_args,omitempty"`
 	Timeout     time.Duration `json:"-"`
@@ -53,6 +60,11 @@ type config struct {
 
 	out, cluster, root, render string
 }
+
+// allParties are the parties a run has unless --parties says otherwise, in
+// the order of its first round. Parties that are no side of a comparison
+// come after the three compared, so those keep their order in every round.
+var allParties = []string{partyRaw, partyDeployment, partyMyDeployment, partyRawPlain, partyInPlace}
 
 // sizes are the presets: full is the issue's 10,000 pods, small a quick
 // run, tiny the smoke test of `make test`.
@@ -107,7 +119,7 @@ func parseFlags(args []string) (*config, error) {
 	renderFrom := fs.String("render", "", "no run: rewrite README.md's results and chart.png in --out from this results.json")
 	rounds := fs.Int("rounds", 0, "rounds (0: the preset's): each runs every party once, in an order rotated "+
 		"each round; a scenario's figure is the median over the rounds")
-	parties := fs.String("parties", "raw,deployment,mydeployment", "which parties run, in this order (for profiling one of them)")
+	parties := fs.String("parties", strings.Join(allParties, ","), "which parties run, in this order (for profiling one of them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -142,11 +154,17 @@ func parseFlags(args []string) (*config, error) {
 	cfg.SyncPeriodS = cfg.SyncPeriod.Seconds()
 	cfg.ManagerArgs = strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
+	cfg.KwokStages = "hack/kwok/stages.yaml"
+	cfg.RawControllerPods = true
 	for _, p := range strings.Split(*parties, ",") {
-		if p = strings.TrimSpace(p); p != partyRaw && p != partyDeployment && p != partyMyDeployment {
+		if p = strings.TrimSpace(p); !slices.Contains(allParties, p) {
 			return nil, fmt.Errorf("unknown party %q in --parties", p)
 		}
 		cfg.Parties = append(cfg.Parties, strings.TrimSpace(p))
+	}
+	if slices.Contains(cfg.Parties, partyInPlace) && cfg.Replicas < 4 {
+		return nil, fmt.Errorf("--replicas must be at least 4 for %s: below, maxUnavailable 25%% rounds down to 0 "+
+			"and an in-place rollout surges a pod first", partyInPlace)
 	}
 	var err error
 	if cfg.root, err = filepath.Abs(*root); err != nil {

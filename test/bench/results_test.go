@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -112,5 +113,102 @@ func TestRoundOrderRotates(t *testing.T) {
 	}
 	if ps[0] != "a" {
 		t.Error("roundOrder changed its input")
+	}
+}
+
+// TestResultsInPlace checks the in_place_update figures a reader compares:
+// Deployment's side is its rolling update of the same run, writes are the
+// controllers' own and everyone's per round, violations and recreated pods
+// are summed over rounds, and the targets (0.3x time, 0.3x writes, 0 and 0)
+// say whether they are met; the in-place party stays out of the whole-run
+// and our manager's figures.
+func TestResultsInPlace(t *testing.T) {
+	cfg := &config{Objects: 2, Replicas: 4, Rounds: 2, Parties: []string{partyDeployment, partyMyDeployment, partyInPlace}}
+	b := &bench{cfg: cfg, cl: &cluster{root: t.TempDir()}}
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	var reqs []requests
+	add := func(party, scenario string, secs float64, w window, r requests) {
+		w.Party, w.Scenario = party, scenario
+		w.Start, w.End = t0, t0.Add(time.Duration(secs*float64(time.Second)))
+		b.windows = append(b.windows, &w)
+		reqs = append(reqs, r)
+	}
+	for _, secs := range []float64{100, 120} {
+		add(partyDeployment, rollingUpdate, secs, window{Violations: 5}, requests{
+			whoKCMDeploy:  {"create": 10, "create pods": 10, "delete": 10, "delete pods": 10, "get": 7, "get pods": 7},
+			allRequesters: {"create": 30, "create pods": 30, "delete": 20, "delete pods": 20, "watch": 50, "watch pods": 50},
+		})
+	}
+	for i, secs := range []float64{20, 40} {
+		add(partyInPlace, inPlaceUpdate, secs, window{Violations: i, ViolationExamples: []string{"obj: 2 ready"}, PodsCreated: 1 - i},
+			requests{
+				whoManager:    {"patch": 8, "patch pods": 4, "patch pods/status": 4, "list": 3, "list pods": 3},
+				allRequesters: {"patch": 12, "patch pods": 4, "patch pods/status": 8, "list": 3, "list pods": 3},
+			})
+	}
+	b.inPlaceManagerRuns = []procSample{{CPUSeconds: 5, PeakRSSMiB: 80}}
+	b.managerRuns = []procSample{{CPUSeconds: 2, PeakRSSMiB: 50}}
+	b.kcmStart, b.kcmEnd = procSample{CPUSeconds: 1}, procSample{CPUSeconds: 21}
+	b.extra.kcm = 4
+
+	r := b.results(reqs, time.Minute)
+	ip := r.InPlaceUpdate
+	if ip.DeploymentS == nil || *ip.DeploymentS != 110 || *ip.MyDeploymentS != 30 {
+		t.Fatalf("times %v / %v, want Deployment's rolling update median 110 and ours 30", ip.DeploymentS, ip.MyDeploymentS)
+	}
+	if *ip.MyDeploymentOverDeployment != 0.273 {
+		t.Errorf("time ratio %v, want 30/110", *ip.MyDeploymentOverDeployment)
+	}
+	if ip.WritesTotal[partyMyDeployment] != 8 || ip.WritesTotal[partyDeployment] != 20 {
+		t.Errorf("controller writes per round %v, want ours 8 (patches, no lists) and Deployment's 20 (no gets)", ip.WritesTotal)
+	}
+	if ip.WritesTotal[partyMyDeployment+"_all"] != 12 || ip.WritesTotal[partyDeployment+"_all"] != 50 {
+		t.Errorf("everyone's writes per round %v, want 12 and 50 (no watches)", ip.WritesTotal)
+	}
+	if ip.Writes[partyMyDeployment]["patch pods/status"] != 4 {
+		t.Errorf("writes by resource %v, want patch pods/status 4", ip.Writes[partyMyDeployment])
+	}
+	if *ip.WritesOverDeployment != 0.4 || *ip.AllWritesOverDeployment != 0.24 {
+		t.Errorf("write ratios %v / %v, want 0.4 and 0.24", *ip.WritesOverDeployment, *ip.AllWritesOverDeployment)
+	}
+	if *ip.InvariantViolations != 1 || *ip.PodsRecreated != 1 {
+		t.Errorf("violations %d, pods recreated %d; want each round's summed (1, 1)", *ip.InvariantViolations, *ip.PodsRecreated)
+	}
+	if r.RollingUpdate.InvariantViolations != nil {
+		t.Errorf("the in-place violations leaked into rolling_update: %v", *r.RollingUpdate.InvariantViolations)
+	}
+	byName := map[string]target{}
+	for _, tg := range r.Targets {
+		byName[tg.Name] = tg
+	}
+	for _, want := range []target{
+		{"in_place_update mydeployment/deployment (its rolling_update)", 0.273, 0.3, true},
+		{"in_place_update writes: our manager / kcm's deployment and replicaset controllers", 0.4, 0.3, false},
+		{"in_place_update invariant violations", 1, 0, false},
+		{"in_place_update pods recreated", 1, 0, false},
+	} {
+		if got := byName[want.Name]; got != want {
+			t.Errorf("target %+v, want %+v", got, want)
+		}
+	}
+	if r.ManagerCPUS != 2 || r.ManagerPeakRSSMiB != 50 || ip.ManagerCPUS != 5 || ip.ManagerPeakRSSMiB != 80 {
+		t.Errorf("manager CPU %v / RSS %v, in-place manager %v / %v: want the in-place manager kept apart",
+			r.ManagerCPUS, r.ManagerPeakRSSMiB, ip.ManagerCPUS, ip.ManagerPeakRSSMiB)
+	}
+	r.ManagerPeakRSSMiB = 0 // as when the mydeployment party did not run
+	for _, tg := range targets(r) {
+		if strings.HasPrefix(tg.Name, "manager ") {
+			t.Errorf("target %+v without our manager's figures: a 0 would pass for met", tg)
+		}
+	}
+	if r.KCMCPUS != 16 {
+		t.Errorf("kcm whole-run CPU %v, want 20 less the extra parties' 4", r.KCMCPUS)
+	}
+	md := r.markdown()
+	for _, s := range []string{"| in-place update | n/a | 110.00 s (100.0, 120.0) | 30.00 s (20.0, 40.0) | 0.27x |",
+		"| writes by the controller | 20 (create pods 10, delete pods 10) | 8 (patch pods 4, patch pods/status 4) | 0.40x |"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("README lacks %q:\n%s", s, md)
+		}
 	}
 }

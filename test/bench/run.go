@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -28,9 +31,19 @@ import (
 
 // The parties, in the order they run.
 const (
+	// partyRaw creates the pods a controller creates (its labels and a
+	// controller owner reference), with no controller: the true limit.
 	partyRaw          = "raw"
 	partyDeployment   = "deployment"
 	partyMyDeployment = "mydeployment"
+	// partyRawPlain is the raw client as it was before: plain pods, no owner.
+	// It runs scale-out and scale-in only, to say what a controller's pods
+	// cost over plain ones; it is no party of the targets.
+	partyRawPlain = "raw_plain"
+	// partyInPlace is our manager with objects created in update-mode
+	// InPlaceIfPossible, so their pods carry the readiness gate an in-place
+	// update needs. It runs in_place_setup and in_place_update only.
+	partyInPlace = "mydeployment_inplace"
 )
 
 // The scenarios.
@@ -39,6 +52,11 @@ const (
 	rollingUpdate = "rolling_update"
 	scaleIn       = "scale_in"
 	steadyState   = "steady_state"
+	// inPlaceSetup brings the in-place party's objects to R ready pods
+	// (timed, reported as information: the readiness gate costs a write a pod).
+	inPlaceSetup = "in_place_setup"
+	// inPlaceUpdate is the image change of rollingUpdate, done in place.
+	inPlaceUpdate = "in_place_update"
 )
 
 // User agents of the benchmark's own clients, so the audit log tells them apart.
@@ -62,7 +80,9 @@ type window struct {
 	CPU               map[string]float64
 	Violations        int
 	ViolationExamples []string
-	Reconciles        float64 // our manager's reconciles in the window (steady state)
+	// Pods the watch saw appear, and stop being live, in the window.
+	PodsCreated, PodsDeleted int
+	Reconciles               float64 // our manager's reconciles in the window (steady state)
 	// Seconds from the start to the newest pod's appearance and the last pod becoming ready.
 	LastNewPodS, LastReadyPodS float64
 }
@@ -85,6 +105,14 @@ type bench struct {
 	kcmEnd, apiEnd     procSample
 	// managerRuns: our manager at the end of each of its runs (one per round).
 	managerRuns []procSample
+	// inPlaceManagerRuns: the same for the in-place party's manager, kept
+	// apart so our manager's figures stay those of the compared party.
+	inPlaceManagerRuns []procSample
+	mgrParty           string // whose manager b.mgr is
+	// extra: CPU seconds kube-controller-manager and kube-apiserver spent
+	// in the parties beyond the first three (raw_plain, mydeployment_inplace),
+	// cleanups included, so the whole-run figures stay those of the three.
+	extra struct{ kcm, api float64 }
 }
 
 func run(ctx context.Context, cfg *config) (*results, error) {
@@ -122,9 +150,17 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	b.apiStart, _ = readProc(api)
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, p := range roundOrder(cfg.Parties, round) {
+			kcm0, _ := readProc(kcm)
+			api0, _ := readProc(api)
 			if err := b.party(ctx, p, round); err != nil {
 				b.stopManager()
 				return nil, fmt.Errorf("round %d, party %s: %w", round, p, err)
+			}
+			if extraParty(p) {
+				kcm1, _ := readProc(kcm)
+				api1, _ := readProc(api)
+				b.extra.kcm += kcm1.CPUSeconds - kcm0.CPUSeconds
+				b.extra.api += api1.CPUSeconds - api0.CPUSeconds
 			}
 		}
 	}
@@ -195,7 +231,9 @@ type partyState struct {
 	objects  []string
 	cache    cache.Cache
 	pods     *tracker
-	status   func(ctx context.Context) ([]objStatus, error)
+	// rawPods: the raw parties' pod names per object, in creation order.
+	rawPods map[string][]string
+	status  func(ctx context.Context) ([]objStatus, error)
 }
 
 // objStatus is the part of a Deployment's or MyDeployment's status the waits read.
@@ -215,9 +253,12 @@ func roundOrder(parties []string, round int) []string {
 
 func (b *bench) party(ctx context.Context, name string, round int) error {
 	// A namespace per round: the last one's may still be terminating.
-	ps := &partyState{name: name, ns: fmt.Sprintf("bench-%s-r%d", name, round), round: round, pods: newTracker()}
+	// Names of namespaces and objects take no "_" (raw_plain, mydeployment_inplace).
+	dns := strings.ReplaceAll(name, "_", "-")
+	ps := &partyState{name: name, ns: fmt.Sprintf("bench-%s-r%d", dns, round), round: round,
+		pods: newTracker(), rawPods: map[string][]string{}}
 	for i := range b.cfg.Objects {
-		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", name, i))
+		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", dns, i))
 	}
 	if err := b.namespace(ctx, ps.ns); err != nil {
 		return err
@@ -227,25 +268,14 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 	if err := b.watch(ctx, ps); err != nil {
 		return err
 	}
-	if name == partyMyDeployment {
+	if name == partyMyDeployment || name == partyInPlace {
 		var err error
 		if b.mgr, err = startManager(ctx, b.cfg, b.cl); err != nil {
 			return err
 		}
+		b.mgrParty = name
 	}
-	steps := []struct {
-		scenario string
-		fn       func(context.Context, *partyState) error
-	}{
-		{scaleOut, b.scaleOut},
-		{rollingUpdate, b.rollingUpdate},
-		{scaleIn, b.scaleIn},
-		{steadyState, b.steady},
-	}
-	for _, st := range steps {
-		if name == partyRaw && (st.scenario == rollingUpdate || st.scenario == steadyState) {
-			continue // no controller: nothing rolls, nothing rests
-		}
+	for _, st := range b.steps(name) {
 		if st.scenario == steadyState {
 			// Rest means rest: no pod still terminating from scale-in, and the
 			// status writes that follow their going settled.
@@ -262,6 +292,23 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 	return b.cleanup(ctx, ps)
 }
 
+// step is one scenario of a party.
+type step struct {
+	scenario string
+	fn       func(context.Context, *partyState) error
+}
+
+// steps are the scenarios party runs, in order.
+func (b *bench) steps(party string) []step {
+	switch {
+	case isRaw(party): // no controller: nothing rolls, nothing rests
+		return []step{{scaleOut, b.scaleOut}, {scaleIn, b.scaleIn}}
+	case party == partyInPlace:
+		return []step{{inPlaceSetup, b.inPlaceSetup}, {inPlaceUpdate, b.inPlaceUpdate}}
+	}
+	return []step{{scaleOut, b.scaleOut}, {rollingUpdate, b.rollingUpdate}, {scaleIn, b.scaleIn}, {steadyState, b.steady}}
+}
+
 // measure runs one scenario inside a window, sampling CPU around it.
 func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn func(context.Context, *partyState) error) error {
 	w := &window{Party: ps.name, Scenario: scenario, Round: ps.round}
@@ -270,7 +317,7 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	if b.mgr != nil {
 		rec0 = b.mgr.reconciles()
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, b.timeout(scenario))
 	defer cancel()
 	ctx = b.watchdog(ctx)
 	logf("round %d/%d: %s: %s", ps.round, b.cfg.Rounds, ps.name, scenario)
@@ -295,9 +342,10 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	if b.mgr != nil {
 		w.Reconciles = b.mgr.reconciles() - rec0
 	}
-	if scenario == rollingUpdate {
+	if scenario == rollingUpdate || scenario == inPlaceUpdate {
 		w.Violations, w.ViolationExamples = ps.pods.checkInvariants(nil)
 	}
+	w.PodsCreated, w.PodsDeleted = ps.pods.churn()
 	b.windows = append(b.windows, w)
 	if err != nil {
 		return err
@@ -306,6 +354,24 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	logf("%s: %s took %.2fs, last pod created at %.2fs, last ready at %.2fs (%s)", ps.name, scenario,
 		w.End.Sub(w.Start).Seconds(), w.LastNewPodS, w.LastReadyPodS, ps.pods.summary())
 	return nil
+}
+
+// timeout bounds one scenario: the preset's, twice that for the in-place
+// update, whose pods each take six steps in series through our manager and
+// kwok (at the small size it took twice Deployment's rolling update).
+func (b *bench) timeout(scenario string) time.Duration {
+	if scenario == inPlaceUpdate {
+		return 2 * b.cfg.Timeout
+	}
+	return b.cfg.Timeout
+}
+
+// untilDone is what is left of ctx's deadline, or d when it has none.
+func untilDone(ctx context.Context, d time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return time.Until(dl)
+	}
+	return d
 }
 
 // watchdog returns ctx, cancelled with the cause if a cluster component
@@ -356,7 +422,11 @@ func (b *bench) stopManager() {
 		return
 	}
 	if s, err := readProc(b.mgr.cmd.Process.Pid); err == nil {
-		b.managerRuns = append(b.managerRuns, s)
+		if b.mgrParty == partyInPlace {
+			b.inPlaceManagerRuns = append(b.inPlaceManagerRuns, s)
+		} else {
+			b.managerRuns = append(b.managerRuns, s)
+		}
 	}
 	b.mgr.stop()
 	b.mgr = nil
@@ -424,7 +494,7 @@ func (b *bench) watch(ctx context.Context, ps *partyState) error {
 				return objStatus{d.Name, d.Generation, s.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1),
 					s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}
 			})
-	case partyMyDeployment:
+	case partyMyDeployment, partyInPlace:
 		if _, err := c.GetInformer(ctx, &appsv1beta1.MyDeployment{}); err != nil {
 			return err
 		}
@@ -458,25 +528,77 @@ func (b *bench) object(ps *partyState, name string) client.Object {
 		return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
 	}
+	if ps.name == partyInPlace {
+		meta.Annotations = map[string]string{appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
+	}
 	return &appsv1beta1.MyDeployment{ObjectMeta: meta, Spec: appsv1beta1.MyDeploymentSpec{
 		Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
+}
+
+// extraParty says the party is not one of the three whose work the
+// whole-run process figures cover (raw, deployment, mydeployment).
+func extraParty(party string) bool { return party == partyRawPlain || party == partyInPlace }
+
+// isRaw says the party is a raw client (no controller).
+func isRaw(party string) bool { return party == partyRaw || party == partyRawPlain }
+
+// rawPod is the pod the raw client creates for object name: for partyRaw
+// the pod a controller creates, from generateName "<name>-", with the
+// template's labels, a controller-revision-hash and a pod-template-hash
+// label, and a controller reference to owner; for partyRawPlain the plain
+// pod "<name>-<i>" of the template alone (owner is nil).
+func rawPod(ns, name string, i int, image string, owner *corev1.ConfigMap) *corev1.Pod {
+	tmpl := podTemplate(name, image)
+	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	pod.Namespace = ns
+	if owner == nil {
+		pod.Name = fmt.Sprintf("%s-%d", name, i)
+		return pod
+	}
+	// A template hash as the ReplicaSet controller writes one (fnv, safe-encoded).
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name + "/" + image))
+	hash := utilrand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+	pod.GenerateName = name + "-"
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = name + "-" + hash
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, corev1.SchemeGroupVersion.WithKind("ConfigMap"))}
+	return pod
+}
+
+// rawScaleOut creates R pods per object with the raw client, ManagerWorkers
+// objects at a time (partyRaw: after the driver made the object's owner, as
+// it makes the controllers' objects), and records their names for scale-in.
+func (b *bench) rawScaleOut(ctx context.Context, ps *partyState) error {
+	R := b.cfg.Replicas
+	for _, name := range ps.objects {
+		ps.rawPods[name] = make([]string, R) // filled at distinct indices below
+	}
+	return forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
+		var owner *corev1.ConfigMap
+		if ps.name == partyRaw {
+			owner = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ps.ns}}
+			if err := b.driver.Create(ctx, owner); err != nil {
+				return err
+			}
+		}
+		return forEachN(R, R, func(i int) error {
+			pod, err := b.raw.CoreV1().Pods(ps.ns).Create(ctx, rawPod(ps.ns, name, i, imageV1, owner), metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			ps.rawPods[name][i] = pod.Name
+			return nil
+		})
+	})
 }
 
 // scaleOut: from nothing until every pod exists and is Ready, and (for
 // the controllers) every object's status says so.
 func (b *bench) scaleOut(ctx context.Context, ps *partyState) error {
 	R := b.cfg.Replicas
-	if ps.name == partyRaw {
-		err := forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
-			tmpl := podTemplate(name, imageV1)
-			return forEachN(R, R, func(i int) error {
-				pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
-				pod.Name, pod.Namespace = fmt.Sprintf("%s-%d", name, i), ps.ns
-				_, err := b.raw.CoreV1().Pods(ps.ns).Create(ctx, pod, metav1.CreateOptions{})
-				return err
-			})
-		})
-		if err != nil {
+	if isRaw(ps.name) {
+		if err := b.rawScaleOut(ctx, ps); err != nil {
 			return err
 		}
 		return b.waitPods(ctx, ps, R, imageV1)
@@ -507,13 +629,44 @@ func (b *bench) rollingUpdate(ctx context.Context, ps *partyState) error {
 	return b.waitDone(ctx, ps, R, imageV2)
 }
 
+// inPlaceSetup creates the in-place party's objects, annotated from the
+// start (pods created before the annotation have no readiness gate and are
+// replaced, not updated in place), until each runs R ready pods.
+func (b *bench) inPlaceSetup(ctx context.Context, ps *partyState) error {
+	if err := forEach(ctx, ps.objects, 20, func(name string) error {
+		return b.driver.Create(ctx, b.object(ps, name))
+	}); err != nil {
+		return err
+	}
+	return b.waitDone(ctx, ps, b.cfg.Replicas, imageV1)
+}
+
+// inPlaceUpdate: rollingUpdate's image change on every object, done in
+// place, until every object runs R ready pods of the new image and its
+// status says so. The tracker checks meanwhile that an object never has
+// more than R live pods nor fewer than R - maxUnavailable ready ones, a pod
+// whose in-place gate is False counting as not ready; the window counts
+// the pods that appear (each would be a replacement).
+func (b *bench) inPlaceUpdate(ctx context.Context, ps *partyState) error {
+	R := b.cfg.Replicas
+	ps.pods.checkInvariants(&bounds{maxLive: R, minReady: R - R/4})
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, imageV2)))
+	if err := forEach(ctx, ps.objects, 20, func(name string) error {
+		return b.driver.Patch(ctx, b.object(ps, name), patch)
+	}); err != nil {
+		return err
+	}
+	return b.waitDone(ctx, ps, R, imageV2)
+}
+
 // scaleIn: to half the replicas.
 func (b *bench) scaleIn(ctx context.Context, ps *partyState) error {
 	R, half := b.cfg.Replicas, b.cfg.Replicas/2
-	if ps.name == partyRaw {
+	if isRaw(ps.name) {
 		err := forEach(ctx, ps.objects, b.cfg.ManagerWorkers, func(name string) error {
 			return forEachN(R-half, R-half, func(i int) error {
-				return b.raw.CoreV1().Pods(ps.ns).Delete(ctx, fmt.Sprintf("%s-%d", name, half+i), metav1.DeleteOptions{})
+				return b.raw.CoreV1().Pods(ps.ns).Delete(ctx, ps.rawPods[name][half+i], metav1.DeleteOptions{})
 			})
 		})
 		if err != nil {
@@ -543,14 +696,14 @@ func (b *bench) steady(ctx context.Context, _ *partyState) error {
 }
 
 func (b *bench) waitPods(ctx context.Context, ps *partyState, want int, image string) error {
-	return poll(ctx, b.cfg.Timeout, 50*time.Millisecond, func() bool { return ps.pods.all(ps.objects, want, image) })
+	return poll(ctx, untilDone(ctx, b.cfg.Timeout), 50*time.Millisecond, func() bool { return ps.pods.all(ps.objects, want, image) })
 }
 
 // waitDone waits until every object's status reports want updated,
 // available replicas for its current generation and the watch sees
 // exactly that many ready pods of image.
 func (b *bench) waitDone(ctx context.Context, ps *partyState, want int, image string) error {
-	return poll(ctx, b.cfg.Timeout, 50*time.Millisecond, func() bool {
+	return poll(ctx, untilDone(ctx, b.cfg.Timeout), 50*time.Millisecond, func() bool {
 		if !ps.pods.all(ps.objects, want, image) {
 			return false
 		}
@@ -577,7 +730,7 @@ func (b *bench) cleanup(ctx context.Context, ps *partyState) error {
 	case partyDeployment:
 		_ = b.driver.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
 		_ = b.driver.DeleteAllOf(ctx, &appsv1.ReplicaSet{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
-	case partyMyDeployment:
+	case partyMyDeployment, partyInPlace:
 		_ = b.driver.DeleteAllOf(ctx, &appsv1beta1.MyDeployment{}, client.InNamespace(ps.ns), client.PropagationPolicy(bg))
 	}
 	// Grace 0: pods go at once, without waiting for kwok.

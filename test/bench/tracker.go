@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // objectLabel names the benchmark object a pod belongs to, whichever party
@@ -25,6 +27,10 @@ type tracker struct {
 	// lastNew and lastReady are when the newest pod appeared and the last
 	// pod became ready, since the last mark (where a scenario's time goes).
 	lastNew, lastReady time.Time
+
+	// created and deleted count, since the last mark, the pods that
+	// appeared and the pods that stopped being live.
+	created, deleted int
 
 	bounds     *bounds
 	violations int
@@ -45,8 +51,9 @@ type counts struct {
 }
 
 // bounds are the RollingUpdate invariants: never more than maxLive pods
-// (replicas + maxSurge), never fewer than minReady available (replicas -
-// maxUnavailable; minReadySeconds is 0, so available means ready).
+// (replicas + maxSurge; an in-place update: replicas), never fewer than
+// minReady available (replicas - maxUnavailable; minReadySeconds is 0, so
+// available means ready).
 type bounds struct{ maxLive, minReady int }
 
 func newTracker() *tracker {
@@ -60,14 +67,25 @@ func stateOf(pod *corev1.Pod) podState {
 	}
 	s.live = pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded
 	if s.live {
+		gateFalse := false
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 				s.ready = true
 			}
+			if c.Type == inPlaceGate && c.Status == corev1.ConditionFalse {
+				gateFalse = true
+			}
 		}
+		// From the moment its in-place update starts a pod is unavailable,
+		// even while the kubelet still reports it Ready.
+		s.ready = s.ready && !gateFalse
 	}
 	return s
 }
+
+// inPlaceGate is the condition behind the readiness gate of pods created in
+// update-mode InPlaceIfPossible: False while the pod is updated in place.
+const inPlaceGate = corev1.PodConditionType(appsv1beta1.InPlaceUpdateReadyCondition)
 
 func (t *tracker) handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
@@ -96,6 +114,10 @@ func (t *tracker) observe(obj any, deleted bool) {
 	prev, known := t.pods[pod.UID]
 	if !known && !deleted {
 		t.lastNew = time.Now()
+		t.created++
+	}
+	if known && prev.live && !next.live {
+		t.deleted++
 	}
 	if next.ready && !prev.ready {
 		t.lastReady = time.Now()
@@ -205,6 +227,15 @@ func (t *tracker) mark() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastNew, t.lastReady = time.Time{}, time.Time{}
+	t.created, t.deleted = 0, 0
+}
+
+// churn reports how many pods appeared, and how many stopped being live
+// (deleted, terminating or finished), since the last mark.
+func (t *tracker) churn() (created, deleted int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.created, t.deleted
 }
 
 func (t *tracker) since(start time.Time) (lastNew, lastReady float64) {
