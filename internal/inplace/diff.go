@@ -25,6 +25,10 @@ type Change struct {
 	Labels, Annotations map[string]*string
 }
 
+// RestartedAtAnnotation is the template annotation `kubectl rollout
+// restart` (and the plugin's) sets: a change of it asks for new pods.
+const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+
 // Restarts says whether the change restarts a container (a new image),
 // rather than only resizing one.
 func (c *Change) Restarts() bool { return len(c.Images) > 0 }
@@ -34,12 +38,16 @@ func (c *Change) Restarts() bool { return len(c.Images) > 0 }
 // needs a new pod. In place are: container and init container images;
 // cpu and memory requests and limits of (non-init) containers, as long as
 // the pod's QoS class stays the same (kube-apiserver refuses a resize that
-// changes it); template labels and annotations. Anything else (a command,
-// an env var, a volume, a port, an init container's resources, another
-// resource name) needs a new pod. Neither template is modified.
+// changes it); template labels and annotations, but for
+// RestartedAtAnnotation (a restart asks for new pods). Anything else (a
+// command, an env var, a volume, a port, an init container's resources,
+// another resource name) needs a new pod. Neither template is modified.
 func Diff(from, to *corev1.PodTemplateSpec) (*Change, error) {
 	if from == nil || to == nil {
 		return nil, fmt.Errorf("no template to compare")
+	}
+	if from.Annotations[RestartedAtAnnotation] != to.Annotations[RestartedAtAnnotation] {
+		return nil, fmt.Errorf("the template's %s changed: a restart replaces the pods", RestartedAtAnnotation)
 	}
 	c := &Change{
 		Images:      map[string]string{},

@@ -50,6 +50,9 @@ func TestDiff(t *testing.T) {
 			t.Labels["tier"] = "back"
 			delete(t.Annotations, "note")
 		}, labels: map[string]*string{"tier": ptr("back")}},
+		{name: "a restart (kubectl rollout restart)", change: func(t *corev1.PodTemplateSpec) {
+			t.Annotations[RestartedAtAnnotation] = "2026-11-26T00:40:00Z"
+		}, err: "a restart replaces the pods"},
 		{name: "command (mixed with an image)", change: func(t *corev1.PodTemplateSpec) {
 			t.Spec.Containers[0].Image = "nginx:1.28"
 			t.Spec.Containers[0].Command = []string{"nginx", "-g", "daemon off;"}

@@ -27,11 +27,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 )
 
 // RestartedAtAnnotation is the pod template annotation kubectl rollout
-// restart sets; changing it makes a new revision and replaces every pod.
-const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+// restart sets; changing it makes a new revision and replaces every pod
+// (also under update-mode InPlaceIfPossible).
+const RestartedAtAnnotation = inplace.RestartedAtAnnotation
 
 func newRestartCommand(f *factory, o *Options) *cobra.Command {
 	return &cobra.Command{
