@@ -163,8 +163,8 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 	return kerrors.NewAggregate(errs)
 }
 
-// advanceInPlace takes each gated pod one step further (inplace.Next):
-// marks a new pod's gate True, writes the new images and resources once
+// advanceInPlace takes each gated pod of the update revision one step
+// further (inplace.Next), and marks any new pod's gate True: it writes the new images and resources once
 // the pod has left Service endpoints, marks it True again once the kubelet
 // runs them, and marks it failed (to be replaced) when the update was
 // refused or took longer than the timeout. It sets s.inPlaceAfter to when
@@ -174,8 +174,17 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 	if timeout <= 0 {
 		timeout = DefaultInPlaceTimeout
 	}
+	// Decide every pod's step first (pure), then write them all at once:
+	// thousands of pods can be on their way in one sync.
+	type podStep struct {
+		pod    *corev1.Pod
+		rev    *appsv1.ControllerRevision
+		target *corev1.PodTemplateSpec
+		step   inplace.Step
+		why    string
+	}
+	var steps []podStep
 	var errs []error
-	completed, failed := 0, 0
 	// Pods this sync's plan started or removed are as the cache had them
 	// before: leave them to the next sync, which sees them changed.
 	acted := map[*corev1.Pod]bool{}
@@ -184,6 +193,14 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 	}
 	for _, pod := range s.pods {
 		if !inplace.HasGate(pod) || pod.DeletionTimestamp != nil || acted[pod] {
+			continue
+		}
+		if pod.Labels[appsv1beta1.RevisionLabel] != s.update.Name && inplace.Condition(pod) != nil && !s.md.Spec.Paused {
+			// An old pod's update is the planner's: moved again (a start
+			// whose relabel failed, a target that changed) or replaced.
+			// Only a new pod's gate is marked whatever its revision; while
+			// paused (no rollout step) an old pod's update is finished
+			// at its own revision rather than left unavailable.
 			continue
 		}
 		rev := named(s.revisions, pod.Labels[appsv1beta1.RevisionLabel])
@@ -196,28 +213,8 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 			continue
 		}
 		step, why := inplace.Next(pod, target, s.now, timeout)
-		switch step {
-		case inplace.StepMarkReady:
-			err = r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionTrue, inplace.ReasonReady, "")
-			if err == nil && inplace.Condition(pod) != nil {
-				completed++
-			}
-		case inplace.StepPatch:
-			if err = r.Pods.UpdateInPlace(ctx, s.md, pod, target); podcontrol.Refused(err) {
-				step, why = inplace.StepFail, "the API server refused it: "+err.Error()
-			}
-		}
-		if step == inplace.StepFail {
-			err = r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonFailed, why)
-			if err == nil {
-				failed++
-				r.Recorder.Eventf(s.md, pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
-					"Pod %s is replaced: its in-place update to revision %q failed: %s", pod.Name, rev.Name, why)
-				logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(pod), "why", why)
-			}
-		}
-		if err != nil {
-			errs = append(errs, err)
+		if step != inplace.StepNone {
+			steps = append(steps, podStep{pod: pod, rev: rev, target: target, step: step, why: why})
 		}
 		if c := inplace.Condition(pod); step != inplace.StepFail && c != nil && inplace.Updating(pod) && c.Reason != inplace.ReasonFailed {
 			if d := c.LastTransitionTime.Add(timeout).Sub(s.now); d > 0 && (s.inPlaceAfter == 0 || d < s.inPlaceAfter) {
@@ -225,6 +222,38 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 			}
 		}
 	}
+	var mu sync.Mutex
+	completed, failed := 0, 0
+	parallel(len(steps), func(i int) error {
+		ps := steps[i]
+		var err error
+		switch ps.step {
+		case inplace.StepMarkReady:
+			err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionTrue, inplace.ReasonReady, "")
+			if err == nil && inplace.Condition(ps.pod) != nil {
+				mu.Lock()
+				completed++
+				mu.Unlock()
+			}
+		case inplace.StepPatch:
+			if err = r.Pods.UpdateInPlace(ctx, s.md, ps.pod, ps.target); podcontrol.Refused(err) {
+				ps.step, ps.why = inplace.StepFail, "the API server refused it: "+err.Error()
+			}
+		}
+		if ps.step != inplace.StepFail {
+			return err
+		}
+		if err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.why); err != nil {
+			return err
+		}
+		mu.Lock()
+		failed++
+		mu.Unlock()
+		r.Recorder.Eventf(s.md, ps.pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
+			"Pod %s is replaced: its in-place update to revision %q failed: %s", ps.pod.Name, ps.rev.Name, ps.why)
+		logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(ps.pod), "why", ps.why)
+		return nil
+	}, func(err error) { errs = append(errs, err) })
 	r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceCompleted, completed)
 	r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceFallback, failed)
 	return kerrors.NewAggregate(errs)

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -335,7 +334,9 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 	if s.optIn.InPlace {
 		inplace.WithGate(&template.Spec) // readiness gates cannot be added later
 	}
-	return slowStart(int(c.Count), func() error {
+	var mu sync.Mutex
+	var gated []*corev1.Pod
+	created, err := slowStart(int(c.Count), func() error {
 		pod, err := r.Pods.Create(ctx, s.md, template, rev)
 		if err != nil {
 			if outcomeUnknown(err) {
@@ -346,14 +347,21 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 		}
 		r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
 		if s.optIn.InPlace {
-			// Ready only once its gate is True: at once, not a sync later.
-			// A failure here is mended by advanceInPlace.
-			if err := r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionTrue, inplace.ReasonReady, ""); err != nil {
-				logf.FromContext(ctx).V(1).Info("marking a new pod's in-place gate", "pod", klog.KObj(pod), "error", err.Error())
-			}
+			mu.Lock()
+			gated = append(gated, pod)
+			mu.Unlock()
 		}
 		return nil
 	})
+	// Ready only once its gate is True: marked at once, not a sync later,
+	// but after the creates, so they go at their own pace. A failure here
+	// is mended by advanceInPlace.
+	parallel(len(gated), func(i int) error {
+		return r.Pods.SetGate(ctx, s.md, gated[i], corev1.ConditionTrue, inplace.ReasonReady, "")
+	}, func(err error) {
+		logf.FromContext(ctx).V(1).Info("marking a new pod's in-place gate", "error", err.Error())
+	})
+	return created, err
 }
 
 // truncateHistory deletes revisions beyond revisionHistoryLimit, never the
