@@ -62,21 +62,21 @@ func (m *inPlaceMemo) template(rev *appsv1.ControllerRevision) (*corev1.PodTempl
 
 // diff is inplace.Diff from from's template to to's, computed once; fresh
 // reports whether it was computed by this call.
-func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace.Change, err error, fresh bool) {
+func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace.Change, fresh bool, err error) {
 	key := [2]types.UID{from.UID, to.UID}
 	m.mu.Lock()
 	d, ok := m.diffs[key]
 	m.mu.Unlock()
 	if ok {
-		return d.change, d.err, false
+		return d.change, false, d.err
 	}
 	a, err := m.template(from)
 	if err != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	b, err := m.template(to)
 	if err != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	d.change, d.err = inplace.Diff(a, b)
 	m.mu.Lock()
@@ -85,7 +85,7 @@ func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace
 		m.diffs = map[[2]types.UID]inPlaceDiff{}
 	}
 	m.diffs[key] = d
-	return d.change, d.err, true
+	return d.change, true, d.err
 }
 
 // inPlaceRevisions names the old revisions whose gated pods can move to
@@ -104,7 +104,7 @@ func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope)
 		if from == nil {
 			continue // its history is gone: nothing to compare with
 		}
-		_, err, fresh := r.inPlace.diff(from, s.update)
+		_, fresh, err := r.inPlace.diff(from, s.update)
 		switch {
 		case err == nil:
 			out = append(out, name)
@@ -133,7 +133,7 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		if from == nil {
 			return fmt.Errorf("updating pod %s in place: its revision is gone", pod.Name)
 		}
-		change, err, _ := r.inPlace.diff(from, s.update)
+		change, _, err := r.inPlace.diff(from, s.update)
 		if err != nil {
 			return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 		}
