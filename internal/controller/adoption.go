@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,16 +48,27 @@ func (r *MyDeploymentReconciler) claimRevisions(ctx context.Context, s *scope) e
 	return kerrors.NewAggregate(errs)
 }
 
+// errStaleObject is mayAdopt's answer for a copy of a MyDeployment that is
+// no longer the object: deleted, being deleted, or replaced by a namesake.
+// A sync of it must stop: planning without the orphans it may not adopt
+// would create their replacements.
+var errStaleObject = errors.New("the MyDeployment was deleted or re-created since the cache read it: not syncing the stale copy")
+
 // mayAdopt re-reads md around the cache and reports whether it may adopt:
 // it is the object we synced (same UID, not a deleted namesake) and is not
 // being deleted, as the ControllerRefManager's RecheckDeletionTimestamp.
+// When it may not, the error is errStaleObject (or the read's error), so
+// callers fail the sync rather than go on without the orphans.
 func (r *MyDeploymentReconciler) mayAdopt(ctx context.Context, md *appsv1beta1.MyDeployment) (bool, error) {
 	fresh := &appsv1beta1.MyDeployment{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return false, errStaleObject
 		}
 		return false, fmt.Errorf("re-reading before adoption: %w", err)
 	}
-	return fresh.UID == md.UID && fresh.DeletionTimestamp == nil, nil
+	if fresh.UID != md.UID || fresh.DeletionTimestamp != nil {
+		return false, errStaleObject
+	}
+	return true, nil
 }
