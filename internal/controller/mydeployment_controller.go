@@ -82,6 +82,9 @@ type MyDeploymentReconciler struct {
 	InPlaceTimeout time.Duration
 	// inPlace remembers revision templates and in-place diffs.
 	inPlace inPlaceMemo
+	// inPlaceWritten remembers the in-place steps written and not yet seen
+	// in the cache, so a sync in between does not write them again.
+	inPlaceWritten writtenSteps
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
