@@ -20,6 +20,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -213,9 +214,15 @@ func statusEqual(a, b appsv1beta1.MyDeploymentStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
 
-// logPlan logs the plan once per sync at V(1).
-func logPlan(ctx context.Context, s *scope) {
-	if s.plan.Removes() == 0 && len(s.plan.Create) == 0 {
+// logPlan logs the plan once per sync at V(1), when it acts: what it does,
+// and the pods it was computed from (up to maxLoggedPods of them: name,
+// revision, ready, gate), so a plan can be checked against its input.
+func logPlan(ctx context.Context, s *scope, inPlace []string) {
+	if s.plan.Removes() == 0 && len(s.plan.Create) == 0 && len(s.plan.UpdateInPlace) == 0 {
+		return
+	}
+	log := logf.FromContext(ctx).V(1)
+	if !log.Enabled() {
 		return
 	}
 	refs := func(pods []*corev1.Pod) []klog.ObjectRef {
@@ -225,6 +232,25 @@ func logPlan(ctx context.Context, s *scope) {
 		}
 		return out
 	}
-	logf.FromContext(ctx).V(1).Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
-		"evict", refs(s.plan.Evict), "updateRevision", s.update.Name)
+	observed := make([]string, 0, min(len(s.pods), maxLoggedPods))
+	for _, p := range s.pods[:min(len(s.pods), maxLoggedPods)] {
+		desc := p.Name + ":" + p.Labels[appsv1beta1.RevisionLabel]
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				desc += ":ready"
+			}
+		}
+		if c := inplace.Condition(p); c != nil {
+			desc += ":gate=" + string(c.Status) + "/" + c.Reason
+		}
+		if p.DeletionTimestamp != nil {
+			desc += ":terminating"
+		}
+		observed = append(observed, desc)
+	}
+	log.Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
+		"evict", refs(s.plan.Evict), "updateInPlace", refs(s.plan.UpdateInPlace), "updateRevision", s.update.Name,
+		"inPlaceRevisions", inPlace, "pods", observed)
 }
+
+const maxLoggedPods = 20

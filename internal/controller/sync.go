@@ -58,7 +58,7 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	}
 	s.plan = rollout.Compute(in)
 	s.planned = true
-	logPlan(ctx, s)
+	logPlan(ctx, s, in.InPlace)
 	// The annotations do not gate the pods: write them while the pods are
 	// created, one round trip less per new revision. Only a size that
 	// records pods this plan creates or deletes waits for them.
