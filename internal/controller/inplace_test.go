@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,13 +12,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // nodeCPU is the cpu the fake kubelet's node has: a resize asking for more
@@ -252,4 +259,52 @@ var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailu
 			g.Expect(replaced).To(BeNumerically(">", 0))
 		}, timeout, interval).Should(Succeed(), "the refused pods are replaced")
 	})
+
+	// Found by the chaos suite: after a plain scale (not recorded, one
+	// revision), an in-place rollout's first step went on while the write
+	// of the record failed; the next plan took the two revisions and the
+	// stale record for a scaling event and created old-revision pods.
+	It("writes a stale record before the first pod moves: a failed write stops the step, no pod is created", func() {
+		armed := &atomic.Bool{}
+		stopManager()
+		startManager(func(r *MyDeploymentReconciler) {
+			r.Client = refusedMetadataPatch{Client: r.Client, armed: armed}
+			r.InPlaceTimeout = 10 * time.Second
+		})
+		md, w, stop := inPlaceMD("record")
+		w.stop()
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Replicas = ptr.To[int32](12) })
+		complete(md)
+		Expect(rollout.SizedForOf(get(md)).Replicas).To(BeEquivalentTo(10), "a plain scale is not recorded")
+		before := uids(md)
+		w = watchPods(md, 12, 9)
+		defer func() { w.stop(); stop() }()
+		Eventually(func() int { _, n := w.result(); return n }, timeout, interval).Should(Equal(12))
+		w.armAvailability()
+
+		armed.Store(true)
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		complete(md)
+		Expect(armed.Load()).To(BeFalse(), "the record's first write was refused")
+		Expect(rollout.SizedForOf(get(md)).Replicas).To(BeEquivalentTo(12))
+		violations, created := w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(created).To(Equal(12), "no pod created")
+		Expect(uids(md)).To(Equal(before))
+	})
 })
+
+// refusedMetadataPatch refuses the first patch of a MyDeployment's
+// metadata (not its status) once armed, as a conflict.
+type refusedMetadataPatch struct {
+	client.Client
+	armed *atomic.Bool
+}
+
+func (c refusedMetadataPatch) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, ok := obj.(*appsv1beta1.MyDeployment); ok && c.armed.CompareAndSwap(true, false) {
+		return apierrors.NewConflict(appsv1beta1.GroupVersion.WithResource("mydeployments").GroupResource(), obj.GetName(),
+			errors.New("injected: the object has been modified"))
+	}
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}

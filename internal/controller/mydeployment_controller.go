@@ -70,9 +70,9 @@ type MyDeploymentReconciler struct {
 	// StatusPacer spaces out a rollout's progress-only status writes; nil
 	// writes every change at once.
 	StatusPacer *statusPacer
-	// WrittenStatus remembers the last status written, until the cache
-	// shows it; nil: every sync diffs against the cache.
-	WrittenStatus *statusMemory
+	// Written remembers the object as our last write left it, until the cache
+	// shows it; nil: every sync plans and diffs from the cache alone.
+	Written *writeMemory
 	// strays are pods of ours that left the pod cache, to release.
 	strays strays
 	// evictions are the spells of evictions refused by a disruption budget.
@@ -107,14 +107,14 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.Metrics.Forget(req.NamespacedName)
 			r.StatusPacer.forget(req.String())
 			r.RevisionData.Forget(req.String())
-			r.WrittenStatus.forget(req.String())
+			r.Written.forget(req.String())
 			r.strays.forget(req.NamespacedName)
 			r.evictions.end(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.WrittenStatus.catchUp(req.String(), md)
+	r.Written.catchUp(req.String(), md)
 	if md.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}

@@ -94,7 +94,7 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		Clock:          clock.RealClock{},
 		Workers:        opts.Workers,
 		StatusPacer:    newStatusPacer(opts.StatusBatchPeriod),
-		WrittenStatus:  newStatusMemory(),
+		Written:        newWriteMemory(),
 		InPlaceTimeout: opts.InPlaceTimeout,
 	}
 	return r, r.SetupWithManager(ctx, mgr)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,34 +31,37 @@ func (r *MyDeploymentReconciler) writeStatus(ctx context.Context, md *appsv1beta
 	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("patching status: %w", err)
 	}
-	r.WrittenStatus.wrote(client.ObjectKeyFromObject(md).String(), md.ResourceVersion, target.ResourceVersion, st)
+	r.Written.wrote(client.ObjectKeyFromObject(md).String(), md.ResourceVersion, target)
 	return nil
 }
 
-// statusMemory remembers each MyDeployment's last status write: the
-// object's resourceVersion before and after it, and the status written. The
-// cache shows our own write a moment later; a sync that reads the object
-// before then would diff against the status before the write and be refused
-// by the optimistic lock for nothing. As the write was conditional on
-// `before`, the object at `after` is the object at `before` with that
-// status, so such a sync can use it instead. Safe for concurrent use; a nil
-// memory remembers nothing.
-type statusMemory struct {
+// writeMemory remembers each MyDeployment as our last write of it (an
+// annotation patch, a status patch) left it, and the resourceVersions it
+// had just before our writes. The cache shows our own write a moment
+// later; a sync that reads the object before then would plan from the
+// annotations before the write (what the pods are sized for: a stale
+// record makes a scaling event of a rollout step) and diff against the
+// status before it (refused by the optimistic lock for nothing). Such a
+// sync uses the object our write returned instead: it is the stored
+// object, newer than the cache's copy. Once the cache shows any version
+// not of the chain, the memory of key is dropped: the cache has moved past
+// it. Safe for concurrent use; a nil memory remembers nothing.
+type writeMemory struct {
 	mu sync.Mutex
-	m  map[string]writtenStatus
+	m  map[string]writtenObject
 }
 
-type writtenStatus struct {
-	before, after string
-	status        appsv1beta1.MyDeploymentStatus
+type writtenObject struct {
+	// before are the versions our writes started from, oldest first.
+	before []string
+	obj    *appsv1beta1.MyDeployment
 }
 
-func newStatusMemory() *statusMemory { return &statusMemory{m: map[string]writtenStatus{}} }
+func newWriteMemory() *writeMemory { return &writeMemory{m: map[string]writtenObject{}} }
 
-// catchUp brings md, read from the cache, up to our last status write of it
-// when the cache has not shown that write yet. Once the cache shows any
-// other version, the memory of key is dropped.
-func (m *statusMemory) catchUp(key string, md *appsv1beta1.MyDeployment) {
+// catchUp brings md, read from the cache, up to our last write of it when
+// the cache has not shown that write yet.
+func (m *writeMemory) catchUp(key string, md *appsv1beta1.MyDeployment) {
 	if m == nil {
 		return
 	}
@@ -67,24 +71,29 @@ func (m *statusMemory) catchUp(key string, md *appsv1beta1.MyDeployment) {
 	if !ok {
 		return
 	}
-	if md.ResourceVersion != w.before {
-		delete(m.m, key)
+	if !slices.Contains(w.before, md.ResourceVersion) {
+		delete(m.m, key) // the cache shows our last write, or moved past it
 		return
 	}
-	md.ResourceVersion = w.after
-	md.Status = *w.status.DeepCopy()
+	w.obj.DeepCopyInto(md)
 }
 
-func (m *statusMemory) wrote(key, before, after string, st appsv1beta1.MyDeploymentStatus) {
-	if m == nil || after == "" {
+// wrote records obj, the object as a write that started from version
+// before returned it.
+func (m *writeMemory) wrote(key, before string, obj *appsv1beta1.MyDeployment) {
+	if m == nil || obj.ResourceVersion == "" {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.m[key] = writtenStatus{before: before, after: after, status: *st.DeepCopy()}
+	w := writtenObject{before: []string{before}, obj: obj.DeepCopy()}
+	if prev, ok := m.m[key]; ok && prev.obj.ResourceVersion == before {
+		w.before = append(slices.Clip(prev.before), before) // a chain of our writes
+	}
+	m.m[key] = w
 }
 
-func (m *statusMemory) forget(key string) {
+func (m *writeMemory) forget(key string) {
 	if m == nil {
 		return
 	}

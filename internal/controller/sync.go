@@ -63,6 +63,15 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	// created, one round trip less per new revision. Only a size that
 	// records pods this plan creates or deletes waits for them.
 	now, afterPods := s.annotations()
+	if s.plan.RecordFirst {
+		// The pods must not move before the record says what they are
+		// sized for (rollout.Plan.RecordFirst): written first, and a
+		// failure stops the sync before any pod write.
+		if err := r.setAnnotations(ctx, s.md, now)(); err != nil {
+			return err
+		}
+		now = nil
+	}
 	annotated := r.setAnnotations(ctx, s.md, now)
 	actErr := r.act(ctx, s)
 	errs := []error{actErr, annotated(), r.advanceInPlace(ctx, s)}
@@ -77,7 +86,8 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 // sized for when the plan says it must be recorded, or with the revision
 // number's write anyway. A size recorded for the pods this plan creates or
 // deletes comes in afterPods: written once they are, or the next plan would
-// not know the scale is unfinished.
+// not know the scale is unfinished. A size the plan must record first
+// (RecordFirst) comes in now, which the caller then writes before any pod.
 func (s *scope) annotations() (now, afterPods map[string]string) {
 	md := s.md
 	now = map[string]string{}
@@ -88,6 +98,8 @@ func (s *scope) annotations() (now, afterPods map[string]string) {
 		return now, nil
 	}
 	switch {
+	case s.plan.RecordFirst:
+		maps.Copy(now, s.plan.SizedFor.Annotations())
 	case s.plan.RecordSize && (len(s.plan.Create) > 0 || s.plan.Removes() > 0):
 		afterPods = s.plan.SizedFor.Annotations()
 	case s.plan.RecordSize || md.Annotations[appsv1beta1.RevisionAnnotation] != now[appsv1beta1.RevisionAnnotation]:
@@ -170,6 +182,7 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1b
 		if err := <-done; err != nil {
 			return fmt.Errorf("setting annotations: %w", err)
 		}
+		r.Written.wrote(client.ObjectKeyFromObject(md).String(), orig.ResourceVersion, patched)
 		md.Annotations = patched.Annotations
 		md.ResourceVersion = patched.ResourceVersion
 		return nil

@@ -32,6 +32,20 @@ func TestComputeInPlace(t *testing.T) {
 			in:          inPlaceInput(10, 3, 1, pods("old", revOld, 10, gated)[1:], pods("moved", revNew, 1, gated)),
 			wantInPlace: []string{"old-1"}, wantReason: ReasonRollingUpdate,
 		},
+		// Found by the chaos suite: a scale-up (not recorded: one revision)
+		// then an image change; the record written with the new revision
+		// failed, and the next plan, seeing two revisions and a stale record,
+		// created two old-revision pods (4 for replicas 3).
+		{
+			name: "in place after a plain scale: the stale record is written before the first pod moves",
+			in: func() Input {
+				in := inPlaceInput(3, 2, 1, pods("old", revOld, 3, gated))
+				in.SizedFor = &Size{Replicas: 2, MaxReplicas: 4}
+				return in
+			}(),
+			wantInPlace: []string{"old-0"}, wantReason: ReasonRollingUpdate,
+			wantSizedFor: &Size{Replicas: 3, MaxReplicas: 5}, wantRecord: true, wantRecordFirst: true,
+		},
 		// 25%/25% of 10: two at a time (maxUnavailable rounds down).
 		{
 			name:        "in place, 25% of 10: two pods move at once, no surge",

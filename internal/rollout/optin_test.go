@@ -95,7 +95,7 @@ func TestComputePartition(t *testing.T) {
 			name:          "partitioned scale-up 10 -> 20 at 80% (16 held): both sides grow to their shares within maxSurge",
 			in:            withSized(canary(20, 5, 5, 16, pods("old", revOld, 8), pods("new", revNew, 2)), 10, 13),
 			wantCreations: []Creation{{Revision: revNew, Count: 2}, {Revision: revOld, Count: 8}}, wantReason: ReasonRollingUpdate,
-			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25}, wantRecord: true,
+			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25}, wantRecord: true, wantRecordFirst: true,
 		},
 		{
 			name:       "respect-pdb: the pods a rolling step replaces are evicted",

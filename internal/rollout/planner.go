@@ -136,6 +136,15 @@ type Plan struct {
 	// have active pods. Otherwise recording it can wait for a write the
 	// caller makes anyway (a new revision).
 	RecordSize bool
+	// RecordFirst says SizedFor must be recorded before the plan is carried
+	// out (RecordSize is then true too): the record says a scale is pending
+	// that the pods already match, so scaling had nothing to do and this
+	// plan takes a rollout step. Carried out on the stale record, that step
+	// leaves several revisions running, and the next plan would take them
+	// for a scaling event and scale the old revision up proportionally
+	// (Deployment's sync returns after a scaling event for the same reason:
+	// its record is written with the scale, before the rollout goes on).
+	RecordFirst bool
 	// RequeueAfter, when positive, is when the next ready pod becomes
 	// available (MinReadySeconds); requeue then rather than poll.
 	RequeueAfter time.Duration
@@ -310,12 +319,13 @@ func Compute(in Input) Plan {
 	case l.scalingEvent:
 		p, sized, scaled = planScalingEvent(s, l)
 	}
+	rolling := false
 	if !scaled {
 		switch {
 		case l.recreate && s.oldUnfinished > 0:
 			p = planRecreate(s, l)
 		case !l.recreate && (len(s.old) > 0 || s.specified > 0 || s.held > 0):
-			p = planRolling(s, l)
+			p, rolling = planRolling(s, l), true
 		default:
 			p = planScale(s, l)
 		}
@@ -332,8 +342,10 @@ func Compute(in Input) Plan {
 	// Only scaling events read the record: it must be right whenever several
 	// revisions run or one was handled. A plain scale waits for the next
 	// new revision's write.
-	p.RecordSize = (in.SizedFor == nil || *in.SizedFor != p.SizedFor) &&
-		(s.severalRevisions() || l.scalingEvent && scaled && !in.Paused)
+	stale := in.SizedFor == nil || *in.SizedFor != p.SizedFor
+	acts := len(p.Create) > 0 || p.Removes() > 0 || len(p.UpdateInPlace) > 0
+	p.RecordFirst = stale && l.scalingEvent && rolling && acts
+	p.RecordSize = p.RecordFirst || stale && (s.severalRevisions() || l.scalingEvent && scaled && !in.Paused)
 	p.RequeueAfter = s.requeueAfter()
 	return p
 }

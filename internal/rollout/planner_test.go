@@ -21,11 +21,13 @@ type planCase struct {
 	wantEvict     []string
 	// wantInPlace are the pods to update in place.
 	wantInPlace []string
-	// wantSizedFor, when set, is the plan's SizedFor, and wantRecord its RecordSize.
-	wantSizedFor *Size
-	wantRecord   bool
-	wantReason   Reason
-	wantRequeue  time.Duration
+	// wantSizedFor, when set, is the plan's SizedFor, wantRecord its
+	// RecordSize and wantRecordFirst its RecordFirst.
+	wantSizedFor    *Size
+	wantRecord      bool
+	wantRecordFirst bool
+	wantReason      Reason
+	wantRequeue     time.Duration
 }
 
 func runPlanCases(t *testing.T, cases []planCase) {
@@ -50,8 +52,8 @@ func runPlanCases(t *testing.T, cases []planCase) {
 				t.Fatalf("got  %s\nwant create=%v delete=%v evict=%v inPlace=%v requeue=%v reason=%s",
 					describe(got), wantCreations, tc.wantDelete, tc.wantEvict, tc.wantInPlace, tc.wantRequeue, tc.wantReason)
 			}
-			if tc.wantSizedFor != nil && (got.SizedFor != *tc.wantSizedFor || got.RecordSize != tc.wantRecord) {
-				t.Fatalf("got  %s\nwant sizedFor=%+v record=%v", describe(got), *tc.wantSizedFor, tc.wantRecord)
+			if tc.wantSizedFor != nil && (got.SizedFor != *tc.wantSizedFor || got.RecordSize != tc.wantRecord || got.RecordFirst != tc.wantRecordFirst) {
+				t.Fatalf("got  %s\nwant sizedFor=%+v record=%v recordFirst=%v", describe(got), *tc.wantSizedFor, tc.wantRecord, tc.wantRecordFirst)
 			}
 			checkPlan(t, in, got)
 		})
@@ -414,11 +416,24 @@ func TestComputeScalingEvent(t *testing.T) {
 			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25},
 		},
 		{
-			name: "a stale record with the only revision at size: the rollout starts in the same plan",
+			// Once this step runs two revisions, a stale record would make
+			// the next plan a scaling event that grows the old revision:
+			// the record is written first.
+			name: "a stale record with the only revision at size: the rollout starts in the same plan, once the record is written",
 			in: Input{Replicas: 20, MaxSurge: 5, MaxUnavailable: 5, Revisions: []string{revOld},
 				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: pods("old", revOld, 20)},
 			wantCreate: 5, wantDelete: byName(pods("old", revOld, 20), 5), wantReason: ReasonRollingUpdate,
-			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25},
+			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25}, wantRecord: true, wantRecordFirst: true,
+		},
+		{
+			// What the plan after it would do if the record were not
+			// written: scale the old revision up, as a Deployment scales
+			// its ReplicaSets proportionally. RecordFirst prevents it.
+			name: "a stale record once two revisions run: the old revision grows proportionally",
+			in: Input{Replicas: 20, MaxSurge: 5, MaxUnavailable: 5, Revisions: []string{revOld},
+				SizedFor: &Size{Replicas: 10, MaxReplicas: 13}, Pods: join(pods("old", revOld, 15), pods("new", revNew, 5))},
+			wantCreations: []Creation{{Revision: revOld, Count: 5}}, wantReason: ReasonProportionalScaleUp,
+			wantSizedFor: &Size{Replicas: 20, MaxReplicas: 25}, wantRecord: true,
 		},
 		{
 			name: "plain scale of one revision: no record needed",
@@ -432,7 +447,7 @@ func TestComputeScalingEvent(t *testing.T) {
 			in: Input{Replicas: 4, MaxSurge: 1, MaxUnavailable: 1, Revisions: []string{revOld},
 				SizedFor: &Size{Replicas: 3, MaxReplicas: 4}, Pods: join(pods("old", revOld, 1), pods("new", revNew, 4))},
 			wantDelete: []string{"old-0"}, wantReason: ReasonRollingUpdate,
-			wantSizedFor: &Size{Replicas: 4, MaxReplicas: 5}, wantRecord: true,
+			wantSizedFor: &Size{Replicas: 4, MaxReplicas: 5}, wantRecord: true, wantRecordFirst: true,
 		},
 		{
 			name: "Recreate has no scaling event",
