@@ -57,15 +57,16 @@ func (e *env) corner(ctx context.Context, d *tracked, c corner) error {
 		next := d.cur
 		next.replicas++
 		before := e.w.podUIDs(d.uid)
-		stop := make(chan struct{})
-		deleted := make(chan error, 1)
-		go func() { deleted <- e.deleteFirstNewPod(ctx, d, before, stop) }()
-		err := e.change(ctx, d, next)
-		close(stop)
-		if derr := <-deleted; err == nil {
-			err = derr
-		}
-		return err
+		// The delete is part of the change: d converges after it. (Run
+		// beside the change, it could land after the change had converged
+		// and its steady bounds were set, on a loaded machine: a dip in
+		// availability the user made, counted against the controller.)
+		return e.changeWith(ctx, d, next, func() error {
+			stop := make(chan struct{})
+			timer := time.AfterFunc(e.changeTimeout, func() { close(stop) })
+			defer timer.Stop()
+			return e.deleteFirstNewPod(ctx, d, before, stop)
+		})
 	case cornerLabelSurgery:
 		return e.labelSurgery(ctx, d)
 	case cornerOrphanRecreate:

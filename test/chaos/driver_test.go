@@ -179,6 +179,13 @@ func (e *env) create(ctx context.Context, d *tracked, s spec) error {
 // change moves the MyDeployment to s and waits for the change to complete:
 // bounds loosen before the write and tighten once converged.
 func (e *env) change(ctx context.Context, d *tracked, s spec) error {
+	return e.changeWith(ctx, d, s, nil)
+}
+
+// changeWith is change, calling during (when not nil) after the patch and
+// before waiting for convergence: what it does to the pods is part of the
+// change, under its in-flight bounds, never after d has converged.
+func (e *env) changeWith(ctx context.Context, d *tracked, s spec, during func() error) error {
 	e.inFlight.Add(1)
 	defer e.inFlight.Add(-1)
 	e.w.setBounds(d.uid, d.inFlight(d.cur, s))
@@ -187,6 +194,11 @@ func (e *env) change(ctx context.Context, d *tracked, s spec) error {
 		`{"spec":{"replicas":%d,"template":{"spec":{"containers":%s}}}}`, s.replicas, s.containers()))
 	if err := e.c.Patch(ctx, md, patch); err != nil {
 		return err
+	}
+	if during != nil {
+		if err := during(); err != nil {
+			return err
+		}
 	}
 	if err := e.waitConverged(ctx, d, s); err != nil {
 		return err
