@@ -104,6 +104,7 @@ func (e *env) deleteFirstNewPod(ctx context.Context, d *tracked, before map[type
 // has converged again.
 func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 	b := d.inFlight(d.cur, d.cur)
+	b.name += " label surgery"
 	// Until released, the pods the user took away still count as d's: an
 	// unavailable one, or one of "another revision" (its label removed).
 	b.checkAvailable, b.recreate = false, false

@@ -113,7 +113,7 @@ func (d *tracked) inFlight(a, b spec) bounds {
 		perRevision++ // with maxUnavailable 0, one surge pod makes room
 	}
 	return bounds{
-		name:           d.ns + "/" + d.name,
+		name:           fmt.Sprintf("%s/%s (in flight %+v -> %+v)", d.ns, d.name, a, b),
 		maxActive:      max(a.replicas, b.replicas) + max(sa, sb),
 		maxPerRevision: perRevision,
 		minAvailable:   minAvailable,
@@ -126,7 +126,7 @@ func (d *tracked) inFlight(a, b spec) bounds {
 func (d *tracked) steady(b spec) bounds {
 	_, ub := d.fenceposts(b.replicas)
 	return bounds{
-		name: d.ns + "/" + d.name, maxActive: b.replicas, maxPerRevision: b.replicas,
+		name: fmt.Sprintf("%s/%s (steady at %+v)", d.ns, d.name, b), maxActive: b.replicas, maxPerRevision: b.replicas,
 		minAvailable: b.replicas - ub, checkAvailable: !d.recreate(), recreate: d.recreate(),
 	}
 }
