@@ -40,7 +40,8 @@ func newGetCommand(f *factory, o *Options) *cobra.Command {
 		Use:   "get [NAME]",
 		Short: "List MyDeployments, or show one",
 		Long: "List MyDeployments, or show one. -o wide adds the partition (the " + appsv1beta1.PartitionAnnotation +
-			" annotation, \"(held)\" once the rollout is held there), containers, images and selector.",
+			" annotation, \"(held)\" once the rollout is held there), the update mode (the " + appsv1beta1.UpdateModeAnnotation +
+			" annotation), containers, images and selector.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "" && output != "wide" {
@@ -64,12 +65,13 @@ func newGetCommand(f *factory, o *Options) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List MyDeployments across all namespaces.")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide adds PARTITION, CONTAINERS, IMAGES and SELECTOR.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide adds PARTITION, UPDATE-MODE, CONTAINERS, IMAGES and SELECTOR.")
 	return cmd
 }
 
 // list prints the table of the named MyDeployment or of all in the
-// namespace; wide adds kubectl's wide columns for a Deployment and PARTITION.
+// namespace; wide adds kubectl's wide columns for a Deployment, PARTITION
+// and UPDATE-MODE.
 func (t *target) list(ctx context.Context, o *Options, withNamespace, wide bool) error {
 	var items []appsv1beta1.MyDeployment
 	if t.name != "" {
@@ -100,7 +102,7 @@ func (t *target) list(ctx context.Context, o *Options, withNamespace, wide bool)
 		}
 		fmt.Fprint(w, "NAME\tREADY\tUP-TO-DATE\tAVAILABLE\tREVISION\tCONDITION\tAGE")
 		if wide {
-			fmt.Fprint(w, "\tPARTITION\tCONTAINERS\tIMAGES\tSELECTOR")
+			fmt.Fprint(w, "\tPARTITION\tUPDATE-MODE\tCONTAINERS\tIMAGES\tSELECTOR")
 		}
 		fmt.Fprintln(w)
 		for i := range items {
@@ -114,8 +116,8 @@ func (t *target) list(ctx context.Context, o *Options, withNamespace, wide bool)
 				age(md.CreationTimestamp, now))
 			if wide {
 				names, images := containers(md)
-				fmt.Fprintf(w, "\t%s\t%s\t%s\t%s", partitionColumn(md), names, images,
-					metav1.FormatLabelSelector(md.Spec.Selector))
+				fmt.Fprintf(w, "\t%s\t%s\t%s\t%s\t%s", partitionColumn(md), orNone(md.Annotations[appsv1beta1.UpdateModeAnnotation]),
+					names, images, metav1.FormatLabelSelector(md.Spec.Selector))
 			}
 			fmt.Fprintln(w)
 		}

@@ -101,9 +101,10 @@ var _ = Describe("get", func() {
 })
 
 var _ = Describe("get -o wide", func() {
-	It("adds the partition, held or not, and kubectl's wide Deployment columns", func() {
+	It("adds the partition, held or not, the update mode and kubectl's wide Deployment columns", func() {
 		ns := newNamespace()
-		createMD(ns, "api", "nginx:1", 2)
+		api := createMD(ns, "api", "nginx:1", 2)
+		setAnnotation(api, appsv1beta1.UpdateModeAnnotation, appsv1beta1.UpdateModeInPlaceIfPossible)
 		canary := createMD(ns, "canary", "nginx:2", 10)
 		setAnnotation(canary, appsv1beta1.PartitionAnnotation, "8")
 		canaryStatus := func(updated int32, reason string) {
@@ -117,7 +118,7 @@ var _ = Describe("get -o wide", func() {
 		}
 		canaryStatus(1, appsv1beta1.ReasonRevisionUpdated)
 		header := []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "CONDITION", "AGE",
-			"PARTITION", "CONTAINERS", "IMAGES", "SELECTOR"}
+			"PARTITION", "UPDATE-MODE", "CONTAINERS", "IMAGES", "SELECTOR"}
 		wide := func() [][]string {
 			r := runPlugin(ns, "get", "-o", "wide")
 			Expect(r.code).To(Equal(0), r.err)
@@ -129,14 +130,14 @@ var _ = Describe("get -o wide", func() {
 		}
 
 		Expect(wide()).To(Equal([][]string{header,
-			{"api", "0/2", "0", "0", "<none>", "<none>", "AGE", "<none>", "app", "nginx:1", "app=api"},
-			{"canary", "10/10", "1", "10", "<none>", "RevisionUpdated", "AGE", "8", "app", "nginx:2", "app=canary"},
+			{"api", "0/2", "0", "0", "<none>", "<none>", "AGE", "<none>", "InPlaceIfPossible", "app", "nginx:1", "app=api"},
+			{"canary", "10/10", "1", "10", "<none>", "RevisionUpdated", "AGE", "8", "<none>", "app", "nginx:2", "app=canary"},
 		}))
 
 		By("held once the controller says so")
 		canaryStatus(2, appsv1beta1.ReasonPartitionAvailable)
 		Expect(wide()[2]).To(Equal(
-			[]string{"canary", "10/10", "2", "10", "<none>", "PartitionAvailable", "AGE", "8(held)", "app", "nginx:2", "app=canary"}))
+			[]string{"canary", "10/10", "2", "10", "<none>", "PartitionAvailable", "AGE", "8(held)", "<none>", "app", "nginx:2", "app=canary"}))
 
 		By("not held at a partition changed since")
 		setAnnotation(canary, appsv1beta1.PartitionAnnotation, "50%")
