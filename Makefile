@@ -324,7 +324,7 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm control-plane kwok-tools
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools
 kustomize: ## Build kustomize if necessary.
 	@hack/tools.sh kustomize
 controller-gen: ## Build controller-gen if necessary.
@@ -337,6 +337,8 @@ opm: ## Build opm if necessary.
 	@hack/tools.sh opm
 olm: ## Build OLM's olm and catalog operators if necessary (bin/olm, bin/catalog-operator, bin/olm-crds).
 	@hack/tools.sh olm
+olmv1: ## Build OLM v1's catalogd and operator-controller and cert-manager if necessary (bin/olmv1-crds: their CRDs).
+	@hack/tools.sh olmv1
 control-plane: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd if necessary (bin/k8s).
 	@hack/tools.sh control-plane
 kwok-tools: control-plane ## Build kwok and kwokctl if necessary.
