@@ -115,7 +115,8 @@ for tool in "$@"; do
       m=github.com/operator-framework/operator-controller
       build catalogd "$TOOLS/olmv1" "$v" $m/cmd/catalogd -tags containers_image_openpgp -ldflags=-s\ -w
       build operator-controller "$TOOLS/olmv1" "$v" $m/cmd/operator-controller -tags containers_image_openpgp -ldflags=-s\ -w
-      cv=$(modversion "$TOOLS/cert-manager" github.com/cert-manager/cert-manager)
+      # Our main.go is part of what is built: its hash is part of the key.
+      cv=$(modversion "$TOOLS/cert-manager" github.com/cert-manager/cert-manager)-$(sha256sum "$TOOLS/cert-manager/main.go" | cut -c1-12)
       build cert-manager "$TOOLS/cert-manager" "$cv" . -ldflags=-s\ -w
       d=$(cd "$TOOLS/olmv1" && go list -m -f '{{.Dir}}' $m)
       cd_=$(cd "$TOOLS/cert-manager" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)

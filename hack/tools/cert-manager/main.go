@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +35,7 @@ import (
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
+	"github.com/cert-manager/cert-manager/pkg/util"
 
 	controllerpkg "github.com/cert-manager/cert-manager/pkg/controller"
 	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
@@ -67,16 +69,19 @@ var controllers = []string{
 }
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	namespace := flag.String("cluster-resource-namespace", "cert-manager", "namespace of ClusterIssuers' secrets")
 	klog.InitFlags(nil)
-	flag.Parse()
+	flag.Parse() // controller-runtime defines --kubeconfig
+	kubeconfig := flag.Lookup("kubeconfig").Value.String()
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
 	ctrl.SetLogger(klog.NewKlogr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = logf.NewContext(ctx, klog.NewKlogr().WithName("cert-manager"))
-	if err := run(ctx, *kubeconfig, *namespace); err != nil {
+	if err := run(ctx, kubeconfig, *namespace); err != nil {
 		fmt.Fprintln(os.Stderr, "cert-manager:", err)
 		os.Exit(1)
 	}
@@ -144,10 +149,12 @@ func runCAInjector(ctx context.Context, kubeconfig string) error {
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	utilruntime.Must(admissionregistrationv1.AddToScheme(scheme))
 	utilruntime.Must(cmapi.AddToScheme(scheme))
-	if kubeconfig != "" {
-		_ = os.Setenv("KUBECONFIG", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	// The user agent names cainjector's field manager, as in cmd/cainjector.
+	mgr, err := ctrl.NewManager(util.RestConfigWithUserAgent(cfg, "cainjector"), ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
