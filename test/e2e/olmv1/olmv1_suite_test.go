@@ -28,6 +28,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -103,15 +104,15 @@ var _ = BeforeSuite(func() {
 
 	By("starting cert-manager, catalogd and operator-controller as host processes")
 	start("cert-manager", "", "--cluster-resource-namespace=cert-manager")
-	catalogdAddr := freeAddr()
+	catalogdAddr, catalogdWebhook := freeAddr(), freePort()
 	start("catalogd", asPod(systemNamespace, "catalogd-controller-manager"),
 		"--system-namespace="+systemNamespace, "--cache-dir="+filepath.Join(workDir, "catalogd", "cache"),
 		"--tls-cert="+catalogdCert, "--tls-key="+catalogdKey, "--pull-cas-dir="+cas,
 		"--catalogs-server-addr="+catalogdAddr, "--external-address="+catalogdAddr,
 		"--metrics-bind-address="+freeAddr(), "--health-probe-bind-address=0",
-		// Its webhook only labels ClusterCatalogs by name (no selector here
-		// needs it); kept off :9443, where the host manager serves ours.
-		fmt.Sprintf("--webhook-server-port=%d", freePort()))
+		// Off :9443, where the host manager serves ours.
+		fmt.Sprintf("--webhook-server-port=%d", catalogdWebhook))
+	registerCatalogdWebhook(catalogdWebhook, catalogdCert)
 	start("operator-controller", asPod(systemNamespace, "operator-controller-controller-manager"),
 		"--system-namespace="+systemNamespace, "--cache-path="+filepath.Join(workDir, "operator-controller", "cache"),
 		"--catalogd-cas-dir="+cas, "--pull-cas-dir="+cas, "--health-probe-bind-address=0",
@@ -223,6 +224,37 @@ entries:
 	Expect(err).NotTo(HaveOccurred(), out)
 
 	reg.push(catalogRef(), filesUnder(configs, "configs", nil), dockerfileLabels(filepath.Join(projectDir, "catalog.Dockerfile")))
+}
+
+// registerCatalogdWebhook configures kube-apiserver to call catalogd's
+// mutating webhook (it labels each ClusterCatalog with its name, which
+// ClusterExtensions select catalogs by), as OLM v1's Helm chart does, at
+// the host address catalogd serves it on, once it listens.
+func registerCatalogdWebhook(port int, certFile string) {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	Eventually(func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "catalogd's webhook server listens")
+	ca, err := os.ReadFile(certFile)
+	Expect(err).NotTo(HaveOccurred())
+	apply(fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: catalogd-mutating-webhook-configuration}
+webhooks:
+- name: inject-metadata-name.olm.operatorframework.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: https://%s/mutate-olm-operatorframework-io-v1-clustercatalog
+    caBundle: %s
+  failurePolicy: Fail
+  rules: [{apiGroups: [olm.operatorframework.io], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [clustercatalogs]}]
+  sideEffects: None
+  timeoutSeconds: 10
+`, addr, base64.StdEncoding.EncodeToString(ca)))
 }
 
 func catalogRef() string { return reg.host() + "/" + pkg + "-catalog:v" + version }

@@ -44,7 +44,7 @@ var operator = &utils.OLMOperator{Namespace: operatorNamespace,
 	Deployment: "mydeployment-operator-controller-manager", ServiceAccount: "mydeployment-operator-controller-manager"}
 
 // clusterExtension is a ClusterExtension installing package at version in
-// AllNamespaces mode (all OLM v1 supports), with crdUpgradeSafety
+// AllNamespaces mode (all OLM v1 supports) from our catalog, with crdUpgradeSafety
 // enforcement (Strict, the default, or None).
 func clusterExtension(name, pkg, version, enforcement string) string {
 	return fmt.Sprintf(`apiVersion: olm.operatorframework.io/v1
@@ -55,11 +55,14 @@ spec:
   serviceAccount: {name: %s}
   source:
     sourceType: Catalog
-    catalog: {packageName: %s, version: "%s"}
+    catalog:
+      packageName: %s
+      version: "%s"
+      selector: {matchLabels: {olm.operatorframework.io/metadata.name: %s}}
   install:
     preflight:
       crdUpgradeSafety: {enforcement: %s}
-`, name, operatorNamespace, installer, pkg, version, enforcement)
+`, name, operatorNamespace, installer, pkg, version, catalogName, enforcement)
 }
 
 func extension(path string) func() string { return jsonpath(path, "clusterextension", pkg) }
@@ -109,6 +112,8 @@ spec:
 		Eventually(jsonpath(`{.status.conditions[?(@.type=="Serving")].status}`, "clustercatalog", catalogName),
 			3*time.Minute, time.Second).Should(Equal("True"), "catalogd unpacked and serves the catalog")
 		Expect(jsonpath("{.status.urls.base}", "clustercatalog", catalogName)()).To(HavePrefix("https://127.0.0.1:"))
+		Expect(jsonpath(`{.metadata.labels.olm\.operatorframework\.io/metadata\.name}`, "clustercatalog", catalogName)()).
+			To(Equal(catalogName), "catalogd's webhook labelled it: ClusterExtensions select it by that label")
 
 		By("the namespace and the ServiceAccount ClusterExtensions install as")
 		for _, ns := range []string{operatorNamespace, workloads} {
