@@ -120,7 +120,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-chaos-short test-bench test-olm ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM.
+test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
 
 .PHONY: test-unit
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
@@ -155,6 +155,23 @@ test-olm: build kwok-tools opm olm ## Install and upgrade the operator through a
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig VERSION=$(VERSION) PATH="$(LOCALBIN):$$PATH" \
 	  go test ./test/e2e/olm/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(OLM_CLUSTER); exit $$rc
+
+# The OLM v1 e2e: catalogd, operator-controller and cert-manager (OLM v1's
+# webhook certificate provider) as host processes on a local cluster of their
+# own, an OCI registry in the test process holding the bundle and catalog
+# images it builds; installs the previous release through a ClusterExtension
+# (AllNamespaces), upgrades it to this one, and checks that a bundle without
+# AllNamespaces is refused. Needs root: the operator pod's IP is added to lo
+# (as for test-olm) and OLM v1's processes run in mount namespaces of their
+# own (unshare) that hold their service account token where a pod has it.
+OLMV1_CLUSTER ?= mydeployment-olmv1
+.PHONY: test-olmv1
+test-olmv1: build kwok-tools opm olmv1 ## Install and upgrade the operator through OLM v1 (ClusterCatalog + ClusterExtension) on a throwaway local cluster.
+	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
+	  hack/local-cluster.sh up $(OLMV1_CLUSTER) $(LOCALBIN)/$(OLMV1_CLUSTER)/kubeconfig
+	rc=0; KUBECONFIG=$(LOCALBIN)/$(OLMV1_CLUSTER)/kubeconfig VERSION=$(VERSION) PATH="$(LOCALBIN):$$PATH" \
+	  go test ./test/e2e/olmv1/ -v -ginkgo.v -timeout 20m || rc=$$?; \
+	  hack/local-cluster.sh down $(OLMV1_CLUSTER); exit $$rc
 
 # Bounded fuzzing of the planner and revision hashing: each target runs a
 # fixed number of inputs (FUZZ_SCALE multiplies them) and must not panic or
@@ -324,7 +341,7 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm control-plane kwok-tools
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools
 kustomize: ## Build kustomize if necessary.
 	@hack/tools.sh kustomize
 controller-gen: ## Build controller-gen if necessary.
@@ -337,6 +354,8 @@ opm: ## Build opm if necessary.
 	@hack/tools.sh opm
 olm: ## Build OLM's olm and catalog operators if necessary (bin/olm, bin/catalog-operator, bin/olm-crds).
 	@hack/tools.sh olm
+olmv1: ## Build OLM v1's catalogd and operator-controller and cert-manager if necessary (bin/olmv1-crds: their CRDs).
+	@hack/tools.sh olmv1
 control-plane: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd if necessary (bin/k8s).
 	@hack/tools.sh control-plane
 kwok-tools: control-plane ## Build kwok and kwokctl if necessary.

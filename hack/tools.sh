@@ -7,6 +7,8 @@
 #   hack/tools.sh TOOL...   TOOL: controller-gen kustomize setup-envtest
 #                           operator-sdk scorecard-test opm kwok kwokctl
 #                           olm (olm, catalog-operator and bin/olm-crds)
+#                           olmv1 (catalogd, operator-controller, cert-manager
+#                           and bin/olmv1-crds)
 #                           control-plane (kube-apiserver, kube-controller-manager,
 #                           kube-scheduler, kubectl, etcd laid out in bin/k8s
 #                           for KUBEBUILDER_ASSETS)
@@ -105,6 +107,25 @@ for tool in "$@"; do
       build olm "$TOOLS/olm" "$v" $m/cmd/olm -tags containers_image_openpgp -ldflags=-s\ -w
       build catalog-operator "$TOOLS/olm" "$v" $m/cmd/catalog -tags containers_image_openpgp -ldflags=-s\ -w
       ln -sfn "$(cd "$TOOLS/olm" && go list -m -f '{{.Dir}}' $m)/deploy/chart/crds" "$BIN/olm-crds" ;;
+    olmv1)
+      # OLM v1 (catalogd, operator-controller) and cert-manager, its webhook
+      # certificate provider, run as host processes by the OLM v1 e2e; their
+      # CRDs linked from the modules under bin/olmv1-crds.
+      v=$(modversion "$TOOLS/olmv1" github.com/operator-framework/operator-controller)
+      m=github.com/operator-framework/operator-controller
+      build catalogd "$TOOLS/olmv1" "$v" $m/cmd/catalogd -tags containers_image_openpgp -ldflags=-s\ -w
+      build operator-controller "$TOOLS/olmv1" "$v" $m/cmd/operator-controller -tags containers_image_openpgp -ldflags=-s\ -w
+      # Our main.go is part of what is built: its hash is part of the key.
+      cv=$(modversion "$TOOLS/cert-manager" github.com/cert-manager/cert-manager)-$(sha256sum "$TOOLS/cert-manager/main.go" | cut -c1-12)
+      build cert-manager "$TOOLS/cert-manager" "$cv" . -ldflags=-s\ -w
+      d=$(cd "$TOOLS/olmv1" && go list -m -f '{{.Dir}}' $m)
+      cd_=$(cd "$TOOLS/cert-manager" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
+      mkdir -p "$BIN/olmv1-crds"
+      ln -sfn "$d/config/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml" "$BIN/olmv1-crds/clustercatalogs.yaml"
+      ln -sfn "$d/config/base/operator-controller/crd/standard/olm.operatorframework.io_clusterextensions.yaml" "$BIN/olmv1-crds/clusterextensions.yaml"
+      for f in certificaterequests certificates issuers clusterissuers; do
+        ln -sfn "$cd_/deploy/crds/cert-manager.io_$f.yaml" "$BIN/olmv1-crds/cert-manager.io_$f.yaml"
+      done ;;
     kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;
     control-plane) control_plane ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 )
 
@@ -130,8 +131,10 @@ var _ = Describe("Deep insights and upgrade safety", Ordered, func() {
 		Expect(httpStatus(metricsURL, outsider)).To(Equal(http.StatusForbidden))
 	})
 
-	It("reports Upgradeable=True when nothing rolls out", func() {
+	It("reports Upgradeable=True when nothing rolls out, and says upgrade gating is on", func() {
 		Eventually(upgradeable(condKey), timeout, interval).Should(Equal("True/" + upgrade.ReasonSettled))
+		Eventually(func() (float64, error) { return scrapeGauge(metricsURL, scraper, gatingMetric) }, timeout, interval).
+			Should(BeEquivalentTo(1))
 	})
 
 	It("exposes per-MyDeployment series that move with a rollout, and holds upgrades while it runs", func() {
@@ -200,9 +203,12 @@ var _ = Describe("Deep insights and upgrade safety", Ordered, func() {
 		}
 		Expect(lines).To(HaveLen(1))
 		Expect(lines[0]).To(ContainSubstring("no OperatorCondition"))
+		Expect(scrapeGauge(metricsURL, scraper, gatingMetric)).To(BeEquivalentTo(0), "nothing holds upgrades")
 	})
 
-	It("logs one line and reports nothing when not installed by OLM", func() {
+	// OLM v1 sets no OPERATOR_CONDITION_NAME: the manager starts all the same.
+	It("logs one line, reports nothing and says upgrade gating is off when not installed by OLM v0", func() {
+		metrics.SetUpgradeGating(true) // as if reporting before
 		Expect(os.Unsetenv(upgrade.ConditionNameEnv)).To(Succeed())
 		DeferCleanup(os.Setenv, upgrade.ConditionNameEnv, conditionName)
 		var lines []string
@@ -214,8 +220,9 @@ var _ = Describe("Deep insights and upgrade safety", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(upgrade.Setup(mgr, nil)).To(Succeed())
 		Expect(lines).To(HaveLen(1))
-		Expect(lines[0]).To(ContainSubstring("not reporting Upgradeable to OLM"))
+		Expect(lines[0]).To(ContainSubstring("upgrade gating is off"))
 		Expect(lines[0]).To(ContainSubstring(upgrade.ConditionNameEnv + " is not set"))
+		Expect(scrapeGauge(metricsURL, scraper, gatingMetric)).To(BeEquivalentTo(0))
 	})
 
 	It("drops every series of a MyDeployment once it is deleted", func() {
@@ -321,6 +328,22 @@ func scrapeValue(url, token, name, ns, md string, extra ...string) (float64, err
 		}
 	}
 	return 0, fmt.Errorf("no series %s%v", name, want)
+}
+
+// gatingMetric says whether operator upgrades are held while rollouts run.
+const gatingMetric = "mydeployment_upgrade_gating_enabled"
+
+// scrapeGauge returns the value of the unlabelled gauge name.
+func scrapeGauge(url, token, name string) (float64, error) {
+	families, err := scrape(url, token)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := families[name]
+	if !ok || len(f.Metric) != 1 || f.Metric[0].Gauge == nil {
+		return 0, fmt.Errorf("no gauge %s", name)
+	}
+	return f.Metric[0].GetGauge().GetValue(), nil
 }
 
 // seriesOf names the metric families with a series of MyDeployment ns/md.

@@ -80,7 +80,20 @@ var (
 		"result")
 	expectationTimeouts = counter("mydeployment_expectation_timeouts_total",
 		"Pod creations or deletions not observed in the cache before the expectations timeout (leaked expectations).")
+	// The operator's own state, not a MyDeployment's: no labels.
+	upgradeGating = prometheus.NewGauge(prometheus.GaugeOpts{Name: "mydeployment_upgrade_gating_enabled",
+		Help: "1 while the operator reports Upgradeable on its OperatorCondition, so OLM v0 holds operator upgrades during rollouts; 0 when it does not (not installed by OLM v0: OLM v1 has no OperatorCondition; or the OperatorCondition is missing)."})
 )
+
+// SetUpgradeGating records whether operator upgrades are held while
+// rollouts run (mydeployment_upgrade_gating_enabled).
+func SetUpgradeGating(on bool) {
+	if on {
+		upgradeGating.Set(1)
+	} else {
+		upgradeGating.Set(0)
+	}
+}
 
 // perObject lists every collector with namespace and name labels: the series
 // a deleted MyDeployment leaves behind.
@@ -100,7 +113,7 @@ func Collectors() []prometheus.Collector {
 		specReplicas, statusReplicas, readyReplicas, availableReplicas, updatedReplicas, unavailableReplicas,
 		currentRevision, updateRevision, generation, observedGeneration, paused, conditionStatus,
 		rolloutInProgress, rolloutDuration, podsCreated, podsDeleted, podWriteFailures, deadlineExceeded,
-		expectationTimeouts, expectationsPending, inPlaceUpdates,
+		expectationTimeouts, expectationsPending, inPlaceUpdates, upgradeGating,
 	}
 }
 

@@ -32,8 +32,8 @@ func init() {
 	utilruntime.Must(apiv2.AddToScheme(Scheme))
 }
 
-// errNotUnderOLM: OPERATOR_CONDITION_NAME is unset.
-var errNotUnderOLM = errors.New(ConditionNameEnv + " is not set (not installed by OLM)")
+// errNotUnderOLM: OPERATOR_CONDITION_NAME is unset: no OLM, or OLM v1.
+var errNotUnderOLM = errors.New(ConditionNameEnv + " is not set (not installed by OLM v0; OLM v1 has no OperatorCondition)")
 
 // NewCondition returns the Upgradeable condition of the operator's
 // OperatorCondition through c, a client that knows [Scheme]: operator-lib's

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 )
 
 // Defaults of a Reporter's timings.
@@ -53,9 +54,11 @@ type Reporter struct {
 	absentLogged bool
 }
 
-// Setup registers a Reporter on mgr when the operator runs under OLM, its
-// condition from [NewCondition]; otherwise it logs once why Upgradeable is
-// not reported and registers nothing. unobserved is as in Reporter.
+// Setup registers a Reporter on mgr when the operator runs under OLM v0, its
+// condition from [NewCondition]; otherwise (OLM v1, which has no
+// OperatorCondition, or no OLM) it logs once that upgrade gating is off and
+// why, sets mydeployment_upgrade_gating_enabled to 0, and registers nothing.
+// unobserved is as in Reporter.
 func Setup(mgr ctrl.Manager, unobserved func() int) error {
 	log := mgr.GetLogger().WithName("upgradeable")
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: Scheme, Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
@@ -64,7 +67,8 @@ func Setup(mgr ctrl.Manager, unobserved func() int) error {
 	}
 	cond, err := NewCondition(c)
 	if err != nil {
-		log.Info("not reporting Upgradeable to OLM", "reason", err.Error())
+		metrics.SetUpgradeGating(false)
+		log.Info("upgrade gating is off: not reporting Upgradeable to OLM, so operator upgrades are not held while rollouts run", "reason", err.Error())
 		return nil
 	}
 	return (&Reporter{Reader: mgr.GetClient(), Condition: cond, Unobserved: unobserved}).SetupWithManager(mgr)
@@ -120,6 +124,7 @@ func (r *Reporter) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	}
 	err := r.Condition.Set(ctx, st, conditions.WithReason(v.Reason), conditions.WithMessage(v.Message))
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		metrics.SetUpgradeGating(false)
 		if !r.absentLogged {
 			log.Info("no OperatorCondition to report Upgradeable on; looking again later", "error", err.Error())
 			r.absentLogged = true
@@ -129,6 +134,7 @@ func (r *Reporter) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("setting Upgradeable=%s: %w", st, err)
 	}
+	metrics.SetUpgradeGating(true)
 	log.Info("reported to OLM", "upgradeable", v.Upgradeable, "reason", v.Reason, "message", v.Message)
 	r.reported, r.absentLogged = &v, false
 	return next, nil

@@ -1,0 +1,208 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package olmv1
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/utils"
+)
+
+const (
+	operatorNamespace = "md-system"
+	// installer is the ServiceAccount operator-controller v1.5.1 installs
+	// the bundle as (spec.serviceAccount).
+	installer = "mydeployment-installer"
+	workloads = "md-a"
+)
+
+// operator is the Deployment OLM v1 makes from the CSV; the suite runs the
+// manager on the host as its pod.
+var operator = &utils.OLMOperator{Namespace: operatorNamespace,
+	Deployment: "mydeployment-operator-controller-manager", ServiceAccount: "mydeployment-operator-controller-manager"}
+
+// clusterExtension is a ClusterExtension installing package at version in
+// AllNamespaces mode (all OLM v1 supports) from our catalog, with crdUpgradeSafety
+// enforcement (Strict, the default, or None).
+func clusterExtension(name, pkg, version, enforcement string) string {
+	return fmt.Sprintf(`apiVersion: olm.operatorframework.io/v1
+kind: ClusterExtension
+metadata: {name: %s}
+spec:
+  namespace: %s
+  serviceAccount: {name: %s}
+  source:
+    sourceType: Catalog
+    catalog:
+      packageName: %s
+      version: "%s"
+      selector: {matchLabels: {olm.operatorframework.io/metadata.name: %s}}
+  install:
+    preflight:
+      crdUpgradeSafety: {enforcement: %s}
+`, name, operatorNamespace, installer, pkg, version, catalogName, enforcement)
+}
+
+func extension(path string) func() string { return jsonpath(path, "clusterextension", pkg) }
+
+// conditionOf is "status reason: message" of a ClusterExtension's condition.
+func conditionOf(name, condition string) func() string {
+	return jsonpath(fmt.Sprintf(`{.status.conditions[?(@.type=="%s")].status} {.status.conditions[?(@.type=="%[1]s")].reason}: {.status.conditions[?(@.type=="%[1]s")].message}`, condition),
+		"clusterextension", name)
+}
+
+// podUIDs lists the MyDeployment pods as namespace/name=uid.
+func podUIDs() []string {
+	out := kubectl("-n", workloads, "get", "pods", "-l", "app=web", "-o",
+		`jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}={.metadata.uid}{"\n"}{end}`)
+	all := utils.GetNonEmptyLines(out)
+	sort.Strings(all)
+	return all
+}
+
+const invalid = `apiVersion: apps.mydeployment.io/v1beta1
+kind: MyDeployment
+metadata: {name: negative-cpu, namespace: %s}
+spec:
+  selector: {matchLabels: {app: bad}}
+  template:
+    metadata: {labels: {app: bad}}
+    spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "-1"}}}]}
+`
+
+func expectWebhookRefuses() {
+	out, err := utils.KubectlStdin(fmt.Sprintf(invalid, workloads), "apply", "-f", "-")
+	ExpectWithOffset(1, err).To(HaveOccurred(), "the webhook refuses a pod template the API server would refuse")
+	ExpectWithOffset(1, out).To(ContainSubstring("spec.template.spec.containers[0].resources.requests[cpu]"))
+}
+
+var _ = Describe("the operator through OLM v1", Ordered, func() {
+	BeforeAll(func() {
+		By("a ClusterCatalog of the catalog image")
+		apply(fmt.Sprintf(`apiVersion: olm.operatorframework.io/v1
+kind: ClusterCatalog
+metadata: {name: %s}
+spec:
+  source:
+    type: Image
+    image: {ref: "%s"}
+`, catalogName, catalogRef()))
+		Eventually(jsonpath(`{.status.conditions[?(@.type=="Serving")].status}`, "clustercatalog", catalogName),
+			3*time.Minute, time.Second).Should(Equal("True"), "catalogd unpacked and serves the catalog")
+		Expect(jsonpath("{.status.urls.base}", "clustercatalog", catalogName)()).To(HavePrefix("https://127.0.0.1:"))
+		Expect(jsonpath(`{.metadata.labels.olm\.operatorframework\.io/metadata\.name}`, "clustercatalog", catalogName)()).
+			To(Equal(catalogName), "catalogd's webhook labelled it: ClusterExtensions select it by that label")
+
+		By("the namespace and the ServiceAccount ClusterExtensions install as")
+		for _, ns := range []string{operatorNamespace, workloads} {
+			kubectl("create", "namespace", ns)
+		}
+		// operator-controller v1.5.1 applies the bundle with this account's
+		// token: it needs every permission the bundle's objects need and
+		// grant (cluster-admin keeps the test about OLM, not about RBAC).
+		kubectl("-n", operatorNamespace, "create", "serviceaccount", installer)
+		kubectl("create", "clusterrolebinding", installer, "--clusterrole=cluster-admin",
+			"--serviceaccount="+operatorNamespace+":"+installer)
+	})
+
+	It("refuses a bundle whose CSV does not support AllNamespaces", func() {
+		apply(clusterExtension(noAllNamespacesPkg, noAllNamespacesPkg, version, "Strict"))
+		Eventually(conditionOf(noAllNamespacesPkg, "Progressing"), 2*time.Minute, time.Second).Should(
+			ContainSubstring("do not support targeting all namespaces"), "what `kubectl get clusterextension -o yaml` shows")
+		Consistently(conditionOf(noAllNamespacesPkg, "Installed"), 5*time.Second, time.Second).ShouldNot(HavePrefix("True"))
+		Expect(jsonpath("{.items[*].metadata.name}", "-n", operatorNamespace, "deployments")()).To(BeEmpty(), "nothing installed")
+		kubectl("delete", "clusterextension", noAllNamespacesPkg)
+	})
+
+	It("installs the previous release in AllNamespaces mode", func() {
+		apply(clusterExtension(pkg, pkg, prev, "Strict"))
+		Eventually(conditionOf(pkg, "Installed"), 4*time.Minute, time.Second).Should(HavePrefix("True Succeeded"))
+		Expect(extension("{.status.install.bundle.name}")()).To(Equal(pkg + ".v" + prev))
+		Expect(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
+			"mydeployments.apps.mydeployment.io")()).To(Equal("True"))
+		operator.Pod() // the Deployment is available on kwok
+
+		By("cert-manager issued the webhook's certificate and injected its CA")
+		Eventually(jsonpath(`{.items[*].status.conditions[?(@.type=="Ready")].status}`, "-n", operatorNamespace, "certificates"),
+			time.Minute, time.Second).Should(Equal("True"))
+		Eventually(jsonpath("{.items[*].webhooks[*].clientConfig.caBundle}", "validatingwebhookconfigurations"),
+			time.Minute, time.Second).ShouldNot(BeEmpty())
+	})
+
+	It("runs as OLM v1 set it up, with no OperatorCondition: reconciles and serves the webhook", func() {
+		operator.WorkDir = workDir
+		pod, _ := operator.Pod()
+		env := operator.PodEnv(pod)
+		Expect(strings.Join(env, " ")).NotTo(ContainSubstring("OPERATOR_CONDITION_NAME"), "OLM v1 has no OperatorCondition")
+		Expect(env).To(ContainElement("WATCH_NAMESPACE="), "AllNamespaces: every namespace")
+		operator.StartManager(projectDir)
+		Eventually(func() string {
+			out, _ := os.ReadFile(operator.Manager().Log)
+			return string(out)
+		}, 30*time.Second, time.Second).Should(ContainSubstring("upgrade gating is off"), "said once, at start")
+
+		kubectl("-n", workloads, "apply", "-f", filepath.Join(projectDir, "config", "samples", "apps_v1beta1_mydeployment.yaml"))
+		Eventually(jsonpath("{.status.availableReplicas}", "-n", workloads, "md", "mydeployment-sample"),
+			2*time.Minute, time.Second).Should(Equal("3"))
+		expectWebhookRefuses()
+	})
+
+	It("blocks the upgrade to this version while CRD upgrade safety is enforced (catalog/crd-upgrade-breaks.yaml)", func() {
+		kubectl("patch", "clusterextension", pkg, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"source":{"catalog":{"version":%q}}}}`, version))
+		Eventually(conditionOf(pkg, "Progressing"), 2*time.Minute, time.Second).Should(
+			ContainSubstring(`validating upgrade for CRD "mydeployments.apps.mydeployment.io"`))
+		Expect(extension("{.status.install.bundle.name}")()).To(Equal(pkg+".v"+prev), "still the previous release")
+	})
+
+	It("upgrades to this version with enforcement None, leaving MyDeployments and their pods alone", func() {
+		before := podUIDs()
+		Expect(before).To(HaveLen(3))
+		generation := jsonpath("{.metadata.generation}", "-n", workloads, "md", "mydeployment-sample")()
+
+		// The breaks since the last release are deliberate and listed in
+		// catalog/crd-upgrade-breaks.yaml (tested in test/olm): this one
+		// upgrade turns the preflight off; later ones need not.
+		kubectl("patch", "clusterextension", pkg, "--type=merge", "-p",
+			`{"spec":{"install":{"preflight":{"crdUpgradeSafety":{"enforcement":"None"}}}}}`)
+		Eventually(extension("{.status.install.bundle.name}"), 4*time.Minute, time.Second).Should(Equal(pkg + ".v" + version))
+		Eventually(conditionOf(pkg, "Installed"), time.Minute, time.Second).Should(HavePrefix("True Succeeded"))
+		Eventually(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
+			"applications.apps.mydeployment.io"), time.Minute, time.Second).Should(Equal("True"), "the upgrade brought the second CRD")
+		Eventually(jsonpath("{.spec.template.spec.containers[0].image}", "-n", operatorNamespace, "deployment", operator.Deployment),
+			time.Minute, time.Second).Should(HaveSuffix(":v" + version))
+
+		By("the running workloads did not notice")
+		Expect(podUIDs()).To(Equal(before))
+		Expect(jsonpath("{.metadata.generation}", "-n", workloads, "md", "mydeployment-sample")()).To(Equal(generation))
+
+		By("the new operator pod takes over: scaling works and the webhook still guards admission")
+		operator.StartManager(projectDir)
+		kubectl("-n", workloads, "scale", "md", "mydeployment-sample", "--replicas=4")
+		Eventually(jsonpath("{.status.availableReplicas}", "-n", workloads, "md", "mydeployment-sample"),
+			2*time.Minute, time.Second).Should(Equal("4"))
+		Expect(podUIDs()).To(ContainElements(before), "scaling up kept every pod")
+		expectWebhookRefuses()
+	})
+})
