@@ -161,6 +161,9 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	if r.PodIndex == nil {
 		return fmt.Errorf("no pod index: build the manager's cache with MyDeploymentCache and pass its PodIndex")
 	}
+	// A pod that leaves the cache's selector is a stray before the cache
+	// drops it (see leaveWatcher); the handler below notes tombstones.
+	r.PodIndex.notifyLeaves(r.strays.note)
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -44,6 +46,27 @@ func orphanKey(namespace string) string { return namespace + "/" + noController 
 type PodIndex struct {
 	mu       sync.Mutex
 	indexers []toolscache.Indexer
+	// left, when set, is told of each pod a pod watch reports deleted while
+	// not terminating (it may have left the cache's label selector), before
+	// the informer drops it from the index: see leaveWatcher.
+	left func(*corev1.Pod)
+}
+
+// notifyLeaves makes the index tell f of each pod that may have left the
+// cache's label selector, as its watch event arrives.
+func (x *PodIndex) notifyLeaves(f func(*corev1.Pod)) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.left = f
+}
+
+func (x *PodIndex) leaving(pod *corev1.Pod) {
+	x.mu.Lock()
+	f := x.left
+	x.mu.Unlock()
+	if f != nil {
+		f(pod)
+	}
 }
 
 // NewPodIndex returns an index with no informer yet; pass it to
@@ -62,7 +85,7 @@ func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 		indexers = toolscache.Indexers{}
 	}
 	indexers[byController] = controllerKeys
-	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	inf := toolscache.NewSharedIndexInformer(leaveWatcher{ListerWatcher: lw, index: x}, obj, resync, indexers)
 	x.mu.Lock()
 	x.indexers = append(x.indexers, inf.GetIndexer())
 	x.mu.Unlock()
@@ -102,4 +125,91 @@ func (x *PodIndex) lookup(key string) ([]*corev1.Pod, error) {
 		}
 	}
 	return pods, nil
+}
+
+// leaveWatcher is a pod informer's ListerWatcher that tells the index of
+// each DELETE event for a pod not terminating as the event arrives, before
+// the informer's store (and so the index) drops the pod. Such an event is a
+// pod that left the cache's label selector (or was deleted at once): a pod
+// we may still control. Noted only by the event handler, which runs after
+// the store has dropped the pod, it was for a moment in neither the index
+// nor the strays, and a sync in that moment created its replacement while
+// it was still ours (found by the chaos suite's label surgery).
+type leaveWatcher struct {
+	toolscache.ListerWatcher
+	index *PodIndex
+}
+
+func (w leaveWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return toolscache.ToListerWithContext(w.ListerWatcher).ListWithContext(ctx, opts)
+}
+
+func (w leaveWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	wi, err := toolscache.ToWatcherWithContext(w.ListerWatcher).WatchWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return w.noteLeaves(wi), nil
+}
+
+// Watch is the deprecated form, kept for callers that use it.
+func (w leaveWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	wi, err := w.ListerWatcher.Watch(opts)
+	if err != nil {
+		return nil, err
+	}
+	return w.noteLeaves(wi), nil
+}
+
+func (w leaveWatcher) noteLeaves(wi watch.Interface) watch.Interface {
+	lw := &leaveWatch{inner: wi, index: w.index, result: make(chan watch.Event), done: make(chan struct{})}
+	go lw.loop()
+	return lw
+}
+
+// leaveWatch passes a pod watch's events on, telling the index of leaves
+// first. Unlike watch.Filter, a stopped watch's goroutine never waits on a
+// reader that is gone.
+type leaveWatch struct {
+	inner  watch.Interface
+	index  *PodIndex
+	result chan watch.Event
+	done   chan struct{}
+	stop   sync.Once
+}
+
+func (w *leaveWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *leaveWatch) Stop() {
+	w.stop.Do(func() { close(w.done) })
+	w.inner.Stop()
+}
+
+func (w *leaveWatch) loop() {
+	defer close(w.result)
+	for {
+		select {
+		case e, ok := <-w.inner.ResultChan():
+			if !ok {
+				return
+			}
+			if pod, isPod := e.Object.(*corev1.Pod); isPod && e.Type == watch.Deleted && pod.DeletionTimestamp == nil {
+				w.index.leaving(pod)
+			}
+			select {
+			case w.result <- e:
+			case <-w.done:
+				return
+			}
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// IsWatchListSemanticsUnSupported passes on the wrapped client's answer, so
+// the reflector streams its initial list exactly when it would without us.
+func (w leaveWatcher) IsWatchListSemanticsUnSupported() bool {
+	u, ok := w.ListerWatcher.(interface{ IsWatchListSemanticsUnSupported() bool })
+	return ok && u.IsWatchListSemanticsUnSupported()
 }

@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -92,3 +96,84 @@ func TestPodIndex(t *testing.T) {
 		t.Errorf("after adoption ns-a has %d orphans, want 1", len(got))
 	}
 }
+
+// TestPodIndexNotesLeavesFirst: a pod watch's DELETE event for a pod not
+// terminating (one that left the cache's selector) reaches the leave hook
+// while the pod is still in the index, so a sync never finds the pod in
+// neither the index nor its strays; a terminating pod's DELETE does not.
+func TestPodIndexNotesLeavesFirst(t *testing.T) {
+	x := NewPodIndex()
+	fw := watch.NewFake()
+	lw := noWatchList{&toolscache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.PodList{}, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil },
+	}}
+	inf := x.newInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
+	type noted struct {
+		name    string
+		indexed bool
+	}
+	notes := make(chan noted, 2)
+	x.notifyLeaves(func(p *corev1.Pod) {
+		owned, _ := x.Owned("md-uid")
+		notes <- noted{p.Name, slices.ContainsFunc(owned, func(q *corev1.Pod) bool { return q.Name == p.Name })}
+	})
+	stop := make(chan struct{})
+	defer close(stop)
+	go inf.Run(stop)
+	// The fake watch sends no initial-events bookmark: the informer syncs
+	// only if the index passed on that the client does not stream lists.
+	timeout := make(chan struct{})
+	time.AfterFunc(10*time.Second, func() { close(timeout) })
+	if !toolscache.WaitForCacheSync(timeout, inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	pod := func(name string, terminating bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "1",
+			OwnerReferences: []metav1.OwnerReference{{UID: "md-uid", Name: "md", Controller: ptr.To(true)}}}}
+		if terminating {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	indexed := func(name string) bool {
+		owned, _ := x.Owned("md-uid")
+		return slices.ContainsFunc(owned, func(q *corev1.Pod) bool { return q.Name == name })
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	fw.Add(pod("left", false))
+	fw.Add(pod("deleted", true))
+	waitFor("both pods indexed", func() bool { return indexed("left") && indexed("deleted") })
+
+	fw.Delete(pod("left", false))
+	select {
+	case n := <-notes:
+		if n.name != "left" || !n.indexed {
+			t.Fatalf("leave hook called for %s, pod still indexed: %v; want left, still indexed", n.name, n.indexed)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the leave hook was not called")
+	}
+	waitFor("the pod that left dropped from the index", func() bool { return !indexed("left") })
+
+	fw.Delete(pod("deleted", true))
+	waitFor("the terminating pod dropped from the index", func() bool { return !indexed("deleted") })
+	select {
+	case n := <-notes:
+		t.Fatalf("leave hook called for the terminating pod %s", n.name)
+	default:
+	}
+}
+
+// noWatchList is a ListWatch that says it cannot stream its initial list
+// (WatchList), as client-go's fakes do.
+type noWatchList struct{ *toolscache.ListWatch }
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
