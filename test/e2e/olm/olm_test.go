@@ -37,23 +37,11 @@ var targets = []string{"md-a", "md-b"}
 
 const outside = "md-c"
 
-func kubectl(args ...string) string {
-	out, err := utils.Kubectl(args...)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
-	return out
-}
+var kubectl = utils.MustKubectl
 
-func jsonpath(path string, args ...string) func() string {
-	return func() string {
-		out, _ := utils.Kubectl(append(append([]string{"get"}, args...), "-o", "jsonpath="+path)...)
-		return out
-	}
-}
+var jsonpath = utils.JSONPath
 
-func apply(yaml string) {
-	out, err := utils.KubectlStdin(yaml, "apply", "-f", "-")
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
-}
+var apply = utils.MustApply
 
 // podUIDs lists the MyDeployment pods of the target namespaces as namespace/name=uid.
 func podUIDs() []string {
@@ -67,15 +55,7 @@ func podUIDs() []string {
 	return all
 }
 
-const invalid = `apiVersion: apps.mydeployment.io/v1beta1
-kind: MyDeployment
-metadata: {name: negative-cpu, namespace: %s}
-spec:
-  selector: {matchLabels: {app: bad}}
-  template:
-    metadata: {labels: {app: bad}}
-    spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "-1"}}}]}
-`
+const invalid = utils.InvalidMyDeployment
 
 // invalidApp's Service port targets a container port no container has:
 // only the Application webhook knows.

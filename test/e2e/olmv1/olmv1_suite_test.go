@@ -336,23 +336,11 @@ func freePort() int {
 
 func freeAddr() string { return fmt.Sprintf("127.0.0.1:%d", freePort()) }
 
-func kubectl(args ...string) string {
-	out, err := utils.Kubectl(args...)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
-	return out
-}
+var kubectl = utils.MustKubectl
 
-func jsonpath(path string, args ...string) func() string {
-	return func() string {
-		out, _ := utils.Kubectl(append(append([]string{"get"}, args...), "-o", "jsonpath="+path)...)
-		return out
-	}
-}
+var jsonpath = utils.JSONPath
 
-func apply(y string) {
-	out, err := utils.KubectlStdin(y, "apply", "-f", "-")
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
-}
+var apply = utils.MustApply
 
 // OLM v1's processes must outlive every spec: one that exited explains a
 // failure better than the timeout it causes.

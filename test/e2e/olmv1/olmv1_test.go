@@ -82,15 +82,7 @@ func podUIDs() []string {
 	return all
 }
 
-const invalid = `apiVersion: apps.mydeployment.io/v1beta1
-kind: MyDeployment
-metadata: {name: negative-cpu, namespace: %s}
-spec:
-  selector: {matchLabels: {app: bad}}
-  template:
-    metadata: {labels: {app: bad}}
-    spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "-1"}}}]}
-`
+const invalid = utils.InvalidMyDeployment
 
 func expectWebhookRefuses() {
 	out, err := utils.KubectlStdin(fmt.Sprintf(invalid, workloads), "apply", "-f", "-")
