@@ -50,18 +50,10 @@ func TestOLM(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	projectDir, err = utils.GetProjectDir()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(os.Getenv("KUBECONFIG")).NotTo(BeEmpty(), "KUBECONFIG must point at the local cluster (make test-olm sets it)")
-	version = os.Getenv("VERSION")
-	Expect(version).NotTo(BeEmpty(), "VERSION must name the bundle's version (make test-olm sets it)")
-	workDir = filepath.Join(projectDir, "bin", "olm-e2e")
-	Expect(os.RemoveAll(workDir)).To(Succeed())
-	Expect(os.MkdirAll(workDir, 0o755)).To(Succeed())
+	projectDir, version, workDir = utils.OLMSuiteSetup("test-olm", "olm-e2e")
 
 	By("installing OLM's CRDs from the operator-lifecycle-manager module")
-	_, err = utils.Kubectl("create", "-f", filepath.Join(projectDir, "bin", "olm-crds")+"/")
+	_, err := utils.Kubectl("create", "-f", filepath.Join(projectDir, "bin", "olm-crds")+"/")
 	Expect(err).NotTo(HaveOccurred())
 	for _, crd := range []string{"catalogsources", "clusterserviceversions", "installplans", "olmconfigs",
 		"operatorconditions", "operatorgroups", "operators", "subscriptions"} {
@@ -87,7 +79,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	By("rendering two catalogs: the previous release alone, then with this version replacing it")
-	renderCatalog("catalog-old", previousVersion())
+	renderCatalog("catalog-old", utils.PreviousRelease(projectDir, version))
 	renderCatalog("catalog-new", version)
 	registry = startRegistry(filepath.Join(workDir, "catalog-old"))
 })
@@ -99,33 +91,6 @@ var _ = AfterSuite(func() {
 	olmProc.Stop()
 	removeAddresses()
 })
-
-// previousVersion is the newest release recorded in catalog/releases below version.
-func previousVersion() string {
-	matches, err := filepath.Glob(filepath.Join(projectDir, "catalog", "releases", "mydeployment-operator.v*.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	prev := ""
-	for _, m := range matches {
-		v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "mydeployment-operator.v"), ".yaml")
-		if v != version && (prev == "" || semverLess(prev, v)) && semverLess(v, version) {
-			prev = v
-		}
-	}
-	Expect(prev).NotTo(BeEmpty(), "catalog/releases must hold a release older than %s to upgrade from", version)
-	return prev
-}
-
-func semverLess(a, b string) bool {
-	var x, y [3]int
-	_, _ = fmt.Sscanf(a, "%d.%d.%d", &x[0], &x[1], &x[2])
-	_, _ = fmt.Sscanf(b, "%d.%d.%d", &y[0], &y[1], &y[2])
-	for i := range x {
-		if x[i] != y[i] {
-			return x[i] < y[i]
-		}
-	}
-	return false
-}
 
 // renderCatalog writes an inline (image-less) catalog of every version up to until.
 func renderCatalog(name, until string) {

@@ -86,7 +86,7 @@ var _ = Describe("the operator through OLM", Ordered, func() {
 	prev := ""
 	csv := func(v string) string { return pkg + ".v" + v }
 
-	BeforeAll(func() { prev = previousVersion() })
+	BeforeAll(func() { prev = utils.PreviousRelease(projectDir, version) })
 
 	It("installs the previous release from the catalog through a Subscription", func() {
 		apply(fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1

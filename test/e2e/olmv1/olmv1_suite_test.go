@@ -40,7 +40,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blang/semver/v4"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -73,19 +72,11 @@ func TestOLMv1(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	projectDir, err = utils.GetProjectDir()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(os.Getenv("KUBECONFIG")).NotTo(BeEmpty(), "KUBECONFIG must point at the local cluster (make test-olmv1 sets it)")
-	version = os.Getenv("VERSION")
-	Expect(version).NotTo(BeEmpty(), "VERSION must name the bundle's version (make test-olmv1 sets it)")
-	workDir = filepath.Join(projectDir, "bin", "olmv1-e2e")
-	Expect(os.RemoveAll(workDir)).To(Succeed())
-	Expect(os.MkdirAll(workDir, 0o755)).To(Succeed())
-	prev = previousRelease()
+	projectDir, version, workDir = utils.OLMSuiteSetup("test-olmv1", "olmv1-e2e")
+	prev = utils.PreviousRelease(projectDir, version)
 
 	By("installing the CRDs of catalogd, operator-controller and cert-manager from their modules")
-	_, err = utils.Kubectl("create", "-f", filepath.Join(projectDir, "bin", "olmv1-crds")+"/")
+	_, err := utils.Kubectl("create", "-f", filepath.Join(projectDir, "bin", "olmv1-crds")+"/")
 	Expect(err).NotTo(HaveOccurred())
 	for _, crd := range []string{"clustercatalogs.olm.operatorframework.io", "clusterextensions.olm.operatorframework.io",
 		"certificates.cert-manager.io", "certificaterequests.cert-manager.io", "issuers.cert-manager.io", "clusterissuers.cert-manager.io"} {
@@ -129,17 +120,6 @@ var _ = AfterSuite(func() {
 	}
 	reg.stop()
 })
-
-// previousRelease is the newest release recorded in catalog/releases below version.
-func previousRelease() string {
-	all, err := releases.Load(filepath.Join(projectDir, "catalog", "releases"))
-	Expect(err).NotTo(HaveOccurred())
-	cur, err := semver.Parse(version)
-	Expect(err).NotTo(HaveOccurred())
-	b, ok := releases.Latest(all, cur)
-	Expect(ok).To(BeTrue(), "catalog/releases must hold a release older than %s to upgrade from", version)
-	return b.Version.String()
-}
 
 // pushImages builds and pushes the bundle images (the last release, this
 // version, and this version without AllNamespaces) and the catalog image
