@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -25,24 +26,38 @@ func outcomeUnknown(err error) bool {
 }
 
 // expectUnlistedPods is called after a create of s.md's pod timed out: it
-// lists s.md's pods from the API server (a quorum read) and expects every
-// one it controls, so the next sync waits until the cache lists them all,
-// the pod of the lost reply among them if it was created. Pods the cache
-// lists already are observed at once. If the list fails, nothing is
+// expects every pod of s.md the API server lists (expectListedPods), so
+// the next sync waits until the cache lists them all, the pod of the lost
+// reply among them if it was created. If the list fails, nothing is
 // expected: the next sync plans as if the create had failed.
 func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, s *scope) {
+	if _, err := r.expectListedPods(ctx, s); err != nil {
+		logf.FromContext(ctx).Error(err, "listing pods after a create timed out")
+	}
+}
+
+// expectListedPods lists s.md's pods from the API server (a quorum read)
+// and expects every one it controls that is not terminating and that the
+// pod cache can hold (cachedPods: a pod without a revision label is a
+// stray, released by releaseStrays, and would be waited for in vain); pods
+// the cache lists already are observed at once. It returns how many it
+// expected.
+func (r *MyDeploymentReconciler) expectListedPods(ctx context.Context, s *scope) (int, error) {
 	list := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, list, client.InNamespace(s.md.Namespace),
 		client.MatchingLabelsSelector{Selector: s.selector}); err != nil {
-		logf.FromContext(ctx).Error(err, "listing pods after a create timed out")
-		return
+		return 0, err
 	}
+	n := 0
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == s.md.UID && pod.DeletionTimestamp == nil {
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == s.md.UID && pod.DeletionTimestamp == nil &&
+			cachedPods.Matches(labels.Set(pod.Labels)) {
 			r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
+			n++
 		}
 	}
+	return n, nil
 }
 
 // deletedAfterAll is called after a delete of pod timed out: it reads pod

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
@@ -85,6 +86,10 @@ type MyDeploymentReconciler struct {
 	// inPlaceWritten remembers the in-place steps written and not yet seen
 	// in the cache, so a sync in between does not write them again.
 	inPlaceWritten writtenSteps
+	// vetting and namesakes keep a sync from planning on a pod cache that
+	// lags behind writes our expectations do not cover (stalecache.go).
+	vetting   startVetting
+	namesakes namesakes
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
@@ -110,6 +115,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.Written.forget(req.String())
 			r.strays.forget(req.NamespacedName)
 			r.evictions.end(req.String())
+			r.namesakes.deleted(req.String(), r.Clock.Now())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -164,6 +170,14 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	// A pod that leaves the cache's selector is a stray before the cache
 	// drops it (see leaveWatcher); the handler below notes tombstones.
 	r.PodIndex.notifyLeaves(r.strays.note)
+	// Started with the controller, once this manager leads: objects older
+	// than this are vetted on their first sync (stalecache.go).
+	if err := mgr.Add(manager.RunnableFunc(func(context.Context) error {
+		r.vetting.start(r.Clock.Now())
+		return nil
+	})); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.

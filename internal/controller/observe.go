@@ -118,6 +118,9 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		return s, nil
 	}
 
+	if err := r.vetStart(ctx, s); err != nil {
+		return s, err
+	}
 	if s.pods, err = r.PodIndex.Owned(md.UID); err != nil {
 		return s, fmt.Errorf("listing pods: %w", err)
 	}
@@ -138,6 +141,12 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		}
 		log.Info("waiting for the cache to observe earlier pod writes", "pending", exp.Waiting, "waited", waited.Round(time.Second).String())
 		return s, nil
+	}
+
+	held, err := r.heldByNamesake(ctx, s)
+	if err != nil || held {
+		s.settled, s.retryAfter = false, requeueConflict
+		return s, err
 	}
 
 	s.revisions, err = r.Revisions.List(ctx, md.Namespace, sel, md.UID)

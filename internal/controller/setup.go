@@ -33,24 +33,29 @@ const MyDeploymentControllerName = "mydeployment-controller"
 // informers carry pods' index by controller, read without copies through
 // pods, which SetupMyDeployment must then be given.
 func MyDeploymentCache(pods *PodIndex) managercache.Needs {
-	ours := labels.NewSelector()
-	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
-		req, err := labels.NewRequirement(key, selection.Exists, nil)
-		if err != nil {
-			panic(err) // constant keys: cannot fail
-		}
-		ours = ours.Add(*req)
-	}
 	return managercache.Needs{
 		Controller: MyDeploymentControllerName,
 		Objects: map[client.Object]cache.ByObject{
 			&appsv1beta1.MyDeployment{}:  {},
 			&appsv1.ControllerRevision{}: {},
-			&corev1.Pod{}:                {Label: ours, Transform: trimPod},
+			&corev1.Pod{}:                {Label: cachedPods, Transform: trimPod},
 		},
 		NewInformer: pods.newInformer,
 	}
 }
+
+// cachedPods selects the pods the cache holds: those with both revision labels.
+var cachedPods = func() labels.Selector {
+	sel := labels.NewSelector()
+	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
+		req, err := labels.NewRequirement(key, selection.Exists, nil)
+		if err != nil {
+			panic(err) // constant keys: cannot fail
+		}
+		sel = sel.Add(*req)
+	}
+	return sel
+}()
 
 // MyDeploymentOptions are the MyDeployment controller's knobs that
 // cmd/main.go exposes as flags.

@@ -26,9 +26,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,8 +107,26 @@ var _ = AfterSuite(func() {
 // stopManager is called; each change, if any, is applied to the reconciler
 // before the manager starts (to inject a failure into one collaborator).
 func startManager(changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
+	return startManagerWithPodWatch(nil, changes...)
+}
+
+// startManagerWithPodWatch is startManager with the pod cache's list and
+// watch passed through wrap (nil: as they are), to make that one cache lag.
+func startManagerWithPodWatch(wrap func(toolscache.ListerWatcher) toolscache.ListerWatcher,
+	changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
 	podIndex := NewPodIndex()
-	cacheOpts, err := managercache.Compose(nil, MyDeploymentCache(podIndex))
+	needs := MyDeploymentCache(podIndex)
+	if wrap != nil {
+		newInformer := needs.NewInformer
+		needs.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration,
+			indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+			if _, isPod := obj.(*corev1.Pod); isPod {
+				lw = wrap(lw)
+			}
+			return newInformer(lw, obj, resync, indexers)
+		}
+	}
+	cacheOpts, err := managercache.Compose(nil, needs)
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 		Scheme:                 scheme,

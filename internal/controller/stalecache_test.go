@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// The chaos suite found two ways a pod cache lags behind writes that no
+// expectation of ours covers (stalecache.go). Here the lag is injected into
+// the one pod cache of the manager under test, as a slow watch would leave
+// it; everything else is the real API server.
+var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not make", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("waits, after a restart, for a pod the previous manager created and its cache does not list yet", func() {
+		md := newMD(ns, "restarted", 4, "nginx:1.27")
+		createReady(md)
+		victim := podsOf(md)[0].Name
+		stopManager()
+		lag := newPodLag(victim)
+		startManagerWithPodWatch(lag.wrap)
+		defer func() { stopManager(); startManager() }()
+
+		w := watchPods(md, 4, -1)
+		defer w.stop()
+		Consistently(func() int { return len(podsOf(md)) }, 3*time.Second, interval).Should(Equal(4),
+			"the first sync since the start must not plan without the pod its cache does not list")
+		lag.release()
+		complete(md)
+		violations, created := w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(created).To(Equal(4), "no pod created")
+	})
+
+	It("waits for its cache to show a deleted namesake's pods released, and adopts them, creating none", func() {
+		lag := newPodLag()
+		stopManager()
+		startManagerWithPodWatch(lag.wrap)
+		defer func() { stopManager(); startManager() }()
+
+		md := newMD(ns, "namesake", 2, "nginx:1.27")
+		createReady(md)
+		pods := uidsOf(md)
+		// The garbage collector releases this pod before the object goes,
+		// but our cache hears of it only later.
+		lag.hold(podsOf(md)[0].Name)
+		deleteOrphaning(md)
+
+		w := watchPods(md, 2, -1)
+		defer w.stop()
+		Expect(k8sClient.Create(ctx, newMD(ns, "namesake", 2, "nginx:1.27"))).To(Succeed())
+		Consistently(func() int { return len(podsOf(md)) }, 3*time.Second, interval).Should(Equal(2),
+			"a pod the cache still shows controlled by the deleted namesake must not be replaced")
+		lag.release()
+		complete(md)
+		expectAllControlledBy(get(md), pods)
+		violations, created := w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(created).To(Equal(2), "no pod created beside the adopted ones")
+	})
+})
+
+// podLag makes a pod cache lag: the list leaves out, and the watch holds
+// back, every event of the pods it holds until release, which delivers the
+// held events in order.
+type podLag struct {
+	mu       sync.Mutex
+	held     map[string]bool
+	released chan struct{}
+}
+
+func newPodLag(names ...string) *podLag {
+	l := &podLag{held: map[string]bool{}, released: make(chan struct{})}
+	for _, n := range names {
+		l.held[n] = true
+	}
+	return l
+}
+
+func (l *podLag) hold(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held[name] = true
+}
+
+func (l *podLag) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.held)
+	close(l.released)
+}
+
+func (l *podLag) holds(obj runtime.Object) bool {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held[pod.Name]
+}
+
+func (l *podLag) wrap(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+	return lagLW{lw: lw, lag: l}
+}
+
+type lagLW struct {
+	lw  toolscache.ListerWatcher
+	lag *podLag
+}
+
+func (w lagLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return w.ListWithContext(context.Background(), opts)
+}
+
+func (w lagLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return w.WatchWithContext(context.Background(), opts)
+}
+
+func (w lagLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	obj, err := toolscache.ToListerWithContext(w.lw).ListWithContext(ctx, opts)
+	if list, ok := obj.(*corev1.PodList); ok && err == nil {
+		kept := list.Items[:0]
+		for i := range list.Items {
+			if !w.lag.holds(&list.Items[i]) {
+				kept = append(kept, list.Items[i])
+			}
+		}
+		list.Items = kept
+	}
+	return obj, err
+}
+
+func (w lagLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	inner, err := toolscache.ToWatcherWithContext(w.lw).WatchWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &lagWatch{inner: inner, result: make(chan watch.Event), done: make(chan struct{})}
+	go out.loop(w.lag)
+	return out, nil
+}
+
+type lagWatch struct {
+	inner  watch.Interface
+	result chan watch.Event
+	done   chan struct{}
+	stop   sync.Once
+}
+
+func (w *lagWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *lagWatch) Stop() {
+	w.stop.Do(func() { close(w.done) })
+	w.inner.Stop()
+}
+
+func (w *lagWatch) loop(lag *podLag) {
+	defer close(w.result)
+	var held []watch.Event
+	released := lag.released
+	send := func(e watch.Event) bool {
+		select {
+		case w.result <- e:
+			return true
+		case <-w.done:
+			return false
+		}
+	}
+	for {
+		select {
+		case e, ok := <-w.inner.ResultChan():
+			if !ok {
+				return
+			}
+			if lag.holds(e.Object) {
+				held = append(held, e)
+				continue
+			}
+			if !send(e) {
+				return
+			}
+		case <-released:
+			for _, e := range held {
+				if !send(e) {
+					return
+				}
+			}
+			held, released = nil, nil
+		case <-w.done:
+			return
+		}
+	}
+}
