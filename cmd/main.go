@@ -49,6 +49,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/faultclient"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	// +kubebuilder:scaffold:imports
@@ -243,10 +244,11 @@ func newManager(f *flags, pods *controller.PodIndex) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad fault injection setting: %w", err)
 	}
-	var newClient client.NewClientFunc
+	// Pods are created and deleted through client-go (podcontrol.NewClient).
+	newClient := client.NewClientFunc(podcontrol.NewClient)
 	if faults != nil {
 		setupLog.Info("FAULT INJECTION ENABLED", "config", *faults)
-		newClient = faultclient.NewClientFunc(*faults)
+		newClient = faultclient.NewClientFunc(*faults, newClient)
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
@@ -257,7 +259,7 @@ func newManager(f *flags, pods *controller.PodIndex) (ctrl.Manager, error) {
 		HealthProbeBindAddress: f.probeAddr,
 		LeaderElection:         f.enableLeaderElection,
 		LeaderElectionID:       "d2cb53c1.mydeployment.io",
-		// nil unless fault injection is on: then the chaos suite's faulty client.
+		// With fault injection on, the chaos suite's faulty client around it.
 		NewClient: newClient,
 		// leader election timing and namespace (a manager run outside a cluster needs one)
 		LeaderElectionNamespace: f.leaderElectionNamespace,

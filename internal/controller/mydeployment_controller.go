@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
@@ -170,18 +169,11 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	// A pod that leaves the cache's selector is a stray before the cache
 	// drops it (see leaveWatcher); the handler below notes tombstones.
 	r.PodIndex.notifyLeaves(r.strays.note)
-	// Started with the controller, once this manager leads: objects older
-	// than this are vetted on their first sync (stalecache.go).
-	if err := mgr.Add(manager.RunnableFunc(func(context.Context) error {
-		r.vetting.start(r.Clock.Now())
-		return nil
-	})); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.
-		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(specChanged(true))).
+		// The objects of the initial list are vetted on their first sync (stalecache.go).
+		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.vetting.noteInitialList(), specChanged(true))).
 		Watches(&appsv1beta1.MyDeployment{}, lowPriority(&handler.EnqueueRequestForObject{}),
 			builder.WithPredicates(specChanged(false))).
 		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),

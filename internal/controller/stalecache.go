@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
-	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // Expectations cover the pod writes of this process only. Two writes they
@@ -29,58 +29,61 @@ import (
 //
 // startVetting answers the first, namesakes the second.
 
-// startVetting makes the first sync of each object that existed before this
-// controller started reading read its pods from the API server (a quorum
-// list) and expect every one it controls, so the sync waits until the cache
-// lists them all, as KEP-5647 has a controller wait for its cache to reach
-// its last write. Objects created later need nothing: every write to their
-// pods was ours, and expected, or came after our watch began.
+// startVetting makes the first sync of each object that existed when this
+// controller started watching (its initial list, also what a manager that
+// just became leader is handed) read its pods from the API server once (a
+// quorum list) and expect every one it controls, so the sync waits until
+// the cache lists them all, as KEP-5647 has a controller wait for its cache
+// to reach its last write. Objects created later need nothing: every write
+// to their pods was ours, and expected, or came after our watch began.
 type startVetting struct {
 	mu      sync.Mutex
-	started time.Time // zero until start
-	vetted  map[types.UID]struct{}
+	pending map[types.UID]struct{}
 }
 
-// startSkew is how much later than the controller's start an object's
-// creation time (whole seconds, by the API server's clock) may read and
-// still be vetted.
-const startSkew = 2 * time.Second
-
-// start records when the controller started (became leader).
-func (v *startVetting) start(now time.Time) {
+// existed records an object of the initial list.
+func (v *startVetting) existed(uid types.UID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.started = now
-}
-
-// needed reports whether md's pods must be listed from the API server before
-// its sync may plan: md is not vetted yet and was created before the
-// controller started plus startSkew (or the start is not recorded yet).
-func (v *startVetting) needed(md *appsv1beta1.MyDeployment) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !v.started.IsZero() && md.CreationTimestamp.After(v.started.Add(startSkew)) {
-		return false
+	if v.pending == nil {
+		v.pending = map[types.UID]struct{}{}
 	}
-	_, done := v.vetted[md.UID]
-	return !done
+	v.pending[uid] = struct{}{}
+}
+
+// needed reports whether uid's pods must be listed from the API server
+// before its sync may plan.
+func (v *startVetting) needed(uid types.UID) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.pending[uid]
+	return ok
 }
 
 func (v *startVetting) done(uid types.UID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.vetted == nil {
-		v.vetted = map[types.UID]struct{}{}
-	}
-	v.vetted[uid] = struct{}{}
+	delete(v.pending, uid)
+}
+
+// noteInitialList is a predicate that lets every event through and records
+// the objects of the initial list for vetting. It must come first among the
+// watch's predicates (a predicate that refuses stops the others).
+func (v *startVetting) noteInitialList() predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
+		if e.IsInInitialList {
+			v.existed(e.Object.GetUID())
+		}
+		return true
+	}}
 }
 
 // vetStart lists s.md's pods from the API server once after the controller
-// started, if it existed before (startVetting), and expects each one it
+// started, if it existed then (startVetting), and expects each one it
 // controls. An error leaves it unvetted, and the sync fails: planning from
 // the cache alone could create a pod the previous manager made.
 func (r *MyDeploymentReconciler) vetStart(ctx context.Context, s *scope) error {
-	if !r.vetting.needed(s.md) {
+	if !r.vetting.needed(s.md.UID) {
 		return nil
 	}
 	n, err := r.expectListedPods(ctx, s)

@@ -6,38 +6,39 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
-// Objects that existed before the controller started are vetted once
-// each; objects created after it are not (their pods' writes were ours).
+// Objects of the initial list are vetted once each; objects created later
+// are not (their pods' writes were ours).
 func TestStartVetting(t *testing.T) {
-	start := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
-	md := func(uid string, created time.Time) *appsv1beta1.MyDeployment {
-		return &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid),
-			CreationTimestamp: metav1.NewTime(created)}}
+	md := func(uid string) *appsv1beta1.MyDeployment {
+		return &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
 	}
 	var v startVetting
-	late := md("late", start.Add(time.Minute))
-	if !v.needed(late) {
-		t.Error("before the start is recorded every object must be vetted")
-	}
-	v.start(start)
-	old, skewed := md("old", start.Add(-time.Hour)), md("skewed", start.Add(time.Second))
-	for _, m := range []*appsv1beta1.MyDeployment{old, skewed} {
-		if !v.needed(m) {
-			t.Errorf("%s: created before the start (or within its skew): must be vetted", m.UID)
+	note := v.noteInitialList()
+	for _, e := range []event.CreateEvent{
+		{Object: md("old"), IsInInitialList: true},
+		{Object: md("other"), IsInInitialList: true},
+		{Object: md("new")},
+	} {
+		if !note.Create(e) {
+			t.Errorf("%s: the predicate refused a create event", e.Object.GetUID())
 		}
 	}
-	if v.needed(late) {
+	if !v.needed("old") || !v.needed("other") {
+		t.Error("an object of the initial list must be vetted")
+	}
+	if v.needed("new") {
 		t.Error("an object created after the start must not be vetted")
 	}
-	v.done(old.UID)
-	if v.needed(old) {
+	v.done("old")
+	if v.needed("old") {
 		t.Error("an object is vetted once")
 	}
-	if !v.needed(skewed) {
+	if !v.needed("other") {
 		t.Error("vetting one object vetted another")
 	}
 }

@@ -42,6 +42,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
 // The suite runs the controller exactly as cmd/main.go wires it, against a
@@ -134,6 +135,7 @@ func startManagerWithPodWatch(wrap func(toolscache.ListerWatcher) toolscache.Lis
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfigForTests(),
+		NewClient:              podcontrol.NewClient,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, mcancel := context.WithCancel(ctx)

@@ -88,10 +88,10 @@ func probability(v string) (float64, error) {
 // FromEnv returns the Config in EnvVar, nil when unset.
 func FromEnv() (*Config, error) { return Parse(os.Getenv(EnvVar)) }
 
-// NewClientFunc wraps the default client constructor with faults from c.
-func NewClientFunc(c Config) client.NewClientFunc {
+// NewClientFunc wraps the clients newInner makes with faults from c.
+func NewClientFunc(c Config, newInner client.NewClientFunc) client.NewClientFunc {
 	return func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-		inner, err := client.New(cfg, opts)
+		inner, err := newInner(cfg, opts)
 		if err != nil {
 			return nil, err
 		}
