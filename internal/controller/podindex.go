@@ -162,43 +162,57 @@ func (w leaveWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 }
 
 func (w leaveWatcher) noteLeaves(wi watch.Interface) watch.Interface {
-	lw := &leaveWatch{inner: wi, index: w.index, result: make(chan watch.Event), done: make(chan struct{})}
-	go lw.loop()
-	return lw
+	rw := newRelayWatch(wi)
+	go rw.loop(func(e watch.Event) bool {
+		if pod, isPod := e.Object.(*corev1.Pod); isPod && e.Type == watch.Deleted && pod.DeletionTimestamp == nil {
+			w.index.leaving(pod)
+		}
+		return rw.send(e)
+	})
+	return rw
 }
 
-// leaveWatch passes a pod watch's events on, telling the index of leaves
-// first. Unlike watch.Filter, a stopped watch's goroutine never waits on a
-// reader that is gone.
-type leaveWatch struct {
+// relayWatch passes a watch's events on through its own goroutine, so that
+// something can be done with each on the way (see leaveWatcher). Unlike
+// watch.Filter, a stopped watch's goroutine never waits on a reader that is
+// gone.
+type relayWatch struct {
 	inner  watch.Interface
-	index  *PodIndex
 	result chan watch.Event
 	done   chan struct{}
 	stop   sync.Once
 }
 
-func (w *leaveWatch) ResultChan() <-chan watch.Event { return w.result }
+func newRelayWatch(inner watch.Interface) *relayWatch {
+	return &relayWatch{inner: inner, result: make(chan watch.Event), done: make(chan struct{})}
+}
 
-func (w *leaveWatch) Stop() {
+func (w *relayWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *relayWatch) Stop() {
 	w.stop.Do(func() { close(w.done) })
 	w.inner.Stop()
 }
 
-func (w *leaveWatch) loop() {
+// send passes e on; false if the watch was stopped.
+func (w *relayWatch) send(e watch.Event) bool {
+	select {
+	case w.result <- e:
+		return true
+	case <-w.done:
+		return false
+	}
+}
+
+// loop hands each event of the inner watch to relay until the inner watch
+// ends, the watch is stopped, or relay returns false; then it closes the
+// result channel.
+func (w *relayWatch) loop(relay func(watch.Event) bool) {
 	defer close(w.result)
 	for {
 		select {
 		case e, ok := <-w.inner.ResultChan():
-			if !ok {
-				return
-			}
-			if pod, isPod := e.Object.(*corev1.Pod); isPod && e.Type == watch.Deleted && pod.DeletionTimestamp == nil {
-				w.index.leaving(pod)
-			}
-			select {
-			case w.result <- e:
-			case <-w.done:
+			if !ok || !relay(e) {
 				return
 			}
 		case <-w.done:

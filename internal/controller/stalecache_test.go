@@ -146,37 +146,17 @@ func (w lagLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (w
 	if err != nil {
 		return nil, err
 	}
-	out := &lagWatch{inner: inner, result: make(chan watch.Event), done: make(chan struct{})}
-	go out.loop(w.lag)
+	out := newRelayWatch(inner)
+	go lagLoop(out, w.lag)
 	return out, nil
 }
 
-type lagWatch struct {
-	inner  watch.Interface
-	result chan watch.Event
-	done   chan struct{}
-	stop   sync.Once
-}
-
-func (w *lagWatch) ResultChan() <-chan watch.Event { return w.result }
-
-func (w *lagWatch) Stop() {
-	w.stop.Do(func() { close(w.done) })
-	w.inner.Stop()
-}
-
-func (w *lagWatch) loop(lag *podLag) {
+// lagLoop relays the events of pods lag does not hold, and the held ones
+// once lag is released.
+func lagLoop(w *relayWatch, lag *podLag) {
 	defer close(w.result)
 	var held []watch.Event
 	released := lag.released
-	send := func(e watch.Event) bool {
-		select {
-		case w.result <- e:
-			return true
-		case <-w.done:
-			return false
-		}
-	}
 	for {
 		select {
 		case e, ok := <-w.inner.ResultChan():
@@ -187,12 +167,12 @@ func (w *lagWatch) loop(lag *podLag) {
 				held = append(held, e)
 				continue
 			}
-			if !send(e) {
+			if !w.send(e) {
 				return
 			}
 		case <-released:
 			for _, e := range held {
-				if !send(e) {
+				if !w.send(e) {
 					return
 				}
 			}
