@@ -133,6 +133,12 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return s.result(), nil
 	}
 	syncErr := r.sync(ctx, s)
+	if s.unclaimed {
+		// Counted without the orphans it failed to adopt, the status would
+		// say 0 replicas beside running pods. Deployment returns before its
+		// status too when claiming fails; the retry writes it.
+		return ctrl.Result{}, syncErr
+	}
 	st := status.Compute(s.statusInput(syncErr == nil))
 	r.Metrics.Record(s.observation(st))
 	r.statusEvents(md, st)

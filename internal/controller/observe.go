@@ -61,6 +61,9 @@ type scope struct {
 	created, createdUpdated int32
 	// uncertain counts creates whose reply was lost (they may exist).
 	uncertain atomic.Int32
+	// unclaimed: adopting or releasing pods failed, so pods lacks some
+	// that are ours or about to be; no status is written from it.
+	unclaimed bool
 	failure   *status.Failure
 }
 

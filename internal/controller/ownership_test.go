@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"slices"
 	"sync"
 	"time"
@@ -97,12 +98,14 @@ var _ = Describe("MyDeployment ownership", func() {
 
 			w := watchPods(md, 3, -1)
 			defer w.stop()
+			zero := watchZeroReplicas(ns)
 			Expect(k8sClient.Create(ctx, newMD(ns, "adoptlost", 3, "nginx:1.27"))).To(Succeed())
 			complete(md)
 			expectAllControlledBy(get(md), pods)
 			Consistently(func() []types.UID { return uidsOf(md) }, 2*time.Second, interval).Should(Equal(pods))
 			_, created := w.result()
 			Expect(created).To(Equal(3), "no pod created beside the adopted ones")
+			Expect(zero()).To(BeEmpty(), "no status said 0 replicas while its orphans ran")
 		},
 		// What a retry from a stale cache sees after its own adoption.
 		Entry("a conflict, adopted all the same", func(p podcontrol.Interface) podcontrol.Interface {
@@ -299,4 +302,41 @@ func (n *notAdopted) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment,
 		return nil, apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New("the object has been modified"))
 	}
 	return n.Interface.Adopt(ctx, owner, pod, rev)
+}
+
+// watchZeroReplicas records, until the returned func is called, every status
+// write of a MyDeployment in ns (a status unlike the one before) that says 0
+// replicas, as "name@resourceVersion", as the chaos suite's status watcher does.
+func watchZeroReplicas(ns string) func() []string {
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	wi, err := wc.Watch(ctx, &appsv1beta1.MyDeploymentList{}, client.InNamespace(ns))
+	Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	var seen []string
+	last := map[types.UID]appsv1beta1.MyDeploymentStatus{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range wi.ResultChan() {
+			md, ok := ev.Object.(*appsv1beta1.MyDeployment)
+			if !ok {
+				continue
+			}
+			prev, known := last[md.UID]
+			last[md.UID] = md.Status
+			if known && !apiequality.Semantic.DeepEqual(prev, md.Status) && md.Status.Replicas == 0 {
+				mu.Lock()
+				seen = append(seen, md.Name+"@"+md.ResourceVersion)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		wi.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
 }

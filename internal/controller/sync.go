@@ -43,6 +43,7 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 		return nil // paused before its first revision: nothing to run yet
 	}
 	if err := r.claimPods(ctx, s); err != nil {
+		s.unclaimed = true
 		return err
 	}
 	current := s.update.Name
