@@ -215,25 +215,30 @@ type watcher struct {
 // watchPods starts recording; surgeLimit is checked when > 0, availFloor
 // once armAvailability is called.
 func watchPods(md *appsv1beta1.MyDeployment, surgeLimit, availFloor int) *watcher {
+	w := &watcher{pods: map[string]*corev1.Pod{}, created: map[string]bool{}, surgeLimit: surgeLimit, availFloor: availFloor}
+	w.stop = watchEach(&corev1.PodList{}, func(ev watch.Event) {
+		if pod, ok := ev.Object.(*corev1.Pod); ok {
+			w.observe(ev.Type, pod)
+		}
+	}, client.InNamespace(md.Namespace), client.MatchingLabels(md.Spec.Selector.MatchLabels))
+	return w
+}
+
+// watchEach watches list's kind and hands every event to fn, one at a time,
+// until the returned stop is called (it waits for fn's last call).
+func watchEach(list client.ObjectList, fn func(watch.Event), opts ...client.ListOption) (stop func()) {
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	w := &watcher{pods: map[string]*corev1.Pod{}, created: map[string]bool{}, surgeLimit: surgeLimit, availFloor: availFloor}
-	wi, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(md.Namespace),
-		client.MatchingLabels(md.Spec.Selector.MatchLabels))
+	wi, err := wc.Watch(ctx, list, opts...)
 	Expect(err).NotTo(HaveOccurred())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range wi.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			w.observe(ev.Type, pod)
+			fn(ev)
 		}
 	}()
-	w.stop = func() { wi.Stop(); <-done }
-	return w
+	return func() { wi.Stop(); <-done }
 }
 
 func (w *watcher) observe(t watch.EventType, pod *corev1.Pod) {

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"slices"
 	"sync"
 	"time"
@@ -13,9 +12,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -308,35 +309,21 @@ func (n *notAdopted) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment,
 // write of a MyDeployment in ns (a status unlike the one before) that says 0
 // replicas, as "name@resourceVersion", as the chaos suite's status watcher does.
 func watchZeroReplicas(ns string) func() []string {
-	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	wi, err := wc.Watch(ctx, &appsv1beta1.MyDeploymentList{}, client.InNamespace(ns))
-	Expect(err).NotTo(HaveOccurred())
-	var mu sync.Mutex
 	var seen []string
 	last := map[types.UID]appsv1beta1.MyDeploymentStatus{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range wi.ResultChan() {
-			md, ok := ev.Object.(*appsv1beta1.MyDeployment)
-			if !ok {
-				continue
-			}
-			prev, known := last[md.UID]
-			last[md.UID] = md.Status
-			if known && !apiequality.Semantic.DeepEqual(prev, md.Status) && md.Status.Replicas == 0 {
-				mu.Lock()
-				seen = append(seen, md.Name+"@"+md.ResourceVersion)
-				mu.Unlock()
-			}
+	stop := watchEach(&appsv1beta1.MyDeploymentList{}, func(ev watch.Event) {
+		md, ok := ev.Object.(*appsv1beta1.MyDeployment)
+		if !ok {
+			return
 		}
-	}()
+		prev, known := last[md.UID]
+		last[md.UID] = md.Status
+		if known && !apiequality.Semantic.DeepEqual(prev, md.Status) && md.Status.Replicas == 0 {
+			seen = append(seen, md.Name+"@"+md.ResourceVersion)
+		}
+	}, client.InNamespace(ns))
 	return func() []string {
-		wi.Stop()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
+		stop() // waits for the last event: seen is ours alone from here
 		return seen
 	}
 }
