@@ -260,7 +260,7 @@ func logPlan(ctx context.Context, s *scope, inPlace []string) {
 		}
 		observed = append(observed, desc)
 	}
-	log.Info("plan", "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
+	log.Info("plan", "uid", s.md.UID, "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
 		"evict", refs(s.plan.Evict), "updateInPlace", refs(s.plan.UpdateInPlace), "updateRevision", s.update.Name,
 		"inPlaceRevisions", inPlace, "pods", observed)
 }

@@ -192,6 +192,7 @@ func (r *MyDeploymentReconciler) heldByNamesake(ctx context.Context, s *scope) (
 		}
 	}
 	if len(held) == 0 {
+		logf.FromContext(ctx).V(1).Info("the cache shows no live pod of a deleted namesake", "namesake", prev, "pods", len(pods))
 		r.namesakes.released(s.key)
 		return false, nil
 	}

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
 // The chaos suite found two ways a pod cache lags behind writes that no
@@ -68,7 +71,76 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		Expect(violations).To(BeEmpty())
 		Expect(created).To(Equal(2), "no pod created beside the adopted ones")
 	})
+
+	// Re-created over its orphans, a MyDeployment failed to adopt one of
+	// them; the retry read its pods from the cache, then the orphans, and
+	// the adoption of another (the failed sync's) reached the cache between
+	// the two reads: in neither list, it was replaced (chaos suite, API
+	// faults). The event is injected at the read of the orphans.
+	It("counts a pod whose adoption reaches its cache while it reads the cache", func() {
+		md := newMD(ns, "adoptrace", 2, "nginx:1.27")
+		createReady(md)
+		stopManager()
+		defer startManager()
+		md = get(md)
+		rev := revisionsOf(md)[0]
+		sel, err := selectorOf(md)
+		Expect(err).NotTo(HaveOccurred())
+		pc := &podcontrol.Real{Client: k8sClient}
+		fresh := func(name string) *corev1.Pod {
+			pod := &corev1.Pod{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
+			return pod
+		}
+		// Both orphaned, as an orphan delete leaves them; the earlier sync
+		// adopted the second, and the cache still shows it an orphan.
+		var orphans []*corev1.Pod
+		for _, p := range podsOf(md) {
+			Expect(pc.Release(ctx, md, &p)).To(Succeed())
+			orphans = append(orphans, fresh(p.Name))
+		}
+		_, err = pc.Adopt(ctx, md, orphans[1], &rev)
+		Expect(err).NotTo(HaveOccurred())
+		adopted := fresh(orphans[1].Name)
+
+		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
+		for _, p := range orphans {
+			Expect(store.Add(p)).To(Succeed())
+		}
+		late := &eventAtRead{Indexer: store, key: orphanKey(ns), event: func() { Expect(store.Update(adopted)).To(Succeed()) }}
+		x := &PodIndex{indexers: []toolscache.Indexer{late}}
+		r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: pc, PodIndex: x}
+		s := &scope{md: md, key: ns + "/adoptrace", now: time.Now(), selector: sel, update: &rev}
+		s.pods, err = x.Owned(md.UID) // as observe reads them
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.pods).To(BeEmpty())
+
+		Expect(r.claimPods(ctx, s)).To(Succeed())
+		Expect(late.fired).To(BeTrue())
+		Expect(names(s.pods)).To(ConsistOf(orphans[0].Name, orphans[1].Name),
+			"the pod adopted by the earlier sync is ours, and the other is adopted now")
+		for _, p := range orphans {
+			Expect(metav1.IsControlledBy(fresh(p.Name), md)).To(BeTrue())
+		}
+	})
 })
+
+// eventAtRead is a cache's index that receives an event (runs event) the
+// first time it is read for key, before answering.
+type eventAtRead struct {
+	toolscache.Indexer
+	key   string
+	event func()
+	fired bool
+}
+
+func (i *eventAtRead) ByIndex(name, key string) ([]any, error) {
+	if key == i.key && !i.fired {
+		i.fired = true
+		i.event()
+	}
+	return i.Indexer.ByIndex(name, key)
+}
 
 // podLag makes a pod cache lag: the list leaves out, and the watch holds
 // back, every event of the pods it holds until release, which delivers the
