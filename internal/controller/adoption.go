@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,12 +20,23 @@ import (
 // does, so the history of an object deleted with --cascade=orphan and
 // applied again is its own again: its revision name is free (no hash
 // collision) and its pods, which carry that revision's hash, are adopted.
-// Revisions of other controllers are never touched. Adopted revisions join
-// s.revisions.
+// Revisions of other controllers are never touched.
+//
+// It reads s.revisions, after the orphans, as claimPods reads the pods: a
+// revision whose adoption (an earlier sync's) reaches the cache between
+// the two reads is in the second, not in neither. Adopted revisions join
+// them.
 func (r *MyDeploymentReconciler) claimRevisions(ctx context.Context, s *scope) error {
 	orphans, err := r.Revisions.Orphans(ctx, s.md.Namespace, s.selector)
-	if err != nil || len(orphans) == 0 {
+	if err != nil {
 		return err
+	}
+	if s.revisions, err = r.Revisions.List(ctx, s.md.Namespace, s.selector, s.md.UID); err != nil {
+		return fmt.Errorf("listing revisions: %w", err)
+	}
+	orphans = slices.DeleteFunc(orphans, func(o *appsv1.ControllerRevision) bool { return named(s.revisions, o.Name) != nil })
+	if len(orphans) == 0 {
+		return nil
 	}
 	if ok, err := r.mayAdopt(ctx, s.md); !ok {
 		return err

@@ -102,8 +102,9 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
 	return o, errs.ToAggregate()
 }
 
-// observe reads the MyDeployment's world once: its revisions and pods from
-// the cache, and whether the cache has caught up with our earlier writes.
+// observe reads the MyDeployment's pods from the cache and whether the
+// cache has caught up with our earlier writes. Its revisions are read by
+// claimRevisions, after the orphan ones.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment) (*scope, error) {
 	s := &scope{md: md, key: client.ObjectKeyFromObject(md).String(), now: r.Clock.Now()}
 	sel, err := selectorOf(md)
@@ -150,11 +151,6 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if err != nil || held {
 		s.settled, s.retryAfter = false, requeueConflict
 		return s, err
-	}
-
-	s.revisions, err = r.Revisions.List(ctx, md.Namespace, sel, md.UID)
-	if err != nil {
-		return s, fmt.Errorf("listing revisions: %w", err)
 	}
 	return s, nil
 }

@@ -14,7 +14,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
 // The chaos suite found two ways a pod cache lags behind writes that no
@@ -123,7 +125,59 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 			Expect(metav1.IsControlledBy(fresh(p.Name), md)).To(BeTrue())
 		}
 	})
+
+	// The same two reads, of revisions: one adopted by an earlier sync
+	// whose event arrives between them must still be counted as ours.
+	It("counts a revision whose adoption reaches its cache while it reads the cache", func() {
+		md := newMD(ns, "revrace", 1, "nginx:1.27")
+		createReady(md)
+		stopManager()
+		defer startManager()
+		md = get(md)
+		rev := revisionsOf(md)[0].DeepCopy()
+		sel, err := selectorOf(md)
+		Expect(err).NotTo(HaveOccurred())
+		owner := revision.Owner{Object: md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment")}
+		// Orphaned, as an orphan delete leaves it.
+		orphan := rev.DeepCopy()
+		orphan.OwnerReferences = nil
+		Expect(k8sClient.Patch(ctx, orphan, client.MergeFrom(rev))).To(Succeed())
+
+		reads := &eventAtList{Client: k8sClient}
+		store := &revision.Store{Client: reads, APIReader: k8sClient}
+		r := &MyDeploymentReconciler{APIReader: k8sClient, Revisions: store}
+		s := &scope{md: md, key: ns + "/revrace", now: time.Now(), selector: sel}
+		// What a sync read before (observe read the revisions, until the fix).
+		s.revisions, err = store.List(ctx, ns, sel, md.UID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.revisions).To(BeEmpty())
+		// An earlier sync's adoption reaches the cache at the next read.
+		reads.event = func() {
+			_, err := (&revision.Store{Client: k8sClient}).Adopt(ctx, owner, orphan)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		Expect(r.claimRevisions(ctx, s)).To(Succeed())
+		Expect(reads.event).To(BeNil(), "the event was delivered")
+		Expect(named(s.revisions, rev.Name)).NotTo(BeNil(), "the revision adopted meanwhile is ours")
+	})
 })
+
+// eventAtList is a client whose next List, once event is set, first runs
+// event (a write its cache would show from then on).
+type eventAtList struct {
+	client.Client
+	event func()
+}
+
+func (c *eventAtList) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if c.event != nil {
+		e := c.event
+		c.event = nil
+		e()
+	}
+	return c.Client.List(ctx, list, opts...)
+}
 
 // eventAtRead is a cache's index that receives an event (runs event) the
 // first time it is read for key, before answering.
