@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -39,6 +40,30 @@ const (
 
 func (c corner) String() string {
 	return [...]string{"fresh pod deleted", "label surgery", "orphan delete and re-create", "runaway scale corrected"}[c]
+}
+
+// pickCorner says whether the n-th change of the i-th MyDeployment of w is
+// a corner, and which: its first change (in turn) and one in ten (at
+// random), or with -chaos.corner one change in two, always that corner.
+func pickCorner(w workload, i, n int, rng *rand.Rand) (corner, bool) {
+	if !w.corners {
+		return 0, false
+	}
+	if *focus != "" {
+		for c := range corners {
+			if c.String() == *focus {
+				return c, n == 0 || rng.IntN(2) == 0
+			}
+		}
+		panic(fmt.Sprintf("-chaos.corner=%q names no corner", *focus))
+	}
+	if n == 0 {
+		return corner(i % int(corners)), true
+	}
+	if rng.IntN(10) != 0 {
+		return 0, false
+	}
+	return corner(rng.IntN(int(corners))), true
 }
 
 // runawayReplicas is the typo; runawayStop is how many pods to let it make.

@@ -345,11 +345,7 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 				return
 			}
 			for n := 0; claim(); n++ {
-				if w.corners && (n == 0 || rng.IntN(10) == 0) {
-					c := corner(i % int(corners))
-					if n > 0 {
-						c = corner(rng.IntN(int(corners)))
-					}
+				if c, ok := pickCorner(w, i, n, rng); ok {
 					if err := e.corner(ctx, d, c); err != nil {
 						fail(fmt.Errorf("%s: %w", c, err))
 						return
