@@ -118,12 +118,59 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		Expect(s.pods).To(BeEmpty())
 
 		Expect(r.claimPods(ctx, s)).To(Succeed())
-		Expect(late.fired).To(BeTrue())
+		Expect(late.event).To(BeNil(), "the event was delivered")
 		Expect(names(s.pods)).To(ConsistOf(orphans[0].Name, orphans[1].Name),
 			"the pod adopted by the earlier sync is ours, and the other is adopted now")
 		for _, p := range orphans {
 			Expect(metav1.IsControlledBy(fresh(p.Name), md)).To(BeTrue())
 		}
+	})
+
+	// A pod that leaves the cache (a label it selects on removed) is noted
+	// as a stray before the cache drops it; a sync that read the strays
+	// before the cache could find it in neither, and replace it while it
+	// was still ours (chaos suite, label surgery).
+	It("releases a pod that leaves its cache while it reads the cache, and does not count it", func() {
+		md := newMD(ns, "leaverace", 2, "nginx:1.27")
+		createReady(md)
+		stopManager()
+		defer startManager()
+		md = get(md)
+		rev := revisionsOf(md)[0]
+		sel, err := selectorOf(md)
+		Expect(err).NotTo(HaveOccurred())
+		pods := podsOf(md)
+		Expect(pods).To(HaveLen(2))
+		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
+		for i := range pods {
+			Expect(store.Add(&pods[i])).To(Succeed())
+		}
+		leaver, stayer := &pods[0], &pods[1]
+		stripped := leaver.DeepCopy()
+		delete(stripped.Labels, appsv1beta1.PodTemplateHashLabel)
+		Expect(k8sClient.Patch(ctx, stripped, client.MergeFrom(leaver))).To(Succeed())
+
+		pc := &podcontrol.Real{Client: k8sClient}
+		late := &eventAtRead{Indexer: store, key: string(md.UID)}
+		x := &PodIndex{indexers: []toolscache.Indexer{late}}
+		r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: pc, PodIndex: x}
+		s := &scope{md: md, key: ns + "/leaverace", now: time.Now(), selector: sel, update: &rev}
+		s.pods, err = x.Owned(md.UID) // as observe reads them
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.pods).To(HaveLen(2))
+		// The label change reaches the cache at its next read of our pods,
+		// as leaveWatcher delivers it: noted as a stray, then dropped.
+		late.event = func() {
+			r.strays.note(leaver)
+			Expect(store.Delete(leaver)).To(Succeed())
+		}
+
+		Expect(r.claimPods(ctx, s)).To(Succeed())
+		Expect(late.event).To(BeNil(), "the event was delivered")
+		Expect(names(s.pods)).To(ConsistOf(stayer.Name), "the pod that left is not counted")
+		fresh := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaver), fresh)).To(Succeed())
+		Expect(metav1.GetControllerOf(fresh)).To(BeNil(), "and, not counted, it must not stay ours: it is released")
 	})
 
 	// The same two reads, of revisions: one adopted by an earlier sync
@@ -179,19 +226,19 @@ func (c *eventAtList) List(ctx context.Context, list client.ObjectList, opts ...
 	return c.Client.List(ctx, list, opts...)
 }
 
-// eventAtRead is a cache's index that receives an event (runs event) the
-// first time it is read for key, before answering.
+// eventAtRead is a cache's index that, once event is set, receives it
+// (runs event) at its next read for key, before answering.
 type eventAtRead struct {
 	toolscache.Indexer
 	key   string
 	event func()
-	fired bool
 }
 
 func (i *eventAtRead) ByIndex(name, key string) ([]any, error) {
-	if key == i.key && !i.fired {
-		i.fired = true
-		i.event()
+	if key == i.key && i.event != nil {
+		e := i.event
+		i.event = nil
+		e()
 	}
 	return i.Indexer.ByIndex(name, key)
 }

@@ -208,14 +208,16 @@ func named(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRev
 // relabelled with the update revision's name in the same write: it runs
 // that template whatever revision (maybe a deleted owner's) its label named.
 //
-// The orphans are read from the cache before the pods it lists as ours,
-// which replace observe's list: a pod whose adoption (an earlier sync's)
-// reaches the cache between two reads is then in the second. Read the
-// other way round (observe's list, then the orphans), such a pod was in
-// neither, and the plan created its replacement (chaos suite: an orphan
-// delete and re-create where one adoption of several failed).
+// The order of its reads keeps a pod that moves while it reads in one of
+// them, never in neither (a pod in neither is replaced while it runs):
+//   - the orphans, then the pods the cache lists as ours (which replace
+//     observe's list): a pod whose adoption (an earlier sync's) reaches
+//     the cache between the two is in the second (chaos suite: an orphan
+//     delete and re-create where one adoption of several failed);
+//   - the cache, then the strays: a pod that leaves the cache is noted as
+//     a stray before the cache drops it (leaveWatcher), so one that leaves
+//     between the two is in the second (chaos suite: label surgery).
 func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error {
-	errs := []error{r.releaseStrays(ctx, s)}
 	candidates, err := r.PodIndex.Orphans(s.md.Namespace)
 	if err != nil {
 		return fmt.Errorf("listing orphan pods: %w", err)
@@ -224,6 +226,7 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
+	errs := []error{r.releaseStrays(ctx, s)}
 	ours := make(map[types.UID]bool, len(owned))
 	kept := make([]*corev1.Pod, 0, len(owned))
 	for _, pod := range owned {
