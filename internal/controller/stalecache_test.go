@@ -173,6 +173,39 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		Expect(metav1.GetControllerOf(fresh)).To(BeNil(), "and, not counted, it must not stay ours: it is released")
 	})
 
+	// Between the stray's note and the cache dropping it, the cache still
+	// lists the pod with its old labels: once released, it must not count
+	// (a plan could delete the pod the user took away).
+	It("does not count a stray it released while its cache still lists it", func() {
+		md := newMD(ns, "released", 2, "nginx:1.27")
+		createReady(md)
+		stopManager()
+		defer startManager()
+		md = get(md)
+		rev := revisionsOf(md)[0]
+		sel, err := selectorOf(md)
+		Expect(err).NotTo(HaveOccurred())
+		pods := podsOf(md)
+		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
+		for i := range pods {
+			Expect(store.Add(&pods[i])).To(Succeed())
+		}
+		leaver, stayer := &pods[0], &pods[1]
+		moved := leaver.DeepCopy()
+		moved.Labels = map[string]string{"app": "debugging"}
+		Expect(k8sClient.Patch(ctx, moved, client.MergeFrom(leaver))).To(Succeed())
+
+		r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: &podcontrol.Real{Client: k8sClient},
+			PodIndex: &PodIndex{indexers: []toolscache.Indexer{store}}}
+		r.strays.note(leaver) // the watch event has arrived; the store has not dropped the pod yet
+		s := &scope{md: md, key: ns + "/released", now: time.Now(), selector: sel, update: &rev}
+		Expect(r.claimPods(ctx, s)).To(Succeed())
+		fresh := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaver), fresh)).To(Succeed())
+		Expect(metav1.GetControllerOf(fresh)).To(BeNil(), "released")
+		Expect(names(s.pods)).To(ConsistOf(stayer.Name), "and not counted")
+	})
+
 	// The same two reads, of revisions: one adopted by an earlier sync
 	// whose event arrives between them must still be counted as ours.
 	It("counts a revision whose adoption reaches its cache while it reads the cache", func() {

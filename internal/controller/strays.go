@@ -264,12 +264,18 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 // re-created under its name, controlled by another, or back in shape (and
 // so back in the cache) is forgotten. A stray whose read or release failed
 // is kept for the next sync, and the errors returned.
-func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) error {
+//
+// It returns the strays that are not ours (any more): released now, gone,
+// or another's. The cache may still list one for a moment (a stray is
+// noted before the cache drops it); the sync must not count it, nor delete
+// a pod it has just given back.
+func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (notOurs map[types.UID]bool, err error) {
 	key := client.ObjectKeyFromObject(s.md)
 	var errs []error
 	if err := r.sweep(ctx, s); err != nil {
 		errs = append(errs, err)
 	}
+	notOurs = map[types.UID]bool{}
 	for uid, st := range r.strays.take(key) {
 		if st.owner != s.md.UID {
 			continue // a deleted namesake's: the garbage collector's
@@ -279,11 +285,14 @@ func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) er
 			if !apierrors.IsNotFound(err) {
 				r.strays.keep(key, uid, st)
 				errs = append(errs, fmt.Errorf("reading pod %s that left the cache: %w", st.name, err))
+				continue
 			}
+			notOurs[uid] = true
 			continue
 		}
 		ref := podcontrol.ControllerOf(pod)
 		if pod.UID != uid || ref == nil || ref.UID != s.md.UID {
+			notOurs[uid] = true
 			continue
 		}
 		if !leftCache(pod) && s.selector.Matches(labels.Set(pod.Labels)) {
@@ -292,7 +301,9 @@ func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) er
 		if err := r.Pods.Release(ctx, s.md, pod); err != nil {
 			r.strays.keep(key, uid, st)
 			errs = append(errs, err)
+			continue
 		}
+		notOurs[uid] = true
 	}
-	return kerrors.NewAggregate(errs)
+	return notOurs, kerrors.NewAggregate(errs)
 }

@@ -226,11 +226,15 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	errs := []error{r.releaseStrays(ctx, s)}
+	notOurs, err := r.releaseStrays(ctx, s)
+	errs := []error{err}
 	ours := make(map[types.UID]bool, len(owned))
 	kept := make([]*corev1.Pod, 0, len(owned))
 	for _, pod := range owned {
 		ours[pod.UID] = true
+		if notOurs[pod.UID] {
+			continue
+		}
 		if s.selector.Matches(labels.Set(pod.Labels)) {
 			kept = append(kept, pod)
 			continue
