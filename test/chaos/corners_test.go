@@ -133,11 +133,11 @@ func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 	// Until released, the pods the user took away still count as d's: an
 	// unavailable one, or one of "another revision" (its label removed).
 	b.checkAvailable, b.recreate = false, false
-	e.w.setBounds(d.uid, b)
 	names := slices.Sorted(maps.Values(e.w.podNames(d.uid)))
 	if len(names) == 0 {
-		return fmt.Errorf("%s/%s: no pod for label surgery", d.ns, d.name)
+		return nil // scaled to 0: nothing to cut (seen with -chaos.corner, where corners come often)
 	}
+	e.w.setBounds(d.uid, b)
 	surgery := []string{
 		`{"metadata":{"labels":{"` + appsv1beta1.PodTemplateHashLabel + `":null}}}`,
 		`{"metadata":{"labels":{"app":"elsewhere","` + appsv1beta1.RevisionLabel + `":null,"` + appsv1beta1.PodTemplateHashLabel + `":null}}}`,
