@@ -167,6 +167,22 @@ func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// The watcher must have seen them released too: converged on its view
+	// from before the release (and a status from before it), the corner
+	// ended, and its loose bounds with it, before the replacements were
+	// ready (a single-replica object "had no available pod").
+	for {
+		left := e.w.podNames(d.uid)
+		if !slices.ContainsFunc(names[:min(len(names), len(surgery))], func(n string) bool {
+			return slices.Contains(slices.Collect(maps.Values(left)), n)
+		}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s/%s: the watcher still counts the released pods", d.ns, d.name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := e.waitConverged(ctx, d, d.cur); err != nil {
 		return err
 	}
