@@ -104,23 +104,32 @@ func (w *watcher) checkStatuses(s *statusWatcher) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range claims {
-		var old, unready, running int
+		var old, unready []string
+		running := 0
 		for _, p := range w.podsAtLocked(c.owner, c.rv) {
 			if !active(p) {
 				continue
 			}
-			if p.Labels[appsv1beta1.RevisionLabel] != c.update {
-				old++
-			} else if !ready(p) {
-				unready++
-			}
 			if c.seen.Sub(p.CreationTimestamp.Time) > zeroGrace {
 				running++
 			}
+			rev, labelled := p.Labels[appsv1beta1.RevisionLabel]
+			switch {
+			case !labelled:
+				// A user took its revision label away (label surgery): it
+				// is of no revision, being released, as a ReplicaSet
+				// releases a pod its selector stops matching; a status
+				// computed a moment before the cache saw the change does
+				// not count it, and a Deployment's would not either.
+			case rev != c.update:
+				old = append(old, p.Name+"("+rev+")")
+			case !ready(p):
+				unready = append(unready, p.Name)
+			}
 		}
-		if c.complete && (old > 0 || unready > 0) {
-			w.violate("%s: status at resourceVersion %d says the rollout is complete while %d old and %d unready pods run",
-				c.name, c.rv, old, unready)
+		if c.complete && (len(old) > 0 || len(unready) > 0) {
+			w.violate("%s: status at resourceVersion %d says the rollout is complete while %d old and %d unready pods run: old %v, unready %v",
+				c.name, c.rv, len(old), len(unready), old, unready)
 		}
 		if c.zero && running > 0 {
 			w.violate("%s: status at resourceVersion %d says 0 replicas while %d pods older than %v run",
