@@ -80,15 +80,9 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 	// the two reads: in neither list, it was replaced (chaos suite, API
 	// faults). The event is injected at the read of the orphans.
 	It("counts a pod whose adoption reaches its cache while it reads the cache", func() {
-		md := newMD(ns, "adoptrace", 2, "nginx:1.27")
-		createReady(md)
-		stopManager()
+		c := newClaimSetup(ns, "adoptrace")
 		defer startManager()
-		md = get(md)
-		rev := revisionsOf(md)[0]
-		sel, err := selectorOf(md)
-		Expect(err).NotTo(HaveOccurred())
-		pc := &podcontrol.Real{Client: k8sClient}
+		md, pc := c.md, c.pods
 		fresh := func(name string) *corev1.Pod {
 			pod := &corev1.Pod{}
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
@@ -100,21 +94,15 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		for _, p := range podsOf(md) {
 			Expect(pc.Release(ctx, md, &p)).To(Succeed())
 			orphans = append(orphans, fresh(p.Name))
+			Expect(c.store.Add(orphans[len(orphans)-1])).To(Succeed())
 		}
-		_, err = pc.Adopt(ctx, md, orphans[1], &rev)
+		_, err := pc.Adopt(ctx, md, orphans[1], c.s.update)
 		Expect(err).NotTo(HaveOccurred())
 		adopted := fresh(orphans[1].Name)
 
-		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
-		for _, p := range orphans {
-			Expect(store.Add(p)).To(Succeed())
-		}
-		late := &eventAtRead{Indexer: store, key: orphanKey(ns), event: func() { Expect(store.Update(adopted)).To(Succeed()) }}
-		x := &PodIndex{indexers: []toolscache.Indexer{late}}
-		r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: pc, PodIndex: x}
-		s := &scope{md: md, key: ns + "/adoptrace", now: time.Now(), selector: sel, update: &rev}
-		s.pods, err = x.Owned(md.UID) // as observe reads them
-		Expect(err).NotTo(HaveOccurred())
+		late := &eventAtRead{Indexer: c.store, key: orphanKey(ns), event: func() { Expect(c.store.Update(adopted)).To(Succeed()) }}
+		r, s := c.reconciler(late), c.s
+		s.pods = c.observe(r)
 		Expect(s.pods).To(BeEmpty())
 
 		Expect(r.claimPods(ctx, s)).To(Succeed())
@@ -131,38 +119,22 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 	// before the cache could find it in neither, and replace it while it
 	// was still ours (chaos suite, label surgery).
 	It("releases a pod that leaves its cache while it reads the cache, and does not count it", func() {
-		md := newMD(ns, "leaverace", 2, "nginx:1.27")
-		createReady(md)
-		stopManager()
+		c := newClaimSetup(ns, "leaverace")
 		defer startManager()
-		md = get(md)
-		rev := revisionsOf(md)[0]
-		sel, err := selectorOf(md)
-		Expect(err).NotTo(HaveOccurred())
-		pods := podsOf(md)
-		Expect(pods).To(HaveLen(2))
-		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
-		for i := range pods {
-			Expect(store.Add(&pods[i])).To(Succeed())
-		}
-		leaver, stayer := &pods[0], &pods[1]
+		leaver, stayer := c.cached()
 		stripped := leaver.DeepCopy()
 		delete(stripped.Labels, appsv1beta1.PodTemplateHashLabel)
 		Expect(k8sClient.Patch(ctx, stripped, client.MergeFrom(leaver))).To(Succeed())
 
-		pc := &podcontrol.Real{Client: k8sClient}
-		late := &eventAtRead{Indexer: store, key: string(md.UID)}
-		x := &PodIndex{indexers: []toolscache.Indexer{late}}
-		r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: pc, PodIndex: x}
-		s := &scope{md: md, key: ns + "/leaverace", now: time.Now(), selector: sel, update: &rev}
-		s.pods, err = x.Owned(md.UID) // as observe reads them
-		Expect(err).NotTo(HaveOccurred())
+		late := &eventAtRead{Indexer: c.store, key: string(c.md.UID)}
+		r, s := c.reconciler(late), c.s
+		s.pods = c.observe(r)
 		Expect(s.pods).To(HaveLen(2))
 		// The label change reaches the cache at its next read of our pods,
 		// as leaveWatcher delivers it: noted as a stray, then dropped.
 		late.event = func() {
 			r.strays.note(leaver)
-			Expect(store.Delete(leaver)).To(Succeed())
+			Expect(c.store.Delete(leaver)).To(Succeed())
 		}
 
 		Expect(r.claimPods(ctx, s)).To(Succeed())
@@ -177,28 +149,15 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 	// lists the pod with its old labels: once released, it must not count
 	// (a plan could delete the pod the user took away).
 	It("does not count a stray it released while its cache still lists it", func() {
-		md := newMD(ns, "released", 2, "nginx:1.27")
-		createReady(md)
-		stopManager()
+		c := newClaimSetup(ns, "released")
 		defer startManager()
-		md = get(md)
-		rev := revisionsOf(md)[0]
-		sel, err := selectorOf(md)
-		Expect(err).NotTo(HaveOccurred())
-		pods := podsOf(md)
-		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
-		for i := range pods {
-			Expect(store.Add(&pods[i])).To(Succeed())
-		}
-		leaver, stayer := &pods[0], &pods[1]
+		leaver, stayer := c.cached()
 		moved := leaver.DeepCopy()
 		moved.Labels = map[string]string{"app": "debugging"}
 		Expect(k8sClient.Patch(ctx, moved, client.MergeFrom(leaver))).To(Succeed())
 
-		r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: &podcontrol.Real{Client: k8sClient},
-			PodIndex: &PodIndex{indexers: []toolscache.Indexer{store}}}
+		r, s := c.reconciler(c.store), c.s
 		r.strays.note(leaver) // the watch event has arrived; the store has not dropped the pod yet
-		s := &scope{md: md, key: ns + "/released", now: time.Now(), selector: sel, update: &rev}
 		Expect(r.claimPods(ctx, s)).To(Succeed())
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaver), fresh)).To(Succeed())
@@ -242,6 +201,52 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		Expect(named(s.revisions, rev.Name)).NotTo(BeNil(), "the revision adopted meanwhile is ours")
 	})
 })
+
+// claimSetup is a MyDeployment with two ready pods and no manager
+// running, and what a test of claimPods needs beside it: a hand-fed pod
+// index (store) and a scope as observe leaves it before reading pods.
+type claimSetup struct {
+	md    *appsv1beta1.MyDeployment
+	pods  *podcontrol.Real
+	store toolscache.Indexer
+	s     *scope
+}
+
+// newClaimSetup stops the manager; the caller restarts it.
+func newClaimSetup(ns, name string) *claimSetup {
+	md := newMD(ns, name, 2, "nginx:1.27")
+	createReady(md)
+	stopManager()
+	md = get(md)
+	sel, err := selectorOf(md)
+	Expect(err).NotTo(HaveOccurred())
+	rev := revisionsOf(md)[0]
+	return &claimSetup{md: md, pods: &podcontrol.Real{Client: k8sClient},
+		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys}),
+		s:     &scope{md: md, key: ns + "/" + name, now: time.Now(), selector: sel, update: &rev}}
+}
+
+// cached puts the two pods, as the API server has them, in the store.
+func (c *claimSetup) cached() (first, second *corev1.Pod) {
+	pods := podsOf(c.md)
+	Expect(pods).To(HaveLen(2))
+	for i := range pods {
+		Expect(c.store.Add(&pods[i])).To(Succeed())
+	}
+	return &pods[0], &pods[1]
+}
+
+// reconciler reads pods through idx, and writes them to the API server.
+func (c *claimSetup) reconciler(idx toolscache.Indexer) *MyDeploymentReconciler {
+	return &MyDeploymentReconciler{APIReader: k8sClient, Pods: c.pods, PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}}}
+}
+
+// observe reads the pods as observe does.
+func (c *claimSetup) observe(r *MyDeploymentReconciler) []*corev1.Pod {
+	pods, err := r.PodIndex.Owned(c.md.UID)
+	Expect(err).NotTo(HaveOccurred())
+	return pods
+}
 
 // eventAtList is a client whose next List, once event is set, first runs
 // event (a write its cache would show from then on).
