@@ -275,7 +275,12 @@ func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (n
 	if err := r.sweep(ctx, s); err != nil {
 		errs = append(errs, err)
 	}
-	notOurs = map[types.UID]bool{}
+	notOur := func(uid types.UID) {
+		if notOurs == nil {
+			notOurs = map[types.UID]bool{}
+		}
+		notOurs[uid] = true
+	}
 	for uid, st := range r.strays.take(key) {
 		if st.owner != s.md.UID {
 			continue // a deleted namesake's: the garbage collector's
@@ -287,12 +292,12 @@ func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (n
 				errs = append(errs, fmt.Errorf("reading pod %s that left the cache: %w", st.name, err))
 				continue
 			}
-			notOurs[uid] = true
+			notOur(uid)
 			continue
 		}
 		ref := podcontrol.ControllerOf(pod)
 		if pod.UID != uid || ref == nil || ref.UID != s.md.UID {
-			notOurs[uid] = true
+			notOur(uid)
 			continue
 		}
 		if !leftCache(pod) && s.selector.Matches(labels.Set(pod.Labels)) {
@@ -303,7 +308,7 @@ func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (n
 			errs = append(errs, err)
 			continue
 		}
-		notOurs[uid] = true
+		notOur(uid)
 	}
 	return notOurs, kerrors.NewAggregate(errs)
 }

@@ -228,10 +228,15 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	}
 	notOurs, err := r.releaseStrays(ctx, s)
 	errs := []error{err}
-	ours := make(map[types.UID]bool, len(owned))
+	var ours map[types.UID]bool // only to tell stale orphans, when there are any: most syncs have none
+	if len(candidates) > 0 {
+		ours = make(map[types.UID]bool, len(owned))
+	}
 	kept := make([]*corev1.Pod, 0, len(owned))
 	for _, pod := range owned {
-		ours[pod.UID] = true
+		if ours != nil {
+			ours[pod.UID] = true
+		}
 		if notOurs[pod.UID] {
 			continue
 		}
