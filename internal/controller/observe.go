@@ -39,6 +39,9 @@ type scope struct {
 	invalidReason string
 	// settled: the cache reflects every pod write of earlier syncs.
 	settled bool
+	// orphans: the namespace's pods without a controller, as readPods
+	// found them (claimPods adopts those that match).
+	orphans []*corev1.Pod
 	// pods the MyDeployment controls (after adoption and release).
 	pods      []*corev1.Pod
 	revisions []*appsv1.ControllerRevision
@@ -125,8 +128,8 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if err := r.vetStart(ctx, s); err != nil {
 		return s, err
 	}
-	if s.pods, err = r.PodIndex.Owned(md.UID); err != nil {
-		return s, fmt.Errorf("listing pods: %w", err)
+	if err := r.readPods(s); err != nil {
+		return s, err
 	}
 	exp := r.Expectations.Observe(s.key, s.pods, s.now)
 	if len(exp.Leaked) > 0 {
@@ -153,6 +156,23 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		return s, err
 	}
 	return s, nil
+}
+
+// readPods reads s's pods from the cache: the orphans of its namespace,
+// then its own. In that order, a pod whose adoption (an earlier sync's)
+// reaches the cache between the two reads is in the second; the other way
+// round it was in neither, and the plan created its replacement (chaos
+// suite: an orphan delete and re-create where one adoption of several
+// failed). claimPods reads the strays after both (see there).
+func (r *MyDeploymentReconciler) readPods(s *scope) error {
+	var err error
+	if s.orphans, err = r.PodIndex.Orphans(s.md.Namespace); err != nil {
+		return fmt.Errorf("listing orphan pods: %w", err)
+	}
+	if s.pods, err = r.PodIndex.Owned(s.md.UID); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	return nil
 }
 
 // slowExpectations is how long a wait for the cache is normal; a longer one

@@ -102,8 +102,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 
 		late := &eventAtRead{Indexer: c.store, key: orphanKey(ns), event: func() { Expect(c.store.Update(adopted)).To(Succeed()) }}
 		r, s := c.reconciler(late), c.s
-		s.pods = c.observe(r)
-		Expect(s.pods).To(BeEmpty())
+		Expect(names(c.observe(r))).To(ConsistOf(orphans[1].Name), "read after the orphans, our pods include the one adopted meanwhile")
 
 		Expect(r.claimPods(ctx, s)).To(Succeed())
 		Expect(late.event).To(BeNil(), "the event was delivered")
@@ -128,14 +127,13 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 
 		late := &eventAtRead{Indexer: c.store, key: string(c.md.UID)}
 		r, s := c.reconciler(late), c.s
-		s.pods = c.observe(r)
-		Expect(s.pods).To(HaveLen(2))
-		// The label change reaches the cache at its next read of our pods,
-		// as leaveWatcher delivers it: noted as a stray, then dropped.
+		// The label change reaches the cache at its read of our pods, as
+		// leaveWatcher delivers it: noted as a stray, then dropped.
 		late.event = func() {
 			r.strays.note(leaver)
 			Expect(c.store.Delete(leaver)).To(Succeed())
 		}
+		Expect(names(c.observe(r))).To(ConsistOf(stayer.Name))
 
 		Expect(r.claimPods(ctx, s)).To(Succeed())
 		Expect(late.event).To(BeNil(), "the event was delivered")
@@ -158,6 +156,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 
 		r, s := c.reconciler(c.store), c.s
 		r.strays.note(leaver) // the watch event has arrived; the store has not dropped the pod yet
+		Expect(c.observe(r)).To(HaveLen(2))
 		Expect(r.claimPods(ctx, s)).To(Succeed())
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaver), fresh)).To(Succeed())
@@ -243,9 +242,8 @@ func (c *claimSetup) reconciler(idx toolscache.Indexer) *MyDeploymentReconciler 
 
 // observe reads the pods as observe does.
 func (c *claimSetup) observe(r *MyDeploymentReconciler) []*corev1.Pod {
-	pods, err := r.PodIndex.Owned(c.md.UID)
-	Expect(err).NotTo(HaveOccurred())
-	return pods
+	Expect(r.readPods(c.s)).To(Succeed())
+	return c.s.pods
 }
 
 // eventAtList is a client whose next List, once event is set, first runs

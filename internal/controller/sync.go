@@ -208,24 +208,13 @@ func named(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRev
 // relabelled with the update revision's name in the same write: it runs
 // that template whatever revision (maybe a deleted owner's) its label named.
 //
-// The order of its reads keeps a pod that moves while it reads in one of
-// them, never in neither (a pod in neither is replaced while it runs):
-//   - the orphans, then the pods the cache lists as ours (which replace
-//     observe's list): a pod whose adoption (an earlier sync's) reaches
-//     the cache between the two is in the second (chaos suite: an orphan
-//     delete and re-create where one adoption of several failed);
-//   - the cache, then the strays: a pod that leaves the cache is noted as
-//     a stray before the cache drops it (leaveWatcher), so one that leaves
-//     between the two is in the second (chaos suite: label surgery).
+// It works on the pods readPods read (orphans, then ours) and reads the
+// strays after them: a pod that leaves the cache is noted as a stray
+// before the cache drops it (leaveWatcher), so one that left after the
+// cache was read is a stray now; read the other way round, it could be in
+// neither, and be replaced while still ours (chaos suite: label surgery).
 func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error {
-	candidates, err := r.PodIndex.Orphans(s.md.Namespace)
-	if err != nil {
-		return fmt.Errorf("listing orphan pods: %w", err)
-	}
-	owned, err := r.PodIndex.Owned(s.md.UID)
-	if err != nil {
-		return fmt.Errorf("listing pods: %w", err)
-	}
+	candidates, owned := s.orphans, s.pods
 	notOurs, err := r.releaseStrays(ctx, s)
 	errs := []error{err}
 	var ours map[types.UID]bool // only to tell stale orphans, when there are any: most syncs have none
