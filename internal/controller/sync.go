@@ -217,15 +217,8 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	candidates, owned := s.orphans, s.pods
 	notOurs, err := r.releaseStrays(ctx, s)
 	errs := []error{err}
-	var ours map[types.UID]bool // only to tell stale orphans, when there are any: most syncs have none
-	if len(candidates) > 0 {
-		ours = make(map[types.UID]bool, len(owned))
-	}
 	kept := make([]*corev1.Pod, 0, len(owned))
 	for _, pod := range owned {
-		if ours != nil {
-			ours[pod.UID] = true
-		}
 		if notOurs[pod.UID] {
 			continue
 		}
@@ -239,6 +232,15 @@ func (r *MyDeploymentReconciler) claimPods(ctx context.Context, s *scope) error 
 	}
 	s.pods = kept
 
+	// A pod adopted between the two reads is in both; its orphan copy is
+	// stale. Most syncs have no orphan to check.
+	var ours map[types.UID]bool
+	if len(candidates) > 0 {
+		ours = make(map[types.UID]bool, len(owned))
+		for _, pod := range owned {
+			ours[pod.UID] = true
+		}
+	}
 	hash := s.update.Labels[revision.HashLabel]
 	var orphans []*corev1.Pod
 	for _, pod := range candidates {

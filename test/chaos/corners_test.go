@@ -142,7 +142,8 @@ func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 		`{"metadata":{"labels":{"` + appsv1beta1.PodTemplateHashLabel + `":null}}}`,
 		`{"metadata":{"labels":{"app":"elsewhere","` + appsv1beta1.RevisionLabel + `":null,"` + appsv1beta1.PodTemplateHashLabel + `":null}}}`,
 	}
-	for i, name := range names[:min(len(names), len(surgery))] {
+	cut := names[:min(len(names), len(surgery))]
+	for i, name := range cut {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.ns}}
 		if err := e.c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(surgery[i]))); err != nil {
 			return fmt.Errorf("label surgery on %s: %w", name, err)
@@ -151,7 +152,7 @@ func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 	// Each must be released (a ReplicaSet releases what its selector, which
 	// includes pod-template-hash, stops matching), then d converges again.
 	deadline := time.Now().Add(e.changeTimeout)
-	for _, name := range names[:min(len(names), len(surgery))] {
+	for _, name := range cut {
 		for {
 			pod := &corev1.Pod{}
 			if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: name}, pod); err != nil {
@@ -172,10 +173,8 @@ func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 	// ended, and its loose bounds with it, before the replacements were
 	// ready (a single-replica object "had no available pod").
 	for {
-		left := e.w.podNames(d.uid)
-		if !slices.ContainsFunc(names[:min(len(names), len(surgery))], func(n string) bool {
-			return slices.Contains(slices.Collect(maps.Values(left)), n)
-		}) {
+		counted := slices.Collect(maps.Values(e.w.podNames(d.uid)))
+		if !slices.ContainsFunc(cut, func(n string) bool { return slices.Contains(counted, n) }) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -186,7 +185,7 @@ func (e *env) labelSurgery(ctx context.Context, d *tracked) error {
 	if err := e.waitConverged(ctx, d, d.cur); err != nil {
 		return err
 	}
-	for _, name := range names[:min(len(names), len(surgery))] {
+	for _, name := range cut {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.ns}}
 		if err := e.c.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
 			return err
