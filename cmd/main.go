@@ -339,7 +339,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *con
 		return fmt.Errorf("MyDeployment controller: %w", err)
 	}
 	// Under OLM (OPERATOR_CONDITION_NAME), hold operator upgrades while rollouts run.
-	if err := upgrade.Setup(mgr, reconciler.Expectations.Pending); err != nil {
+	if err := upgrade.Setup(mgr, reconciler.PendingWrites); err != nil {
 		return fmt.Errorf("reporting Upgradeable: %w", err)
 	}
 	// Without the Application CRD the manager runs MyDeployments alone, as

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -13,14 +11,6 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
-)
-
-// Backoff of a MyDeployment whose evictions a PodDisruptionBudget refuses:
-// the first retry after evictionRetryMin, each next one twice as late, up
-// to evictionRetryMax; an eviction that succeeds starts over.
-const (
-	evictionRetryMin = time.Second
-	evictionRetryMax = 30 * time.Second
 )
 
 // evict removes s.plan.Evict through the Eviction API (respect-pdb), each
@@ -33,7 +23,7 @@ const (
 func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 	if len(s.plan.Evict) == 0 {
 		if s.plan.Reason == rollout.ReasonInSync || s.plan.Reason == rollout.ReasonPartitionHeld {
-			r.evictions.end(s.key) // nothing left to replace: the spell is over
+			s.obj.evictionsEnd() // nothing left to replace: the spell is over
 		}
 		return nil
 	}
@@ -47,9 +37,9 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 		err := r.Pods.Evict(ctx, s.md, pod)
 		switch {
 		case err == nil:
-			r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+			s.obj.ExpectDelete(pod.Name, s.now)
 		case outcomeUnknown(err) && r.deletedAfterAll(ctx, pod):
-			r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+			s.obj.ExpectDelete(pod.Name, s.now)
 		}
 		return err
 	}, func(err error) {
@@ -61,13 +51,13 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 		errs = append(errs, err)
 	})
 	if evicted > 0 {
-		r.evictions.end(s.key)
+		s.obj.evictionsEnd()
 		r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
 			"Evicted %d pod(s): %s", evicted, s.plan.Reason)
 	}
 	if refused > 0 {
 		var first bool
-		s.retryAfter, first = r.evictions.refused(s.key)
+		s.retryAfter, first = s.obj.evictionsRefused()
 		if first {
 			r.Recorder.Eventf(s.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
 				"Cannot evict %d pod(s), retrying with backoff: %s", refused, refusal)
@@ -79,37 +69,4 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 		s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
 	}
 	return kerrors.NewAggregate(errs)
-}
-
-// evictionBackoff remembers, per MyDeployment, the spell of refused
-// evictions it is in: the next retry's delay. The zero value is ready.
-type evictionBackoff struct {
-	mu    sync.Mutex
-	delay map[string]time.Duration
-}
-
-// refused records a refusal for key and returns when to retry, and whether
-// it starts a spell (the one to report).
-func (b *evictionBackoff) refused(key string) (retry time.Duration, first bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.delay == nil {
-		b.delay = map[string]time.Duration{}
-	}
-	d, ok := b.delay[key]
-	if !ok {
-		b.delay[key] = evictionRetryMin
-		return evictionRetryMin, true
-	}
-	d = min(2*d, evictionRetryMax)
-	b.delay[key] = d
-	return d, false
-}
-
-// end ends key's spell: an eviction succeeded, nothing is left to
-// replace, or the MyDeployment is gone.
-func (b *evictionBackoff) end(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.delay, key)
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
@@ -97,7 +97,7 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		Eventually(func() int32 { return get(md).Status.Replicas }, timeout, interval).Should(Equal(int32(3)))
 
 		// What a sync reading the old copy would compute: replicas 2, complete.
-		err := reconciler.writeStatus(ctx, stale, *stale.Status.DeepCopy())
+		err := reconciler.writeStatus(ctx, &object{Record: freshness.NewRecord(0)}, stale, *stale.Status.DeepCopy())
 		Expect(apierrors.IsConflict(err)).To(BeTrue(), "writing from a stale copy: %v", err)
 		Expect(get(md).Status.Replicas).To(Equal(int32(3)), "the stored status is left as it was")
 	})
@@ -178,11 +178,10 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		Expect(err).NotTo(HaveOccurred())
 		// A reconciler of its own, so the running one cannot observe for it.
 		r := &MyDeploymentReconciler{
-			APIReader:    k8sClient,
-			Pods:         lostReplies{&podcontrol.Real{Client: k8sClient}},
-			Expectations: expectations.New(0),
+			APIReader: k8sClient,
+			Pods:      lostReplies{&podcontrol.Real{Client: k8sClient}},
 		}
-		s := &scope{md: md, key: ns + "/lost", now: time.Now(), selector: sel}
+		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, key: ns + "/lost", now: time.Now(), selector: sel}
 
 		created, err := r.create(ctx, s, &rev, rollout.Creation{Revision: rev.Name, Count: 1})
 		Expect(err).To(MatchError(ContainSubstring("could not be completed at this time")), "the caller sees the timeout")
@@ -190,12 +189,12 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		pods := podsOf(md)
 		Expect(pods).To(HaveLen(1), "the create took effect")
 		// A sync whose cache does not list the pod yet must not plan.
-		Expect(r.Expectations.Observe(s.key, nil, time.Now()).Satisfied).To(BeFalse(), "the pod of the lost reply is expected")
-		Expect(r.Expectations.Observe(s.key, []*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeTrue(), "and observed once listed")
+		Expect(s.obj.Observe(nil, time.Now()).Satisfied).To(BeFalse(), "the pod of the lost reply is expected")
+		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeTrue(), "and observed once listed")
 
 		s.plan = rollout.Plan{Delete: []*corev1.Pod{&pods[0]}}
 		Expect(r.act(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
-		Expect(r.Expectations.Observe(s.key, []*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
+		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the deleted pod must not plan another delete")
 	})
 

@@ -88,58 +88,6 @@ func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace
 	return d.change, true, d.err
 }
 
-// writtenSteps remembers, per pod, the resourceVersion at which an
-// in-place step (a gate mark, a patch) was written. Until the cache shows
-// the pod at another version, the step's result is not visible yet and the
-// step is not written again: under load a MyDeployment syncs many times
-// between a write and its watch event, and each would repeat it. A step
-// that failed is not remembered (the next sync retries it); an entry older
-// than writtenStepTTL is dropped, should its event never come.
-type writtenSteps struct {
-	mu    sync.Mutex
-	steps map[types.UID]writtenStep
-}
-
-type writtenStep struct {
-	resourceVersion string
-	at              time.Time
-}
-
-const writtenStepTTL = 30 * time.Second
-
-// pending says a step was written for pod at the version the cache still
-// shows, less than writtenStepTTL ago.
-func (w *writtenSteps) pending(pod *corev1.Pod, now time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	s, ok := w.steps[pod.UID]
-	if ok && s.resourceVersion == pod.ResourceVersion && now.Sub(s.at) < writtenStepTTL {
-		return true
-	}
-	if ok {
-		delete(w.steps, pod.UID)
-	}
-	return false
-}
-
-// written records a step written for pod as the cache had it.
-func (w *writtenSteps) written(pod *corev1.Pod, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.steps == nil {
-		w.steps = map[types.UID]writtenStep{}
-	}
-	if len(w.steps) >= maxInPlaceMemo {
-		// Pods deleted before their event leave entries behind.
-		for uid, s := range w.steps {
-			if now.Sub(s.at) >= writtenStepTTL {
-				delete(w.steps, uid)
-			}
-		}
-	}
-	w.steps[pod.UID] = writtenStep{resourceVersion: pod.ResourceVersion, at: now}
-}
-
 // inPlaceRevisions names the old revisions whose gated pods can move to
 // the update revision in place (the planner's Input.InPlace). The first
 // time a pair of revisions is found not to, an event says why.
@@ -201,7 +149,7 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		if err != nil && !(outcomeUnknown(err) && r.changedAfterAll(ctx, pod, started)) {
 			return err
 		}
-		r.Expectations.ExpectChange(s.key, pod.Name, started, s.now)
+		s.obj.ExpectChange(pod.Name, started, s.now)
 		if err != nil {
 			return err
 		}
@@ -265,7 +213,7 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 			continue
 		}
 		step, why := inplace.Next(pod, target, s.now, timeout)
-		if step != inplace.StepNone && !r.inPlaceWritten.pending(pod, s.now) {
+		if step != inplace.StepNone && !s.obj.StepPending(pod, s.now) {
 			steps = append(steps, podStep{pod: pod, rev: rev, target: target, step: step, why: why})
 		}
 		if c := inplace.Condition(pod); step != inplace.StepFail && c != nil && inplace.Updating(pod) && c.Reason != inplace.ReasonFailed {
@@ -294,14 +242,14 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 		}
 		if ps.step != inplace.StepFail {
 			if err == nil {
-				r.inPlaceWritten.written(ps.pod, s.now)
+				s.obj.StepWritten(ps.pod, s.now)
 			}
 			return err
 		}
 		if err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.why); err != nil {
 			return err
 		}
-		r.inPlaceWritten.written(ps.pod, s.now)
+		s.obj.StepWritten(ps.pod, s.now)
 		mu.Lock()
 		failed++
 		mu.Unlock()

@@ -53,7 +53,7 @@ func (r *MyDeploymentReconciler) expectListedPods(ctx context.Context, s *scope)
 		pod := &list.Items[i]
 		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == s.md.UID && pod.DeletionTimestamp == nil &&
 			cachedPods.Matches(labels.Set(pod.Labels)) {
-			r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
+			s.obj.ExpectCreate(pod.Name, s.now)
 			n++
 		}
 	}

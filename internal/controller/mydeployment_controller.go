@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -38,7 +39,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -59,36 +59,26 @@ type MyDeploymentReconciler struct {
 	Recorder  events.EventRecorder
 	Pods      podcontrol.Interface
 	Revisions *revision.Store
-	// RevisionData remembers each MyDeployment's revision data per generation.
-	RevisionData *revision.PatchCache
-	Expectations *expectations.Store
-	Clock        clock.PassiveClock
+	Clock     clock.PassiveClock
 	// Workers is how many MyDeployments are reconciled in parallel.
 	Workers int
 	// Metrics records each sync's outcome as Prometheus series.
 	Metrics *metrics.Recorder
-	// StatusPacer spaces out a rollout's progress-only status writes; nil
-	// writes every change at once.
-	StatusPacer *statusPacer
-	// Written remembers the object as our last write left it, until the cache
-	// shows it; nil: every sync plans and diffs from the cache alone.
-	Written *writeMemory
-	// strays are pods of ours that left the pod cache, to release.
-	strays strays
-	// evictions are the spells of evictions refused by a disruption budget.
-	evictions evictionBackoff
+	// StatusBatchPeriod spaces out a rollout's progress-only status
+	// writes (see object.paceStatus); 0 writes every change at once.
+	StatusBatchPeriod time.Duration
 	// InPlaceTimeout is how long an in-place update may take before the
 	// pod is replaced; 0 means DefaultInPlaceTimeout.
 	InPlaceTimeout time.Duration
-	// inPlace remembers revision templates and in-place diffs.
+	// objects is what the controller knows of each MyDeployment beyond
+	// the cache: its freshness record, pacing and backoff (objects.go).
+	objects *objects
+	// sweepBefore: MyDeployments created before it (the controller's setup
+	// plus sweepMargin) have their possible strays listed once (sweep).
+	sweepBefore time.Time
+	// inPlace remembers revision templates and in-place diffs, by
+	// revision UID (immutable: never stale).
 	inPlace inPlaceMemo
-	// inPlaceWritten remembers the in-place steps written and not yet seen
-	// in the cache, so a sync in between does not write them again.
-	inPlaceWritten writtenSteps
-	// vetting and namesakes keep a sync from planning on a pod cache that
-	// lags behind writes our expectations do not cover (stalecache.go).
-	vetting   startVetting
-	namesakes namesakes
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
@@ -107,23 +97,17 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	md := &appsv1beta1.MyDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, md); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Expectations.Forget(req.String()) // its pods go with it (ownerRefs)
-			r.Metrics.Forget(req.NamespacedName)
-			r.StatusPacer.forget(req.String())
-			r.RevisionData.Forget(req.String())
-			r.Written.forget(req.String())
-			r.strays.forget(req.NamespacedName)
-			r.evictions.end(req.String())
-			r.namesakes.deleted(req.String(), r.Clock.Now())
+			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.Written.catchUp(req.String(), md)
+	obj := r.objects.get(md)
+	obj.CatchUp(md) // our last write, if the cache does not show it yet
 	if md.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	s, err := r.observe(ctx, md)
+	s, err := r.observe(ctx, md, obj)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
@@ -146,11 +130,11 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	var statusErr error
 	if !statusEqual(md.Status, st.Status) {
 		if !status.Pressing(md.Status, st.Status, ptr.Deref(md.Spec.Replicas, 1)) {
-			deferred = r.StatusPacer.wait(s.key, s.now)
+			deferred = s.obj.paceStatus(s.now, r.StatusBatchPeriod)
 		}
 		if deferred == 0 {
-			if statusErr = r.writeStatus(ctx, md, st.Status); statusErr == nil {
-				r.StatusPacer.wrote(s.key, s.now)
+			if statusErr = r.writeStatus(ctx, s.obj, md, st.Status); statusErr == nil {
+				s.obj.statusWrittenAt = s.now
 			}
 		}
 	}
@@ -174,17 +158,18 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	}
 	// A pod that leaves the cache's selector is a stray before the cache
 	// drops it (see leaveWatcher); the handler below notes tombstones.
-	r.PodIndex.notifyLeaves(r.strays.note)
+	r.PodIndex.notifyLeaves(r.noteStray)
+	r.sweepBefore = time.Now().Add(sweepMargin)
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.
 		// The objects of the initial list are vetted on their first sync (stalecache.go).
-		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.vetting.noteInitialList(), specChanged(true))).
+		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.noteInitialList(), specChanged(true))).
 		Watches(&appsv1beta1.MyDeployment{}, lowPriority(&handler.EnqueueRequestForObject{}),
 			builder.WithPredicates(specChanged(false))).
 		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
 			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
-		Watches(&corev1.Pod{}, lowPriority(observeGone{r.strays.noteStrays(handler.EnqueueRequestsFromMapFunc(r.podOwners)), r.Expectations}),
+		Watches(&corev1.Pod{}, lowPriority(podDeletes{handler.EnqueueRequestsFromMapFunc(r.podOwners), r}),
 			builder.WithPredicates(podUpdateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").
@@ -247,8 +232,19 @@ func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1be
 	if statusEqual(md.Status, *st) {
 		return nil
 	}
-	return r.writeStatus(ctx, md, *st)
+	return r.writeStatus(ctx, s.obj, md, *st)
 }
+
+// forget drops everything kept of the MyDeployment named key: it is gone
+// (its pods go with it, by their owner references).
+func (r *MyDeploymentReconciler) forget(key types.NamespacedName) {
+	r.objects.forget(key)
+	r.Metrics.Forget(key)
+}
+
+// PendingWrites counts the MyDeployments with pod writes their cache does
+// not show yet (the upgrade reporter holds upgrades while any has).
+func (r *MyDeploymentReconciler) PendingWrites() int { return r.objects.pending() }
 
 // requeueUnsettled makes a MyDeployment waiting on its cache look again even
 // if no event comes, so a leaked expectation is found by its timeout.

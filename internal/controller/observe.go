@@ -28,7 +28,10 @@ import (
 
 // scope is everything one sync of a MyDeployment observed and decided.
 type scope struct {
-	md       *appsv1beta1.MyDeployment
+	md *appsv1beta1.MyDeployment
+	// obj is what the controller keeps of md between syncs: its freshness
+	// record above all.
+	obj      *object
 	key      string
 	now      time.Time
 	selector labels.Selector
@@ -108,8 +111,8 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
 // observe reads the MyDeployment's pods from the cache and whether the
 // cache has caught up with our earlier writes. Its revisions are read by
 // claimRevisions, after the orphan ones.
-func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment) (*scope, error) {
-	s := &scope{md: md, key: client.ObjectKeyFromObject(md).String(), now: r.Clock.Now()}
+func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*scope, error) {
+	s := &scope{md: md, obj: obj, key: client.ObjectKeyFromObject(md).String(), now: r.Clock.Now()}
 	sel, err := selectorOf(md)
 	if err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector
@@ -131,7 +134,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if err := r.readPods(s); err != nil {
 		return s, err
 	}
-	exp := r.Expectations.Observe(s.key, s.pods, s.now)
+	exp := obj.Observe(s.pods, s.now)
 	if len(exp.Leaked) > 0 {
 		r.Metrics.ExpectationTimeouts(md, len(exp.Leaked))
 		logf.FromContext(ctx).Info("expectations timed out; syncing anyway", "pods", exp.Leaked)

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
@@ -334,15 +334,14 @@ var _ = Describe("Beyond Deployment: partition, specified delete, PDB-aware roll
 		sel, err := selectorOf(md)
 		Expect(err).NotTo(HaveOccurred())
 		r := &MyDeploymentReconciler{
-			APIReader:    k8sClient,
-			Pods:         lostEvictions{&podcontrol.Real{Client: k8sClient}},
-			Expectations: expectations.New(0),
+			APIReader: k8sClient,
+			Pods:      lostEvictions{&podcontrol.Real{Client: k8sClient}},
 		}
-		s := &scope{md: md, key: ns + "/lostevict", now: time.Now(), selector: sel}
+		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, key: ns + "/lostevict", now: time.Now(), selector: sel}
 		pods := podsOf(md)
 		s.plan = rollout.Plan{Evict: []*corev1.Pod{&pods[0]}}
 		Expect(r.evict(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
-		Expect(r.Expectations.Observe(s.key, []*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
+		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the evicted pod must not plan another removal")
 		Expect(strings.Contains(s.failure.Message, "evict")).To(BeTrue())
 	})

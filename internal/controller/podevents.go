@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
@@ -28,23 +27,31 @@ func controllingMyDeployment(pod *corev1.Pod) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, true
 }
 
-// observeGone wraps the pod event handler: a pod's delete event observes
-// whatever its MyDeployment expected of it before the MyDeployment is
-// enqueued, as the ReplicaSet controller's deletePod does. A pod created and
-// deleted before a sync listed it would otherwise hold the MyDeployment's
-// syncs until its expectation timed out.
-type observeGone struct {
+// podDeletes wraps the pod event handler. A pod's delete event, before its
+// MyDeployment is enqueued:
+//   - observes whatever the MyDeployment expected of the pod, as the
+//     ReplicaSet controller's deletePod does: a pod created and deleted
+//     before a sync listed it would otherwise hold the MyDeployment's syncs
+//     until its expectation timed out;
+//   - notes the pod as a stray when it may still exist (mayHaveLeft): it
+//     left the cache's label selector, or the event is a tombstone.
+type podDeletes struct {
 	handler.EventHandler
-	expectations *expectations.Store
+	r *MyDeploymentReconciler
 }
 
-var _ handler.EventHandler = observeGone{}
+var _ handler.EventHandler = podDeletes{}
 
-func (o observeGone) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
+func (h podDeletes) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
 	if pod, ok := e.Object.(*corev1.Pod); ok {
-		if owner, ok := controllingMyDeployment(pod); ok {
-			o.expectations.Gone(owner.String(), pod.Name)
+		if _, ours := controllingMyDeployment(pod); ours {
+			if obj := h.r.objects.lookup(podcontrol.ControllerOf(pod).UID); obj != nil {
+				obj.Gone(pod.Name)
+			}
+			if mayHaveLeft(e, pod) {
+				h.r.noteStray(pod)
+			}
 		}
 	}
-	o.EventHandler.Delete(ctx, e, q)
+	h.EventHandler.Delete(ctx, e, q)
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // byController is the pod informers' index of the UID of each pod's
-// controller, or namespace/noController for orphans.
+// controller, or namespace/noController for orphans; a pod a MyDeployment
+// controls is also indexed by that MyDeployment's name (namedKey).
 const (
 	byController = "mydeployment.io/controller"
 	noController = "<none>"
@@ -28,12 +29,19 @@ func controllerKeys(obj any) ([]string, error) {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		if owner, ok := controllingMyDeployment(pod); ok {
+			return []string{string(ref.UID), namedKey(owner)}, nil
+		}
 		return []string{string(ref.UID)}, nil
 	}
 	return []string{orphanKey(pod.Namespace)}, nil
 }
 
 func orphanKey(namespace string) string { return namespace + "/" + noController }
+
+// namedKey indexes the pods of a MyDeployment by its name, whatever its UID:
+// a deleted namesake's pods are found by the object that replaced it.
+func namedKey(owner types.NamespacedName) string { return "name:" + owner.String() }
 
 // PodIndex reads the cached pods of one controller, or the orphans of a
 // namespace, as the informers store them: pointers, no copy. A cache List
@@ -95,6 +103,12 @@ func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 // Owned returns the cached pods whose controller has UID owner.
 func (x *PodIndex) Owned(owner types.UID) ([]*corev1.Pod, error) {
 	return x.lookup(string(owner))
+}
+
+// ControlledByName returns the cached pods that a MyDeployment named owner
+// controls, whichever object of that name (UID) it is.
+func (x *PodIndex) ControlledByName(owner types.NamespacedName) ([]*corev1.Pod, error) {
+	return x.lookup(namedKey(owner))
 }
 
 // Orphans returns the cached pods of namespace that have no controller.

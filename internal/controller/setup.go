@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/expectations"
+	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
@@ -63,7 +63,7 @@ type MyDeploymentOptions struct {
 	// Workers is how many MyDeployments are reconciled in parallel.
 	Workers int
 	// StatusBatchPeriod is the least time between two status writes of one
-	// MyDeployment that only count a rollout's pods (see statusPacer); 0
+	// MyDeployment that only count a rollout's pods (see object.paceStatus); 0
 	// writes every change at once.
 	StatusBatchPeriod time.Duration
 	// Pods is the index the manager's cache was built with (MyDeploymentCache).
@@ -87,20 +87,18 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 	}
 	recorder := mgr.GetEventRecorder(MyDeploymentControllerName)
 	r := &MyDeploymentReconciler{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		PodIndex:       opts.Pods,
-		Recorder:       recorder,
-		Pods:           metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
-		Revisions:      &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
-		RevisionData:   &revision.PatchCache{},
-		Expectations:   expectations.New(expectations.DefaultTimeout),
-		Metrics:        metrics.NewRecorder(),
-		Clock:          clock.RealClock{},
-		Workers:        opts.Workers,
-		StatusPacer:    newStatusPacer(opts.StatusBatchPeriod),
-		Written:        newWriteMemory(),
-		InPlaceTimeout: opts.InPlaceTimeout,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		PodIndex:          opts.Pods,
+		Recorder:          recorder,
+		Pods:              metrics.InstrumentPods(&podcontrol.Real{Client: mgr.GetClient(), Recorder: recorder}),
+		Revisions:         &revision.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ByOwner: true},
+		Metrics:           metrics.NewRecorder(),
+		Clock:             clock.RealClock{},
+		Workers:           opts.Workers,
+		StatusBatchPeriod: opts.StatusBatchPeriod,
+		InPlaceTimeout:    opts.InPlaceTimeout,
+		objects:           newObjects(freshness.DefaultTimeout),
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }

@@ -130,7 +130,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		// The label change reaches the cache at its read of our pods, as
 		// leaveWatcher delivers it: noted as a stray, then dropped.
 		late.event = func() {
-			r.strays.note(leaver)
+			r.noteStray(leaver)
 			Expect(c.store.Delete(leaver)).To(Succeed())
 		}
 		Expect(names(c.observe(r))).To(ConsistOf(stayer.Name))
@@ -155,7 +155,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		Expect(k8sClient.Patch(ctx, moved, client.MergeFrom(leaver))).To(Succeed())
 
 		r, s := c.reconciler(c.store), c.s
-		r.strays.note(leaver) // the watch event has arrived; the store has not dropped the pod yet
+		r.noteStray(leaver) // the watch event has arrived; the store has not dropped the pod yet
 		Expect(c.observe(r)).To(HaveLen(2))
 		Expect(r.claimPods(ctx, s)).To(Succeed())
 		fresh := &corev1.Pod{}
@@ -237,7 +237,10 @@ func (c *claimSetup) cached() (first, second *corev1.Pod) {
 
 // reconciler reads pods through idx, and writes them to the API server.
 func (c *claimSetup) reconciler(idx toolscache.Indexer) *MyDeploymentReconciler {
-	return &MyDeploymentReconciler{APIReader: k8sClient, Pods: c.pods, PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}}}
+	r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: c.pods, PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}},
+		objects: newObjects(0)}
+	c.s.obj = r.objects.get(c.md)
+	return r
 }
 
 // observe reads the pods as observe does.

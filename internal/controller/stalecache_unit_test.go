@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -14,72 +19,81 @@ import (
 // Objects of the initial list are vetted once each; objects created later
 // are not (their pods' writes were ours).
 func TestStartVetting(t *testing.T) {
-	md := func(uid string) *appsv1beta1.MyDeployment {
-		return &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
-	}
-	var v startVetting
-	note := v.noteInitialList()
+	r := &MyDeploymentReconciler{objects: newObjects(0)}
+	note := r.noteInitialList()
+	old, other, fresh := mdWithUID("old", "old"), mdWithUID("other", "other"), mdWithUID("new", "new")
 	for _, e := range []event.CreateEvent{
-		{Object: md("old"), IsInInitialList: true},
-		{Object: md("other"), IsInInitialList: true},
-		{Object: md("new")},
+		{Object: old, IsInInitialList: true},
+		{Object: other, IsInInitialList: true},
+		{Object: fresh},
 	} {
 		if !note.Create(e) {
 			t.Errorf("%s: the predicate refused a create event", e.Object.GetUID())
 		}
 	}
-	if !v.needed("old") || !v.needed("other") {
+	if !r.objects.get(old).NeedsVet() || !r.objects.get(other).NeedsVet() {
 		t.Error("an object of the initial list must be vetted")
 	}
-	if v.needed("new") {
+	if r.objects.get(fresh).NeedsVet() {
 		t.Error("an object created after the start must not be vetted")
 	}
-	v.done("old")
-	if v.needed("old") {
+	r.objects.get(old).Vetted()
+	if r.objects.get(old).NeedsVet() {
 		t.Error("an object is vetted once")
 	}
-	if !v.needed("other") {
+	if !r.objects.get(other).NeedsVet() {
 		t.Error("vetting one object vetted another")
 	}
 }
 
-// A key synced with a new UID names its predecessor until the predecessor's
-// pods are released, or for namesakeWait at most.
-func TestNamesakes(t *testing.T) {
-	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
-	var n namesakes
-	if p := n.synced("ns/md", "a", now); p != "" {
-		t.Errorf("first sync: predecessor %q, want none", p)
+// A young object waits while the cache shows live pods that a deleted
+// object of its name controls and its selector matches; nothing else holds it.
+func TestHeldByNamesake(t *testing.T) {
+	now := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+	pod := func(name string, owner types.UID, change func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{"app": "web", appsv1beta1.RevisionLabel: "web-1", appsv1beta1.PodTemplateHashLabel: "1"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: appsv1beta1.GroupVersion.String(), Kind: "MyDeployment",
+				Name: "web", UID: owner, Controller: ptr.To(true)}}}}
+		if change != nil {
+			change(p)
+		}
+		return p
 	}
-	if p := n.synced("ns/md", "a", now); p != "" {
-		t.Errorf("same object: predecessor %q, want none", p)
-	}
-	n.deleted("ns/md", now)
-	if p := n.synced("ns/md", "b", now.Add(time.Second)); p != "a" {
-		t.Errorf("re-created: predecessor %q, want a", p)
-	}
-	if p := n.synced("ns/md", "b", now.Add(2*time.Second)); p != "a" {
-		t.Errorf("re-created, its namesake's pods not released yet: predecessor %q, want a", p)
-	}
-	n.released("ns/md")
-	if p := n.synced("ns/md", "b", now.Add(3*time.Second)); p != "" {
-		t.Errorf("after the release: predecessor %q, want none", p)
-	}
-
-	if p := n.synced("ns/md", "c", now.Add(4*time.Second)); p != "b" {
-		t.Errorf("re-created again: predecessor %q, want b", p)
-	}
-	if p := n.synced("ns/md", "c", now.Add(4*time.Second+namesakeWait)); p != "" {
-		t.Errorf("after namesakeWait: predecessor %q, want none (the pods are another's)", p)
-	}
-
-	n.synced("ns/other", "x", now)
-	n.deleted("ns/other", now)
-	n.deleted("ns/third", now.Add(namesakeWait)) // sweeps keys deleted namesakeWait ago
-	if p := n.synced("ns/other", "y", now.Add(namesakeWait)); p != "" {
-		t.Errorf("a key deleted long ago: predecessor %q, want none (forgotten)", p)
-	}
-	if len(n.last) != 2 {
-		t.Errorf("remembered keys: %v, want ns/md and ns/other only", n.last)
+	for _, tc := range []struct {
+		name string
+		age  time.Duration
+		pods []*corev1.Pod
+		want bool
+	}{
+		{"a deleted namesake's live pod", time.Second, []*corev1.Pod{pod("a", "old", nil)}, true},
+		{"only its own pods", time.Second, []*corev1.Pod{pod("a", "new", nil)}, false},
+		{"the namesake's pod terminating", time.Second, []*corev1.Pod{pod("a", "old", func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+		})}, false},
+		{"the namesake's pod not selected", time.Second, []*corev1.Pod{pod("a", "old", func(p *corev1.Pod) {
+			p.Labels["app"] = "other"
+		})}, false},
+		{"another name's pod", time.Second, []*corev1.Pod{pod("a", "old", func(p *corev1.Pod) {
+			p.OwnerReferences[0].Name = "api"
+		})}, false},
+		{"older than the wait", namesakeWait, []*corev1.Pod{pod("a", "old", nil)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
+			for _, p := range tc.pods {
+				if err := idx.Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &MyDeploymentReconciler{PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}}}
+			md := mdWithUID("web", "new")
+			md.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
+			held, err := r.heldByNamesake(context.Background(), &scope{md: md, now: now, selector: sel})
+			if err != nil || held != tc.want {
+				t.Errorf("held %v (%v), want %v", held, err, tc.want)
+			}
+		})
 	}
 }

@@ -15,9 +15,9 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
@@ -50,57 +50,21 @@ import (
 // than the manager (sweep) takes its pods from a metadata-only list,
 // around the cache, of the namespace's pods that lack a revision label,
 // made once per namespace per manager run.
-type strays struct {
-	mu sync.Mutex
-	// byOwner: per MyDeployment key, the stray pods' names by UID, with
-	// the UID of the controller they named (a namesake's are dropped).
-	byOwner map[types.NamespacedName]map[types.UID]stray
-	// since: MyDeployments created before this (the controller's setup,
-	// plus sweepMargin) are swept once, the UID recorded in swept.
-	since time.Time
-	swept map[types.NamespacedName]types.UID
-	// namespaces holds each namespace's sweep, listed once.
-	namespaces map[string]*namespaceSweep
-}
+//
+// What is remembered lives in each object's freshness record (NoteStray,
+// TakeStrays); the namespace sweeps in objects.sweeps.
 
 // namespaceSweep is one namespace's listing of possible strays.
 type namespaceSweep struct {
 	mu    sync.Mutex
 	done  bool
-	found map[types.UID]map[types.UID]stray // by controller UID, then pod UID
+	found map[types.UID]map[types.UID]freshness.Stray // by controller UID, then pod UID
 }
 
 // sweepMargin widens the sweep to MyDeployments created shortly after the
 // controller was set up: the API server's clock may differ from ours, and
 // the pod cache starts after the setup.
 const sweepMargin = 10 * time.Second
-
-type stray struct {
-	name  string
-	owner types.UID
-}
-
-// noteStrays wraps the pod watch's handler h: a DELETE event for a pod of
-// ours that may still exist (see mayHaveLeft) remembers it for its owner's
-// next sync before h enqueues that owner.
-func (x *strays) noteStrays(h handler.EventHandler) handler.EventHandler {
-	x.mu.Lock()
-	x.since = time.Now().Add(sweepMargin)
-	x.mu.Unlock()
-	return strayHandler{EventHandler: h, strays: x}
-}
-
-type strayHandler struct {
-	handler.EventHandler
-	strays *strays
-}
-
-func (h strayHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
-	if pod, ok := e.Object.(*corev1.Pod); ok && mayHaveLeft(e, pod) {
-		h.strays.note(pod)
-	}
-	h.EventHandler.Delete(ctx, e, q)
-}
 
 // mayHaveLeft reports whether the DELETE event e for pod may be for a pod
 // that still exists: it was missed (a tombstone), or the pod was not
@@ -117,73 +81,34 @@ func leftCache(pod *corev1.Pod) bool {
 	return !rev || !hash
 }
 
-// note remembers pod if a MyDeployment controls it.
-func (x *strays) note(pod *corev1.Pod) {
-	if key, ok := controllingMyDeployment(pod); ok {
-		x.keep(key, pod.UID, stray{name: pod.Name, owner: podcontrol.ControllerOf(pod).UID})
+// noteStray remembers pod in its MyDeployment's record if one controls it
+// (not a deleted namesake: its pods are the garbage collector's).
+func (r *MyDeploymentReconciler) noteStray(pod *corev1.Pod) {
+	key, ok := controllingMyDeployment(pod)
+	if !ok {
+		return
+	}
+	owner := podcontrol.ControllerOf(pod).UID
+	if obj := r.objects.ofPod(key, owner); obj != nil {
+		obj.NoteStray(pod.UID, freshness.Stray{Name: pod.Name, Owner: owner})
 	}
 }
 
-// take removes and returns the strays remembered for key.
-func (x *strays) take(key types.NamespacedName) map[types.UID]stray {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	s := x.byOwner[key]
-	delete(x.byOwner, key)
-	return s
-}
-
-// keep remembers a stray of key (again, when it could not be dealt with).
-func (x *strays) keep(key types.NamespacedName, uid types.UID, s stray) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.byOwner == nil {
-		x.byOwner = map[types.NamespacedName]map[types.UID]stray{}
-	}
-	if x.byOwner[key] == nil {
-		x.byOwner[key] = map[types.UID]stray{}
-	}
-	x.byOwner[key][uid] = s
-}
-
-// forget drops what is remembered for a MyDeployment that is gone.
-func (x *strays) forget(key types.NamespacedName) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.byOwner, key)
-	delete(x.swept, key)
-}
-
-// toSweep reports whether md is to be swept now (older than the
+// toSweep reports whether s's object is to be swept now (older than the
 // controller, not swept yet in this run), and marks it swept.
-func (x *strays) toSweep(md *appsv1beta1.MyDeployment) bool {
-	key := client.ObjectKeyFromObject(md)
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.swept[key] == md.UID || !md.CreationTimestamp.Time.Before(x.since) {
+func (r *MyDeploymentReconciler) toSweep(s *scope) bool {
+	if s.obj.swept || !s.md.CreationTimestamp.Time.Before(r.sweepBefore) {
 		return false
 	}
-	if x.swept == nil {
-		x.swept = map[types.NamespacedName]types.UID{}
-	}
-	x.swept[key] = md.UID
+	s.obj.swept = true
 	return true
 }
 
 // namespaceStrays returns what list finds in ns, listing once per manager
 // run: the first MyDeployment of ns to be swept lists for all of them.
 // A failed list is tried again by the next.
-func (x *strays) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]stray, error)) (map[types.UID]map[types.UID]stray, error) {
-	x.mu.Lock()
-	if x.namespaces == nil {
-		x.namespaces = map[string]*namespaceSweep{}
-	}
-	sw := x.namespaces[ns]
-	if sw == nil {
-		sw = &namespaceSweep{}
-		x.namespaces[ns] = sw
-	}
-	x.mu.Unlock()
+func (r *MyDeploymentReconciler) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]freshness.Stray, error)) (map[types.UID]map[types.UID]freshness.Stray, error) {
+	sw := r.objects.namespaceSweep(ns)
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if !sw.done {
@@ -196,31 +121,24 @@ func (x *strays) namespaceStrays(ns string, list func() (map[types.UID]map[types
 	return sw.found, nil
 }
 
-// unsweep undoes toSweep after a failed sweep, so the next sync tries again.
-func (x *strays) unsweep(key types.NamespacedName) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.swept, key)
-}
-
 // sweep notes as strays the pods md controls that lack a revision label:
 // those that left the cache while no manager ran, whatever their labels now
 // (a manager killed between a pod's DELETE event and its release leaves one
 // behind too). Once per MyDeployment older than the manager; the pods of
 // its namespace are listed once for all of them (namespaceStrays).
 func (r *MyDeploymentReconciler) sweep(ctx context.Context, s *scope) error {
-	if !r.strays.toSweep(s.md) {
+	if !r.toSweep(s) {
 		return nil
 	}
-	found, err := r.strays.namespaceStrays(s.md.Namespace, func() (map[types.UID]map[types.UID]stray, error) {
+	found, err := r.namespaceStrays(s.md.Namespace, func() (map[types.UID]map[types.UID]freshness.Stray, error) {
 		return r.listStrays(ctx, s.md.Namespace)
 	})
 	if err != nil {
-		r.strays.unsweep(client.ObjectKeyFromObject(s.md))
+		s.obj.swept = false // the next sync tries again
 		return err
 	}
 	for uid, st := range found[s.md.UID] {
-		r.strays.keep(client.ObjectKeyFromObject(s.md), uid, st)
+		s.obj.NoteStray(uid, st)
 	}
 	return nil
 }
@@ -230,8 +148,8 @@ func (r *MyDeploymentReconciler) sweep(ctx context.Context, s *scope) error {
 // controller UID, each pod's stray by its UID. Two label-selected lists;
 // pods of other controllers come back too (a Deployment's lack
 // controller-revision-hash), but only once per namespace per manager run.
-func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]stray, error) {
-	found := map[types.UID]map[types.UID]stray{}
+func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]freshness.Stray, error) {
+	found := map[types.UID]map[types.UID]freshness.Stray{}
 	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
 		missing, err := labels.NewRequirement(key, selection.DoesNotExist, nil)
 		if err != nil {
@@ -250,9 +168,9 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 			}
 			owner := podcontrol.ControllerOf(pod).UID
 			if found[owner] == nil {
-				found[owner] = map[types.UID]stray{}
+				found[owner] = map[types.UID]freshness.Stray{}
 			}
-			found[owner][pod.UID] = stray{name: pod.Name, owner: owner}
+			found[owner][pod.UID] = freshness.Stray{Name: pod.Name, Owner: owner}
 		}
 	}
 	return found, nil
@@ -270,7 +188,6 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 // noted before the cache drops it); the sync must not count it, nor delete
 // a pod it has just given back.
 func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (notOurs map[types.UID]bool, err error) {
-	key := client.ObjectKeyFromObject(s.md)
 	var errs []error
 	if err := r.sweep(ctx, s); err != nil {
 		errs = append(errs, err)
@@ -281,15 +198,15 @@ func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (n
 		}
 		notOurs[uid] = true
 	}
-	for uid, st := range r.strays.take(key) {
-		if st.owner != s.md.UID {
+	for uid, st := range s.obj.TakeStrays() {
+		if st.Owner != s.md.UID {
 			continue // a deleted namesake's: the garbage collector's
 		}
 		pod := &corev1.Pod{}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: st.name}, pod); err != nil {
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: st.Name}, pod); err != nil {
 			if !apierrors.IsNotFound(err) {
-				r.strays.keep(key, uid, st)
-				errs = append(errs, fmt.Errorf("reading pod %s that left the cache: %w", st.name, err))
+				s.obj.NoteStray(uid, st)
+				errs = append(errs, fmt.Errorf("reading pod %s that left the cache: %w", st.Name, err))
 				continue
 			}
 			notOur(uid)
@@ -304,7 +221,7 @@ func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (n
 			continue // back in the cache's view: claimPods sees it
 		}
 		if err := r.Pods.Release(ctx, s.md, pod); err != nil {
-			r.strays.keep(key, uid, st)
+			s.obj.NoteStray(uid, st)
 			errs = append(errs, err)
 			continue
 		}

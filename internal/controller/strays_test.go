@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 )
 
 // TestStrayHandler: which pod DELETE events name a pod to read again, and
@@ -45,22 +46,22 @@ func TestStrayHandler(t *testing.T) {
 		{"another group's MyDeployment", pod(func(p *corev1.Pod) { p.OwnerReferences[0].APIVersion = "example.com/v1" }), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var x strays
+			r := &MyDeploymentReconciler{objects: newObjects(0)}
 			inner := 0
-			h := x.noteStrays(handler.Funcs{DeleteFunc: func(context.Context, event.DeleteEvent, queue) { inner++ }})
+			h := podDeletes{handler.Funcs{DeleteFunc: func(context.Context, event.DeleteEvent, queue) { inner++ }}, r}
 			h.Delete(context.Background(), event.DeleteEvent{Object: tc.pod, DeleteStateUnknown: tc.unknown}, nil)
 			if inner != 1 {
 				t.Errorf("the wrapped handler saw %d events, want 1", inner)
 			}
-			got := x.take(types.NamespacedName{Namespace: "ns", Name: "web"})
+			var got map[types.UID]freshness.Stray
+			if obj := r.objects.lookup("md-uid"); obj != nil {
+				got = obj.TakeStrays()
+			}
 			if (len(got) == 1) != tc.want {
 				t.Fatalf("remembered %v, want a stray: %v", got, tc.want)
 			}
-			if tc.want && got["pod-uid"] != (stray{name: "web-1", owner: "md-uid"}) {
+			if tc.want && got["pod-uid"] != (freshness.Stray{Name: "web-1", Owner: "md-uid"}) {
 				t.Errorf("remembered %+v", got)
-			}
-			if again := x.take(types.NamespacedName{Namespace: "ns", Name: "web"}); len(again) != 0 {
-				t.Errorf("take left %v behind", again)
 			}
 		})
 	}

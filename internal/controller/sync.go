@@ -70,16 +70,16 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 		// The pods must not move before the record says what they are
 		// sized for (rollout.Plan.RecordFirst): written first, and a
 		// failure stops the sync before any pod write.
-		if err := r.setAnnotations(ctx, s.md, now)(); err != nil {
+		if err := r.setAnnotations(ctx, s, now)(); err != nil {
 			return err
 		}
 		now = nil
 	}
-	annotated := r.setAnnotations(ctx, s.md, now)
+	annotated := r.setAnnotations(ctx, s, now)
 	actErr := r.act(ctx, s)
 	errs := []error{actErr, annotated(), r.advanceInPlace(ctx, s)}
 	if actErr == nil && len(afterPods) > 0 {
-		errs = append(errs, r.setAnnotations(ctx, s.md, afterPods)())
+		errs = append(errs, r.setAnnotations(ctx, s, afterPods)())
 	}
 	return kerrors.NewAggregate(append(errs, r.truncateHistory(ctx, s)))
 }
@@ -127,7 +127,7 @@ func (r *MyDeploymentReconciler) syncRevisions(ctx context.Context, s *scope) er
 		}
 		return nil
 	}
-	data, err := r.RevisionData.Get(s.key, md.UID, md.Generation, &md.Spec.Template)
+	data, err := s.obj.revisionDataOf(md)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
@@ -164,7 +164,8 @@ func (r *MyDeploymentReconciler) syncRevisions(ctx context.Context, s *scope) er
 // one merge patch of those that differ, in the background, and returns the
 // wait for it; md must not be written until that wait returns (which then
 // updates md's annotations and resourceVersion). Nothing to change: no request.
-func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, want map[string]string) (wait func() error) {
+func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, s *scope, want map[string]string) (wait func() error) {
+	md := s.md
 	orig, patched := md.DeepCopy(), md.DeepCopy()
 	changed := false
 	for k, v := range want {
@@ -185,7 +186,7 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1b
 		if err := <-done; err != nil {
 			return fmt.Errorf("setting annotations: %w", err)
 		}
-		r.Written.wrote(client.ObjectKeyFromObject(md).String(), orig.ResourceVersion, patched)
+		s.obj.Wrote(orig.ResourceVersion, patched)
 		md.Annotations = patched.Annotations
 		md.ResourceVersion = patched.ResourceVersion
 		return nil
@@ -296,7 +297,7 @@ func relabelled(podLabels map[string]string, name string) labels.Set {
 // the next sync may plan again.
 func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	if len(s.plan.Create) > 0 {
-		r.Expectations.Open(s.key, s.now) // a pod deleted as soon as created is observed too
+		s.obj.Open(s.now) // a pod deleted as soon as created is observed too
 	}
 	var errs []error
 	if n := len(s.plan.Delete); n > 0 {
@@ -304,11 +305,11 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 			pod := s.plan.Delete[i]
 			if err := r.Pods.Delete(ctx, s.md, pod); err != nil {
 				if outcomeUnknown(err) && r.deletedAfterAll(ctx, pod) {
-					r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+					s.obj.ExpectDelete(pod.Name, s.now)
 				}
 				return err
 			}
-			r.Expectations.ExpectDelete(s.key, pod.Name, s.now)
+			s.obj.ExpectDelete(pod.Name, s.now)
 			return nil
 		}, func(err error) { errs = append(errs, err) })
 		if len(errs) > 0 {
@@ -378,7 +379,7 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 			}
 			return err
 		}
-		r.Expectations.ExpectCreate(s.key, pod.Name, s.now)
+		s.obj.ExpectCreate(pod.Name, s.now)
 		if s.optIn.InPlace {
 			mu.Lock()
 			gated = append(gated, pod)

@@ -21,11 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // ErrInvalidData is wrapped by the errors of [Template] when a revision's data
@@ -111,58 +109,4 @@ func dataOf(rev *appsv1.ControllerRevision) ([]byte, error) {
 		return raw, nil
 	}
 	return nil, fmt.Errorf("%w: revision %q has empty data", ErrInvalidData, rev.Name)
-}
-
-// PatchCache remembers each owner's revision data ([Patch] of its template)
-// at the generation it was computed for. A template changes only with a new
-// generation, and encoding it twice and decoding it once on every sync was
-// 3% of the manager's CPU in a rolling update. Entries are keyed by the
-// owner's namespace/name and hold its UID, so a re-created namesake (whose
-// generation starts again at 1) never gets the old one's data. Safe for
-// concurrent use; the zero value is ready.
-type PatchCache struct {
-	mu sync.Mutex
-	m  map[string]ownerPatch
-}
-
-type ownerPatch struct {
-	uid        types.UID
-	generation int64
-	data       []byte
-}
-
-// Get returns [Patch](template) of the owner keyed key with uid at
-// generation, computing it when the cache holds anything else (a nil cache
-// always computes). The bytes are shared: callers must not modify them.
-func (c *PatchCache) Get(key string, uid types.UID, generation int64, template *corev1.PodTemplateSpec) ([]byte, error) {
-	if c == nil {
-		return Patch(template)
-	}
-	c.mu.Lock()
-	p, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && p.uid == uid && p.generation == generation {
-		return p.data, nil
-	}
-	data, err := Patch(template)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]ownerPatch{}
-	}
-	c.m[key] = ownerPatch{uid, generation, data}
-	return data, nil
-}
-
-// Forget drops key's entry (its owner was deleted).
-func (c *PatchCache) Forget(key string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, key)
 }

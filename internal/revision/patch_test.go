@@ -17,7 +17,6 @@ limitations under the License.
 package revision
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 
@@ -27,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -144,46 +142,4 @@ func TestPatchNil(t *testing.T) {
 // withRaw returns a revision holding raw as data.
 func withRaw(raw string) *appsv1.ControllerRevision {
 	return &appsv1.ControllerRevision{Data: runtime.RawExtension{Raw: []byte(raw)}}
-}
-
-func TestPatchCache(t *testing.T) {
-	v1, v2 := templateWithImage("v1"), templateWithImage("v2")
-	want1, err := Patch(v1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c PatchCache
-	get := func(key string, uid types.UID, gen int64, tmpl *corev1.PodTemplateSpec) []byte {
-		t.Helper()
-		data, err := c.Get(key, uid, gen, tmpl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
-	first := get("ns/web", "uid-1", 1, v1)
-	if !bytes.Equal(first, want1) {
-		t.Fatalf("Get = %s, want Patch's %s", first, want1)
-	}
-	// Same owner, same generation: the cached bytes, even for a template
-	// that (impossibly) changed without a new generation.
-	if again := get("ns/web", "uid-1", 1, v2); &again[0] != &first[0] {
-		t.Error("same generation recomputed")
-	}
-	if got := get("ns/web", "uid-1", 2, v2); bytes.Equal(got, want1) {
-		t.Error("a new generation kept the old template's data")
-	}
-	// A re-created namesake starts at generation 1 again.
-	if got := get("ns/web", "uid-2", 1, v2); bytes.Equal(got, want1) {
-		t.Error("a new UID got the old owner's data")
-	}
-	c.Forget("ns/web")
-	if got := get("ns/web", "uid-1", 1, v1); &got[0] == &first[0] {
-		t.Error("Forget kept the entry")
-	}
-	var none *PatchCache
-	if data, err := none.Get("ns/web", "uid-1", 1, v1); err != nil || !bytes.Equal(data, want1) {
-		t.Errorf("nil cache: %s, %v", data, err)
-	}
-	none.Forget("ns/web")
 }

@@ -57,7 +57,7 @@ type Owner struct {
 	Selector *metav1.LabelSelector
 	// Template is the pod template to record.
 	Template *corev1.PodTemplateSpec
-	// Data, if set, is [Patch](Template), computed earlier (see [PatchCache]);
+	// Data, if set, is [Patch](Template), computed earlier (the controller keeps it per generation);
 	// nil computes it.
 	Data []byte
 	// Annotations are copied onto a revision when it is created (for example
@@ -85,7 +85,7 @@ func New(owner Owner, revision int64, collisionCount int32) (*appsv1.ControllerR
 	if err != nil {
 		return nil, fmt.Errorf("%w: selector of %s: %w", ErrInvalidOwner, owner.Object.GetName(), err)
 	}
-	// A copy of given data: it is shared (PatchCache), and decoding a
+	// A copy of given data: it is shared (the controller keeps it per generation), and decoding a
 	// response into the revision may reuse Data.Raw's array.
 	data := bytes.Clone(owner.Data)
 	if data == nil {

@@ -157,7 +157,7 @@ func TestEqual(t *testing.T) {
 	}
 }
 
-// New records Owner.Data when it is given (the controller's PatchCache), and
+// New records Owner.Data when it is given (the controller's per-generation copy), and
 // names the revision by it: the data is the revision's identity.
 func TestNewUsesPrecomputedData(t *testing.T) {
 	computed := mustNew(t, testOwner(templateWithImage("v1")), 1)
@@ -177,7 +177,7 @@ func TestNewUsesPrecomputedData(t *testing.T) {
 	}
 }
 
-// Owner.Data is shared by every sync of its owner (PatchCache): New must not
+// Owner.Data is shared by every sync of its owner (the controller keeps it per generation): New must not
 // hand it out as the revision's own bytes.
 func TestNewCopiesData(t *testing.T) {
 	data, err := Patch(templateWithImage("v1"))

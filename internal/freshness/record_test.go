@@ -1,4 +1,4 @@
-package expectations
+package freshness
 
 import (
 	"testing"
@@ -45,17 +45,17 @@ func TestObserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := New(0)
+			s := NewRecord(0)
 			for _, n := range tt.creates {
-				s.ExpectCreate("ns/md", n, t0)
+				s.ExpectCreate(n, t0)
 			}
 			for _, n := range tt.deletes {
-				s.ExpectDelete("ns/md", n, t0)
+				s.ExpectDelete(n, t0)
 			}
 			for _, n := range tt.gone {
-				s.Gone("ns/md", n)
+				s.Gone(n)
 			}
-			got := s.Observe("ns/md", tt.listed, t0.Add(tt.at))
+			got := s.Observe(tt.listed, t0.Add(tt.at))
 			if got.Waiting > 0 && !got.Since.Equal(t0) {
 				t.Errorf("Since = %v, want %v (when the oldest expectation was set)", got.Since, t0)
 			}
@@ -63,27 +63,14 @@ func TestObserve(t *testing.T) {
 				t.Fatalf("Observe = %+v, want satisfied=%v waiting=%d leaked=%d", got, tt.satisfied, tt.waiting, tt.leaked)
 			}
 			if tt.thenSynced {
-				if again := s.Observe("ns/md", nil, t0.Add(tt.at)); !again.Satisfied || len(again.Leaked) != 0 {
+				if again := s.Observe(nil, t0.Add(tt.at)); !again.Satisfied || len(again.Leaked) != 0 {
 					t.Fatalf("second Observe = %+v, want satisfied with nothing leaked", again)
 				}
-				if s.Pending() != 0 {
-					t.Fatalf("Pending = %d after everything was observed", s.Pending())
+				if s.Pending() {
+					t.Fatal("pending after everything was observed")
 				}
 			}
 		})
-	}
-}
-
-func TestOwnersAreIndependent(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	s := New(time.Minute)
-	s.ExpectCreate("ns/a", "a-1", t0)
-	if r := s.Observe("ns/b", nil, t0); !r.Satisfied {
-		t.Fatalf("owner b waits on owner a's expectation: %+v", r)
-	}
-	s.Forget("ns/a")
-	if r := s.Observe("ns/a", nil, t0); !r.Satisfied {
-		t.Fatalf("forgotten owner still waits: %+v", r)
 	}
 }
 
@@ -91,33 +78,33 @@ func TestOwnersAreIndependent(t *testing.T) {
 // ExpectCreate: its delete event comes first and must still count.
 func TestGoneBeforeExpectCreate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	s := New(0)
-	s.Open("ns/md", t0)
-	s.Gone("ns/md", "a")
-	s.ExpectCreate("ns/md", "a", t0)
-	s.ExpectCreate("ns/md", "b", t0)
-	if r := s.Observe("ns/md", []*corev1.Pod{pod("b", false)}, t0); !r.Satisfied {
+	s := NewRecord(0)
+	s.Open(t0)
+	s.Gone("a")
+	s.ExpectCreate("a", t0)
+	s.ExpectCreate("b", t0)
+	if r := s.Observe([]*corev1.Pod{pod("b", false)}, t0); !r.Satisfied {
 		t.Fatalf("Observe = %+v, want satisfied: a came and went, b is listed", r)
 	}
 	// Without Open, a delete event of a pod nothing was expected of is
 	// forgotten: it cannot satisfy a later create of the same name.
-	s.Gone("ns/md", "c")
-	s.ExpectCreate("ns/md", "c", t0)
-	if r := s.Observe("ns/md", nil, t0); r.Satisfied || r.Waiting != 1 {
+	s.Gone("c")
+	s.ExpectCreate("c", t0)
+	if r := s.Observe(nil, t0); r.Satisfied || r.Waiting != 1 {
 		t.Fatalf("Observe = %+v, want c waiting", r)
 	}
-	if s.Pending() != 1 {
-		t.Fatalf("Pending = %d, want 1", s.Pending())
+	if !s.Pending() {
+		t.Fatal("not pending, want c pending")
 	}
 }
 
 // An owner opened for creates that all failed waits on nothing: it must not
 // count as pending (Upgradeable would be held False at rest).
 func TestOpenAloneIsNotPending(t *testing.T) {
-	s := New(0)
-	s.Open("ns/md", time.Unix(1000, 0))
-	if s.Pending() != 0 {
-		t.Fatalf("Pending = %d after Open alone, want 0", s.Pending())
+	s := NewRecord(0)
+	s.Open(time.Unix(1000, 0))
+	if s.Pending() {
+		t.Fatal("pending after Open alone")
 	}
 }
 
@@ -141,20 +128,20 @@ func TestObserveChange(t *testing.T) {
 		{name: "seen deleted", listed: []*corev1.Pod{labelled("a", "old")}, gone: true, satisfied: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(0)
-			s.ExpectChange("ns/md", "a", func(p *corev1.Pod) bool { return p.Labels["controller-revision-hash"] == "new" }, t0)
-			if s.Pending() != 1 {
-				t.Fatalf("pending %d, want 1", s.Pending())
+			s := NewRecord(0)
+			s.ExpectChange("a", func(p *corev1.Pod) bool { return p.Labels["controller-revision-hash"] == "new" }, t0)
+			if !s.Pending() {
+				t.Fatal("not pending after ExpectChange")
 			}
 			if tc.gone {
-				s.Gone("ns/md", "a")
+				s.Gone("a")
 			}
-			r := s.Observe("ns/md", tc.listed, t0.Add(time.Second))
+			r := s.Observe(tc.listed, t0.Add(time.Second))
 			if r.Satisfied != tc.satisfied {
 				t.Fatalf("satisfied %v, want %v (%+v)", r.Satisfied, tc.satisfied, r)
 			}
 			if !tc.satisfied {
-				if r := s.Observe("ns/md", tc.listed, t0.Add(DefaultTimeout)); !r.Satisfied || len(r.Leaked) != 1 {
+				if r := s.Observe(tc.listed, t0.Add(DefaultTimeout)); !r.Satisfied || len(r.Leaked) != 1 {
 					t.Fatalf("after the timeout: %+v, want satisfied with one leak", r)
 				}
 			}

@@ -1,0 +1,185 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+)
+
+// objects is the controller's one store of what it knows of each
+// MyDeployment beyond the informer cache: an object per MyDeployment, keyed
+// by its UID, so an object re-created under a name never inherits its
+// namesake's state. The name index only finds the UID to forget: forget,
+// called when a sync finds the object gone, is the one place that drops
+// an object (a namesake's is dropped when the new object is first seen).
+// Safe for concurrent use.
+type objects struct {
+	timeout time.Duration
+	mu      sync.Mutex
+	byUID   map[types.UID]*object
+	byName  map[types.NamespacedName]types.UID
+	// sweeps are the lists of possible strays, one per namespace per
+	// manager run (see sweep in strays.go).
+	sweeps map[string]*namespaceSweep
+}
+
+// object is what the controller keeps of one MyDeployment between syncs.
+// Beyond its freshness record, its fields are read and written only by the
+// MyDeployment's own sync, which the work queue never runs twice at once.
+type object struct {
+	*freshness.Record
+	// swept: its possible strays were listed once since the start (sweep).
+	swept bool
+	// statusWrittenAt is when its status was last written, for pacing
+	// progress-only writes (see paceStatus).
+	statusWrittenAt time.Time
+	// evictionDelay is the next retry's delay in a spell of evictions a
+	// disruption budget refuses; 0 outside one.
+	evictionDelay time.Duration
+	// revisionData is [revision.Patch] of its template at
+	// revisionGeneration: a template changes only with a new generation,
+	// and encoding it on every sync was 3% of the manager's CPU.
+	revisionData       []byte
+	revisionGeneration int64
+}
+
+func newObjects(timeout time.Duration) *objects {
+	return &objects{timeout: timeout, byUID: map[types.UID]*object{}, byName: map[types.NamespacedName]types.UID{},
+		sweeps: map[string]*namespaceSweep{}}
+}
+
+// get returns md's object, made on first sight; a namesake's is dropped.
+func (o *objects) get(md *appsv1beta1.MyDeployment) *object {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.claimName(client.ObjectKeyFromObject(md), md.UID)
+}
+
+// claimName returns uid's object, made if absent, and names key after it,
+// dropping the object of a namesake key named before. o.mu is held.
+func (o *objects) claimName(key types.NamespacedName, uid types.UID) *object {
+	if prev, ok := o.byName[key]; ok && prev != uid {
+		delete(o.byUID, prev)
+	}
+	o.byName[key] = uid
+	obj := o.byUID[uid]
+	if obj == nil {
+		obj = &object{Record: freshness.NewRecord(o.timeout)}
+		o.byUID[uid] = obj
+	}
+	return obj
+}
+
+// ofPod returns the object of the MyDeployment key with uid, made if absent,
+// for a pod event that names it as controller; nil if key now names another
+// object (uid is a deleted namesake: its pods are the garbage collector's).
+func (o *objects) ofPod(key types.NamespacedName, uid types.UID) *object {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur, ok := o.byName[key]; ok && cur != uid {
+		return nil
+	}
+	return o.claimName(key, uid)
+}
+
+// lookup returns uid's object, nil if none.
+func (o *objects) lookup(uid types.UID) *object {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.byUID[uid]
+}
+
+// forget drops what is kept of the object named key: it is gone.
+func (o *objects) forget(key types.NamespacedName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if uid, ok := o.byName[key]; ok {
+		delete(o.byUID, uid)
+		delete(o.byName, key)
+	}
+}
+
+// pending counts the objects with pod writes the cache does not show yet.
+func (o *objects) pending() int {
+	o.mu.Lock()
+	objs := make([]*object, 0, len(o.byUID))
+	for _, obj := range o.byUID {
+		objs = append(objs, obj)
+	}
+	o.mu.Unlock()
+	n := 0
+	for _, obj := range objs {
+		if obj.Pending() {
+			n++
+		}
+	}
+	return n
+}
+
+// namespaceSweep returns ns's sweep, made on first use.
+func (o *objects) namespaceSweep(ns string) *namespaceSweep {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	sw := o.sweeps[ns]
+	if sw == nil {
+		sw = &namespaceSweep{}
+		o.sweeps[ns] = sw
+	}
+	return sw
+}
+
+// paceStatus returns how long a progress-only status write must wait, 0
+// when it may go now: at most one such write per period (0: no pacing).
+// Every status patch of a CRD costs the API server several times a pod
+// write (whole-object schema validation, managedFields, JSON); a rollout
+// of 50 pods would otherwise write its status for nearly every pod event.
+// kube-controller-manager's Job and EndpointSlice controllers batch their
+// pod-driven updates the same way. The deferred write is requeued, never lost.
+func (obj *object) paceStatus(now time.Time, period time.Duration) time.Duration {
+	if period <= 0 || obj.statusWrittenAt.IsZero() {
+		return 0
+	}
+	return max(0, obj.statusWrittenAt.Add(period).Sub(now))
+}
+
+// Backoff of a MyDeployment whose evictions a PodDisruptionBudget refuses:
+// the first retry after evictionRetryMin, each next one twice as late, up
+// to evictionRetryMax; an eviction that succeeds starts over.
+const (
+	evictionRetryMin = time.Second
+	evictionRetryMax = 30 * time.Second
+)
+
+// evictionsRefused records a refusal and returns when to retry, and whether
+// it starts a spell (the one to report).
+func (obj *object) evictionsRefused() (retry time.Duration, first bool) {
+	if obj.evictionDelay == 0 {
+		obj.evictionDelay = evictionRetryMin
+		return evictionRetryMin, true
+	}
+	obj.evictionDelay = min(2*obj.evictionDelay, evictionRetryMax)
+	return obj.evictionDelay, false
+}
+
+// evictionsEnd ends a spell: an eviction succeeded, or nothing is left to replace.
+func (obj *object) evictionsEnd() { obj.evictionDelay = 0 }
+
+// revisionDataOf returns [revision.Patch] of md's template, computed once
+// per generation. The bytes are shared: callers must not modify them.
+func (obj *object) revisionDataOf(md *appsv1beta1.MyDeployment) ([]byte, error) {
+	if obj.revisionData != nil && obj.revisionGeneration == md.Generation {
+		return obj.revisionData, nil
+	}
+	data, err := revision.Patch(&md.Spec.Template)
+	if err != nil {
+		return nil, err
+	}
+	obj.revisionData, obj.revisionGeneration = data, md.Generation
+	return data, nil
+}
