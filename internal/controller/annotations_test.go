@@ -80,9 +80,8 @@ func TestScopeAnnotations(t *testing.T) {
 					Spec:       appsv1beta1.MyDeploymentSpec{Paused: tc.paused},
 				},
 				update: &appsv1.ControllerRevision{Revision: 2},
-				plan:   tc.plan,
 			}
-			now, afterPods := s.annotations()
+			now, afterPods := s.annotations(tc.plan)
 			if !maps.Equal(now, tc.now) || !maps.Equal(afterPods, tc.afterPod) {
 				t.Fatalf("got now=%v afterPods=%v\nwant now=%v afterPods=%v", now, afterPods, tc.now, tc.afterPod)
 			}

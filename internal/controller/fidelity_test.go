@@ -192,7 +192,7 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		Expect(s.obj.Observe(nil, time.Now()).Satisfied).To(BeFalse(), "the pod of the lost reply is expected")
 		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeTrue(), "and observed once listed")
 
-		s.plan = rollout.Plan{Delete: []*corev1.Pod{&pods[0]}}
+		s.plan = syncPlan{Plan: rollout.Plan{Delete: []*corev1.Pod{&pods[0]}}}
 		Expect(r.act(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
 		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the deleted pod must not plan another delete")

@@ -19,6 +19,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // DefaultInPlaceTimeout is how long an in-place update may take, from its
@@ -163,32 +164,35 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 	return kerrors.NewAggregate(errs)
 }
 
-// advanceInPlace takes each gated pod of the update revision one step
-// further (inplace.Next), and marks any new pod's gate True: it writes the new images and resources once
-// the pod has left Service endpoints, marks it True again once the kubelet
-// runs them, and marks it failed (to be replaced) when the update was
-// refused or took longer than the timeout. It sets s.inPlaceAfter to when
-// the soonest unfinished update times out.
-func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) error {
+// inPlaceStep is one step of an in-place update already under way, for
+// one pod: decided by planInPlaceSteps, written by writeInPlaceSteps.
+type inPlaceStep struct {
+	pod    *corev1.Pod
+	rev    *appsv1.ControllerRevision
+	target *corev1.PodTemplateSpec
+	step   inplace.Step
+	why    string
+}
+
+// planInPlaceSteps decides the next step (inplace.Next) of each gated pod
+// of the update revision, and marks any new pod's gate True: write the new
+// images and resources once the pod has left Service endpoints, mark it
+// True again once the kubelet runs them, mark it failed (to be replaced)
+// when the update was refused or took longer than the timeout. A step
+// written and not yet seen in the cache (StepPending) is not repeated. It
+// returns the steps and when the soonest unfinished update times out.
+func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]inPlaceStep, time.Duration, error) {
 	timeout := r.InPlaceTimeout
 	if timeout <= 0 {
 		timeout = DefaultInPlaceTimeout
 	}
-	// Decide every pod's step first (pure), then write them all at once:
-	// thousands of pods can be on their way in one sync.
-	type podStep struct {
-		pod    *corev1.Pod
-		rev    *appsv1.ControllerRevision
-		target *corev1.PodTemplateSpec
-		step   inplace.Step
-		why    string
-	}
-	var steps []podStep
+	var steps []inPlaceStep
 	var errs []error
-	// Pods this sync's plan started or removed are as the cache had them
+	var after time.Duration
+	// Pods this sync's plan starts or removes are as the cache had them
 	// before: leave them to the next sync, which sees them changed.
 	acted := map[*corev1.Pod]bool{}
-	for _, pod := range slices.Concat(s.plan.UpdateInPlace, s.plan.Delete, s.plan.Evict) {
+	for _, pod := range slices.Concat(p.UpdateInPlace, p.Delete, p.Evict) {
 		acted[pod] = true
 	}
 	for _, pod := range s.pods {
@@ -214,14 +218,22 @@ func (r *MyDeploymentReconciler) advanceInPlace(ctx context.Context, s *scope) e
 		}
 		step, why := inplace.Next(pod, target, s.now, timeout)
 		if step != inplace.StepNone && !s.obj.StepPending(pod, s.now) {
-			steps = append(steps, podStep{pod: pod, rev: rev, target: target, step: step, why: why})
+			steps = append(steps, inPlaceStep{pod: pod, rev: rev, target: target, step: step, why: why})
 		}
 		if c := inplace.Condition(pod); step != inplace.StepFail && c != nil && inplace.Updating(pod) && c.Reason != inplace.ReasonFailed {
-			if d := c.LastTransitionTime.Add(timeout).Sub(s.now); d > 0 && (s.inPlaceAfter == 0 || d < s.inPlaceAfter) {
-				s.inPlaceAfter = d
+			if d := c.LastTransitionTime.Add(timeout).Sub(s.now); d > 0 && (after == 0 || d < after) {
+				after = d
 			}
 		}
 	}
+	return steps, after, kerrors.NewAggregate(errs)
+}
+
+// writeInPlaceSteps writes the steps planInPlaceSteps decided, all at once
+// (thousands of pods can be on their way in one sync); each written step
+// is recorded (StepWritten) until the cache shows the pod changed.
+func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, s *scope, steps []inPlaceStep) error {
+	var errs []error
 	var mu sync.Mutex
 	completed, failed := 0, 0
 	parallel(len(steps), func(i int) error {

@@ -55,13 +55,10 @@ type scope struct {
 	maxSurge        int32
 	maxUnavailable  int32
 	optIn           optin.Options
-	plan            rollout.Plan
+	plan            syncPlan
 	// retryAfter, when positive, is when to try evictions a budget refused again.
 	retryAfter time.Duration
-	// inPlaceAfter, when positive, is when the soonest unfinished in-place
-	// update times out.
-	inPlaceAfter time.Duration
-	planned      bool // plan was computed
+	planned    bool // plan was computed
 	// created counts the pods this sync created, and createdUpdated those
 	// of the update revision: they exist when the status is written.
 	created, createdUpdated int32
@@ -190,7 +187,7 @@ func (s *scope) result(after ...time.Duration) ctrl.Result {
 	if !s.settled {
 		d = requeueUnsettled
 	}
-	for _, a := range append(after, s.plan.RequeueAfter, s.retryAfter, s.inPlaceAfter) {
+	for _, a := range append(after, s.plan.RequeueAfter, s.retryAfter, s.plan.inPlaceAfter) {
 		if a > 0 && (d == 0 || a < d) {
 			d = a
 		}
@@ -248,8 +245,8 @@ func statusEqual(a, b appsv1beta1.MyDeploymentStatus) bool {
 // logPlan logs the plan once per sync at V(1), when it acts: what it does,
 // and the pods it was computed from (up to maxLoggedPods of them: name,
 // revision, ready, gate), so a plan can be checked against its input.
-func logPlan(ctx context.Context, s *scope, inPlace []string) {
-	if s.plan.Removes() == 0 && len(s.plan.Create) == 0 && len(s.plan.UpdateInPlace) == 0 {
+func logPlan(ctx context.Context, s *scope) {
+	if s.plan.Removes() == 0 && len(s.plan.Create) == 0 && len(s.plan.UpdateInPlace) == 0 && len(s.plan.steps) == 0 {
 		return
 	}
 	log := logf.FromContext(ctx).V(1)
@@ -281,7 +278,7 @@ func logPlan(ctx context.Context, s *scope, inPlace []string) {
 	}
 	log.Info("plan", "uid", s.md.UID, "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
 		"evict", refs(s.plan.Evict), "updateInPlace", refs(s.plan.UpdateInPlace), "updateRevision", s.update.Name,
-		"inPlaceRevisions", inPlace, "pods", observed)
+		"inPlaceSteps", len(s.plan.steps), "pods", observed)
 }
 
 const maxLoggedPods = 20

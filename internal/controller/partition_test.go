@@ -339,7 +339,7 @@ var _ = Describe("Beyond Deployment: partition, specified delete, PDB-aware roll
 		}
 		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, key: ns + "/lostevict", now: time.Now(), selector: sel}
 		pods := podsOf(md)
-		s.plan = rollout.Plan{Evict: []*corev1.Pod{&pods[0]}}
+		s.plan = syncPlan{Plan: rollout.Plan{Evict: []*corev1.Pod{&pods[0]}}}
 		Expect(r.evict(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
 		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the evicted pod must not plan another removal")

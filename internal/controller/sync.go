@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,11 +19,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
-	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // Event reasons of the controller (pod writes have podcontrol's).
@@ -33,8 +30,10 @@ const (
 	EventNewRevision     = "NewRevision"
 )
 
-// sync brings the revisions and pods towards the spec. It records what it
-// did in s (update revision, plan, failure) for the status, even on error.
+// sync brings the revisions and pods towards the spec: it claims what s's
+// MyDeployment owns (revisions, then pods), decides every write in one
+// plan, and acts on it. It records what it did in s (update revision,
+// plan, failure) for the status, even on error.
 func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error) {
 	if err := r.syncRevisions(ctx, s); err != nil {
 		// Status goes on counting the pods against the last revisions it named.
@@ -48,40 +47,12 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 		s.unclaimed = true
 		return err
 	}
-	current := s.update.Name
-	if s.current != nil {
-		current = s.current.Name
+	if s.plan, err = r.decide(ctx, s); err != nil {
+		return err
 	}
-	in, err := rollout.NewInput(s.md, current, s.update.Name, s.revisions, s.pods, s.now)
-	if err != nil {
-		return fmt.Errorf("planning: %w", err)
-	}
-	if s.optIn.InPlace {
-		in.InPlace = r.inPlaceRevisions(ctx, s)
-	}
-	s.plan = rollout.Compute(in)
 	s.planned = true
-	logPlan(ctx, s, in.InPlace)
-	// The annotations do not gate the pods: write them while the pods are
-	// created, one round trip less per new revision. Only a size that
-	// records pods this plan creates or deletes waits for them.
-	now, afterPods := s.annotations()
-	if s.plan.RecordFirst {
-		// The pods must not move before the record says what they are
-		// sized for (rollout.Plan.RecordFirst): written first, and a
-		// failure stops the sync before any pod write.
-		if err := r.setAnnotations(ctx, s, now)(); err != nil {
-			return err
-		}
-		now = nil
-	}
-	annotated := r.setAnnotations(ctx, s, now)
-	actErr := r.act(ctx, s)
-	errs := []error{actErr, annotated(), r.advanceInPlace(ctx, s)}
-	if actErr == nil && len(afterPods) > 0 {
-		errs = append(errs, r.setAnnotations(ctx, s, afterPods)())
-	}
-	return kerrors.NewAggregate(append(errs, r.truncateHistory(ctx, s)))
+	logPlan(ctx, s)
+	return r.act(ctx, s)
 }
 
 // annotations are what the object's annotations must say after this sync:
@@ -91,22 +62,22 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 // deletes comes in afterPods: written once they are, or the next plan would
 // not know the scale is unfinished. A size the plan must record first
 // (RecordFirst) comes in now, which the caller then writes before any pod.
-func (s *scope) annotations() (now, afterPods map[string]string) {
+func (s *scope) annotations(p rollout.Plan) (now, afterPods map[string]string) {
 	md := s.md
 	now = map[string]string{}
 	if !md.Spec.Paused {
 		now[appsv1beta1.RevisionAnnotation] = strconv.FormatInt(s.update.Revision, 10)
 	}
-	if recorded := rollout.SizedForOf(md); recorded != nil && *recorded == s.plan.SizedFor {
+	if recorded := rollout.SizedForOf(md); recorded != nil && *recorded == p.SizedFor {
 		return now, nil
 	}
 	switch {
-	case s.plan.RecordFirst:
-		maps.Copy(now, s.plan.SizedFor.Annotations())
-	case s.plan.RecordSize && (len(s.plan.Create) > 0 || s.plan.Removes() > 0):
-		afterPods = s.plan.SizedFor.Annotations()
-	case s.plan.RecordSize || md.Annotations[appsv1beta1.RevisionAnnotation] != now[appsv1beta1.RevisionAnnotation]:
-		maps.Copy(now, s.plan.SizedFor.Annotations())
+	case p.RecordFirst:
+		maps.Copy(now, p.SizedFor.Annotations())
+	case p.RecordSize && (len(p.Create) > 0 || p.Removes() > 0):
+		afterPods = p.SizedFor.Annotations()
+	case p.RecordSize || md.Annotations[appsv1beta1.RevisionAnnotation] != now[appsv1beta1.RevisionAnnotation]:
+		maps.Copy(now, p.SizedFor.Annotations())
 	}
 	return now, afterPods
 }
@@ -287,194 +258,4 @@ func relabelled(podLabels map[string]string, name string) labels.Set {
 	}
 	out[appsv1beta1.RevisionLabel] = name
 	return out
-}
-
-// act carries out the plan: deletions, evictions (evict.go), then
-// creations in slow start (one
-// in flight, then one more per success) so that a create refused for a
-// systematic reason (quota, admission) costs one request, not one per
-// missing pod. Every successful write is recorded as an expectation before
-// the next sync may plan again.
-func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
-	if len(s.plan.Create) > 0 {
-		s.obj.Open(s.now) // a pod deleted as soon as created is observed too
-	}
-	var errs []error
-	if n := len(s.plan.Delete); n > 0 {
-		deleted := parallel(n, func(i int) error {
-			pod := s.plan.Delete[i]
-			if err := r.Pods.Delete(ctx, s.md, pod); err != nil {
-				if outcomeUnknown(err) && r.deletedAfterAll(ctx, pod) {
-					s.obj.ExpectDelete(pod.Name, s.now)
-				}
-				return err
-			}
-			s.obj.ExpectDelete(pod.Name, s.now)
-			return nil
-		}, func(err error) { errs = append(errs, err) })
-		if len(errs) > 0 {
-			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
-		}
-		if deleted > 0 {
-			r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, EventScalingRevision, "Scale",
-				"Deleted %d pod(s): %s", deleted, s.plan.Reason)
-		}
-	}
-	if err := r.evict(ctx, s); err != nil {
-		errs = append(errs, err)
-	}
-	if err := r.beginInPlace(ctx, s); err != nil {
-		errs = append(errs, err)
-	}
-	for _, c := range s.plan.Create {
-		rev := named(s.revisions, c.Revision)
-		if rev == nil && c.Revision == s.update.Name {
-			rev = s.update
-		}
-		before := s.uncertain.Load()
-		created, err := r.create(ctx, s, rev, c)
-		// A create whose reply was lost counts as made: the status must
-		// not claim a rollout complete beside a pod it may have created.
-		made := int32(created) + s.uncertain.Load() - before
-		s.created += made
-		if rev != nil && s.update != nil && rev.Name == s.update.Name {
-			s.createdUpdated += made
-		}
-		if created > 0 {
-			r.Recorder.Eventf(s.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
-				"Created %d pod(s) of revision %q: %s", created, rev.Name, s.plan.Reason)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedCreate, Message: err.Error()}
-			break // a refusal is likely systematic: the next sync tries again
-		}
-	}
-	return kerrors.NewAggregate(errs)
-}
-
-// create makes c.Count pods of revision rev (c.Revision, nil if not
-// found) in slow start, each expected before the next sync plans again; it
-// returns how many it made.
-func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *appsv1.ControllerRevision, c rollout.Creation) (int, error) {
-	if rev == nil {
-		return 0, fmt.Errorf("creating pods of revision %s: no such ControllerRevision", c.Revision)
-	}
-	// Decoded only to create: most syncs of a rollout create nothing.
-	template, err := revision.Template(rev)
-	if err != nil {
-		return 0, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
-	}
-	if s.optIn.InPlace {
-		inplace.WithGate(&template.Spec) // readiness gates cannot be added later
-	}
-	var mu sync.Mutex
-	var gated []*corev1.Pod
-	created, err := slowStart(int(c.Count), func() error {
-		pod, err := r.Pods.Create(ctx, s.md, template, rev)
-		if err != nil {
-			if outcomeUnknown(err) {
-				r.expectUnlistedPods(ctx, s)
-				s.uncertain.Add(1)
-			}
-			return err
-		}
-		s.obj.ExpectCreate(pod.Name, s.now)
-		if s.optIn.InPlace {
-			mu.Lock()
-			gated = append(gated, pod)
-			mu.Unlock()
-		}
-		return nil
-	})
-	// Ready only once its gate is True: marked at once, not a sync later,
-	// but after the creates, so they go at their own pace. A failure here
-	// is mended by advanceInPlace.
-	parallel(len(gated), func(i int) error {
-		return r.Pods.SetGate(ctx, s.md, gated[i], corev1.ConditionTrue, inplace.ReasonReady, "")
-	}, func(err error) {
-		logf.FromContext(ctx).V(1).Info("marking a new pod's in-place gate", "error", err.Error())
-	})
-	return created, err
-}
-
-// truncateHistory deletes revisions beyond revisionHistoryLimit, never the
-// current, the update, or one a live pod still runs.
-func (r *MyDeploymentReconciler) truncateHistory(ctx context.Context, s *scope) error {
-	podRevisions := make([]string, 0, len(s.pods))
-	for _, pod := range s.pods {
-		podRevisions = append(podRevisions, pod.Labels[appsv1beta1.RevisionLabel])
-	}
-	live := revision.Live(s.current, s.update, podRevisions...)
-	var errs []error
-	for _, rev := range revision.TruncateCandidates(s.revisions, live, ptr.Deref(s.md.Spec.RevisionHistoryLimit, 10)) {
-		if err := r.Revisions.Delete(ctx, rev); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		logf.FromContext(ctx).Error(kerrors.NewAggregate(errs), "truncating revision history")
-	}
-	return kerrors.NewAggregate(errs)
-}
-
-// slowStart calls fn count times, concurrently, with at most one call more
-// in flight than have succeeded (1, then 2 after the first success, ...),
-// and starts no call after one has failed. So a create refused for a
-// systematic reason (quota, admission) costs at most successes+1 requests,
-// as the ReplicaSet controller's batches of 1, 2, 4, ... do, but no call
-// waits for the slowest of a batch: each success starts the next two. It
-// returns how many calls succeeded and the errors of those that failed.
-func slowStart(count int, fn func() error) (int, error) {
-	var (
-		mu   sync.Mutex
-		done = sync.NewCond(&mu)
-		wg   sync.WaitGroup
-		ok   int
-		errs []error
-	)
-	mu.Lock()
-	for started := 0; started < count && len(errs) == 0; {
-		if inFlight := started - ok - len(errs); inFlight > ok {
-			done.Wait()
-			continue
-		}
-		started++
-		wg.Go(func() {
-			err := fn()
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else {
-				ok++
-			}
-			done.Signal()
-		})
-	}
-	mu.Unlock()
-	wg.Wait()
-	return ok, kerrors.NewAggregate(errs)
-}
-
-// parallel runs fn(0..n-1) concurrently, passes each error to onErr (called
-// serially) and returns how many calls succeeded.
-func parallel(n int, fn func(int) error, onErr func(error)) int {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok := 0
-	for i := range n {
-		wg.Go(func() {
-			err := fn(i)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				onErr(err)
-				return
-			}
-			ok++
-		})
-	}
-	wg.Wait()
-	return ok
 }

@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+)
+
+// syncPlan names every write a sync makes once it has claimed its pods and
+// revisions, in the order act makes them (see act). decide fills it from
+// the observation alone; act carries it out and decides nothing.
+type syncPlan struct {
+	// Plan is the rollout planner's: pods to delete, evict, move in place
+	// and create (with the in-place gate marked on each new pod when the
+	// update mode is in place), and when to look again.
+	rollout.Plan
+	// recordFirst are annotations written before any pod moves
+	// (rollout.Plan.RecordFirst): the size record the step relies on.
+	recordFirst map[string]string
+	// record are annotations written beside the pod writes: the revision
+	// number, and a size that may go with it.
+	record map[string]string
+	// recordAfterPods is a size written once the pod writes succeeded.
+	recordAfterPods map[string]string
+	// steps move the in-place updates already under way one step on.
+	steps []inPlaceStep
+	// inPlaceAfter, when positive, is when the soonest unfinished
+	// in-place update times out.
+	inPlaceAfter time.Duration
+	// truncate are the revisions beyond revisionHistoryLimit to delete.
+	truncate []*appsv1.ControllerRevision
+}
+
+// decide computes s's plan from what observe and the claims found. It
+// reads no client and no clock (s.now is the sync's).
+func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan, error) {
+	current := s.update.Name
+	if s.current != nil {
+		current = s.current.Name
+	}
+	in, err := rollout.NewInput(s.md, current, s.update.Name, s.revisions, s.pods, s.now)
+	if err != nil {
+		return syncPlan{}, fmt.Errorf("planning: %w", err)
+	}
+	if s.optIn.InPlace {
+		in.InPlace = r.inPlaceRevisions(ctx, s)
+	}
+	p := syncPlan{Plan: rollout.Compute(in)}
+	now, afterPods := s.annotations(p.Plan)
+	if p.RecordFirst {
+		// The pods must not move before the record says what they are
+		// sized for (rollout.Plan.RecordFirst).
+		p.recordFirst = now
+	} else {
+		// The annotations do not gate the pods: written while the pods
+		// are, one round trip less per new revision.
+		p.record = now
+	}
+	p.recordAfterPods = afterPods
+	var stepsErr error
+	p.steps, p.inPlaceAfter, stepsErr = r.planInPlaceSteps(s, p.Plan)
+	p.truncate = truncation(s)
+	return p, stepsErr
+}
+
+// truncation is the revisions beyond revisionHistoryLimit, never the
+// current, the update, or one a live pod still runs.
+func truncation(s *scope) []*appsv1.ControllerRevision {
+	podRevisions := make([]string, 0, len(s.pods))
+	for _, pod := range s.pods {
+		podRevisions = append(podRevisions, pod.Labels[appsv1beta1.RevisionLabel])
+	}
+	live := revision.Live(s.current, s.update, podRevisions...)
+	return revision.TruncateCandidates(s.revisions, live, ptr.Deref(s.md.Spec.RevisionHistoryLimit, 10))
+}
