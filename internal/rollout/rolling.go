@@ -33,24 +33,7 @@ func planRolling(s podSet, l limits) Plan {
 		moving, replaced = nil, leaving
 	}
 
-	// Creations, within Replicas+MaxSurge: the updated side first, then
-	// pods of the current revision for a held side short of its share (a
-	// raised partition, a labelled held pod).
-	room := l.replicas + l.maxSurge - active
-	create, createHeld := 0, 0
-	if len(keepNew)+len(moving) < target {
-		create = max(0, min(room, target-len(keepNew)-len(moving)))
-	}
-	if l.maxUnavailable == 0 && len(moving) > 0 {
-		// No pod may become unavailable, not even to restart in place:
-		// one surge pod makes the room, pods move one at a time, and the
-		// surplus updated pod goes at the end as any beyond Replicas does.
-		// (More surge pods would only be removed again, unused.)
-		create = max(create, min(room, 1-(len(keepNew)+len(moving)-target)))
-	}
-	if len(keepOld) < s.held && s.currentCreatable {
-		createHeld = max(0, min(room-create, s.held-len(keepOld)))
-	}
+	create, createHeld := s.rollingCreates(l, active, len(keepNew), len(keepOld), len(moving), target)
 
 	// One budget for every available pod this step removes, whatever its
 	// revision. The maxScaledDown arithmetic below already implies it (as in
@@ -109,18 +92,46 @@ func planRolling(s podSet, l limits) Plan {
 		Delete:        scaled,
 		Evict:         slices.Concat(replacedOld, replacedNew),
 		UpdateInPlace: inPlace,
-		Reason:        ReasonRollingUpdate,
 	}
+	p.Reason = s.rollingReason(p, len(keepNew) == target && len(keepOld) == s.held && active == l.replicas)
+	return p
+}
+
+// rollingCreates is how many pods a rolling step creates, within
+// Replicas+MaxSurge: of the update revision for the updated side (keepNew
+// pods and moving ones short of target), then of the current revision for
+// a held side short of its share (a raised partition, a labelled held pod).
+func (s podSet) rollingCreates(l limits, active, keepNew, keepOld, moving, target int) (create, createHeld int) {
+	room := l.replicas + l.maxSurge - active
+	if keepNew+moving < target {
+		create = max(0, min(room, target-keepNew-moving))
+	}
+	if l.maxUnavailable == 0 && moving > 0 {
+		// No pod may become unavailable, not even to restart in place:
+		// one surge pod makes the room, pods move one at a time, and the
+		// surplus updated pod goes at the end as any beyond Replicas does.
+		// (More surge pods would only be removed again, unused.)
+		create = max(create, min(room, 1-(keepNew+moving-target)))
+	}
+	if keepOld < s.held && s.currentCreatable {
+		createHeld = max(0, min(room-create, s.held-keepOld))
+	}
+	return create, createHeld
+}
+
+// rollingReason names a rolling step: one that acts, one held by a
+// partition with both sides at their shares (atShares), or a wait.
+func (s podSet) rollingReason(p Plan, atShares bool) Reason {
 	switch acted := len(p.Create) > 0 || p.Removes() > 0 || len(p.UpdateInPlace) > 0; {
 	case acted && len(s.old) == 0 && s.held == 0:
-		p.Reason = ReasonSpecifiedDelete
+		return ReasonSpecifiedDelete
 	case acted:
-	case s.held > 0 && len(keepNew) == target && len(keepOld) == s.held && active == l.replicas:
-		p.Reason = ReasonPartitionHeld
+		return ReasonRollingUpdate
+	case s.held > 0 && atShares:
+		return ReasonPartitionHeld
 	default:
-		p.Reason = ReasonRollingUpdateWait
+		return ReasonRollingUpdateWait
 	}
-	return p
 }
 
 // mayReplace says whether the labelled pods of a side (doomed) may be

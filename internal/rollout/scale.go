@@ -177,6 +177,24 @@ func proportional(s podSet, l limits, groups []revisionPods, up, down Reason) (P
 		before = int(l.sizedFor.MaxReplicas)
 	}
 
+	groups, sizes := proportionalSizes(groups, step, target, before)
+	var sized *Size
+	if reached := sum(sizes); cut && reached == target {
+		sized = sizedAt(l, reached)
+	}
+	p := Plan{Reason: up}
+	if step < 0 {
+		p.Reason = down
+	}
+	p.Create, p.Delete = proportionalWrites(s, groups, sizes)
+	return p, sized
+}
+
+// proportionalSizes is each group's size after a proportional step of
+// step pods towards target, from what the pods were sized for (before):
+// the groups in the order they are served (bigger first; ties newer first
+// when growing, older first when shrinking), and their sizes.
+func proportionalSizes(groups []revisionPods, step, target, before int) ([]revisionPods, []int) {
 	groups = slices.Clone(groups)
 	slices.SortStableFunc(groups, func(a, b revisionPods) int {
 		if c := cmp.Compare(len(b.pods), len(a.pods)); c != 0 {
@@ -221,16 +239,14 @@ func proportional(s podSet, l limits, groups []revisionPods, up, down Reason) (P
 		}
 	}
 
-	var sized *Size
-	if reached := sum(sizes); cut && reached == target {
-		sized = sizedAt(l, reached)
-	}
-	p := Plan{Reason: up}
-	if step < 0 {
-		p.Reason = down
-	}
-	// Create newest first; delete old revisions first, the update revision
-	// last (groups came newest first, the update revision among the newest).
+	return groups, sizes
+}
+
+// proportionalWrites are the creates and deletes that bring each group to
+// its size: created newest first; deleted old revisions first, the update
+// revision last (groups come newest first, the update revision among the
+// newest), each group's pods by ranking.
+func proportionalWrites(s podSet, groups []revisionPods, sizes []int) (create []Creation, del []*corev1.Pod) {
 	order := make([]int, len(groups))
 	for i := range order {
 		order[i] = i
@@ -243,15 +259,14 @@ func proportional(s podSet, l limits, groups []revisionPods, up, down Reason) (P
 		g := groups[i]
 		switch diff := sizes[i] - len(g.pods); {
 		case diff > 0:
-			p.Create = append(p.Create, creation(g.name, diff)...)
+			create = append(create, creation(g.name, diff)...)
 		case diff < 0 && g.name == s.update:
 			deleteUpdated = s.rank.sorted(g.pods)[:-diff]
 		case diff < 0:
-			p.Delete = append(s.rank.sorted(g.pods)[:-diff], p.Delete...) // older before newer
+			del = append(s.rank.sorted(g.pods)[:-diff], del...) // older before newer
 		}
 	}
-	p.Delete = append(p.Delete, deleteUpdated...)
-	return p, sized
+	return create, append(del, deleteUpdated...)
 }
 
 // sizedAt is the record of a proportional scale cut by MaxBurst at size
