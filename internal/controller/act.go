@@ -18,6 +18,8 @@ import (
 )
 
 // act carries out s.plan in its order and decides nothing:
+//  0. the claims (writeClaims: revisions adopted, the update revision
+//     written, pods released and adopted), and a failure stops the sync;
 //  1. recordFirst, and a failure stops the sync before any pod moves;
 //  2. record, in the background, beside
 //  3. the pod writes (writePods: deletes, evictions, in-place starts, creates);
@@ -29,6 +31,9 @@ import (
 // It returns every error; what it did is in s (created, failure, retryAfter).
 func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	p := s.plan
+	if err := r.writeClaims(ctx, s); err != nil {
+		return err
+	}
 	if len(p.recordFirst) > 0 {
 		if err := r.setAnnotations(ctx, s, p.recordFirst)(); err != nil {
 			return err

@@ -25,6 +25,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
@@ -97,13 +98,22 @@ func (c *clusterPods) Evict(_ context.Context, _ *appsv1beta1.MyDeployment, pod 
 	return c.remove("evict", pod)
 }
 
-func (c *clusterPods) Adopt(_ context.Context, _ *appsv1beta1.MyDeployment, pod *corev1.Pod, _ *appsv1.ControllerRevision) (*corev1.Pod, error) {
+func (c *clusterPods) Adopt(_ context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
 	c.log.add("adopt", pod.Name)
-	return pod, nil
+	adopted := ownership.AsAdopted(pod, owner, rev.Name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pods[pod.Name] = adopted
+	return adopted.DeepCopy(), nil
 }
 
 func (c *clusterPods) Release(_ context.Context, _ *appsv1beta1.MyDeployment, pod *corev1.Pod) error {
 	c.log.add("release", pod.Name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	released := pod.DeepCopy()
+	released.OwnerReferences = nil
+	c.pods[pod.Name] = released
 	return nil
 }
 
@@ -122,14 +132,19 @@ func (c *clusterPods) UpdateInPlace(_ context.Context, _ *appsv1beta1.MyDeployme
 	return nil
 }
 
-func (c *clusterPods) list() []*corev1.Pod {
+// list returns the pods owner controls, and the orphans.
+func (c *clusterPods) list(owner types.UID) (owned, orphans []*corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*corev1.Pod, 0, len(c.pods))
 	for _, p := range c.pods {
-		out = append(out, p)
+		switch ref := metav1.GetControllerOfNoCopy(p); {
+		case ref == nil:
+			orphans = append(orphans, p)
+		case ref.UID == owner:
+			owned = append(owned, p)
+		}
 	}
-	return out
+	return owned, orphans
 }
 
 // loggingClient logs the object patches and deletes it passes on.
@@ -140,6 +155,10 @@ type loggingClient struct {
 
 // Patch logs a patch of annotations by the keys it sets.
 func (c loggingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if rev, ok := obj.(*appsv1.ControllerRevision); ok {
+		c.log.add("patch-revision", rev.Name)
+		return c.Client.Patch(ctx, obj, patch, opts...)
+	}
 	data, err := patch.Data(obj)
 	if err != nil {
 		return err
@@ -165,9 +184,14 @@ func (c loggingClient) Delete(ctx context.Context, obj client.Object, opts ...cl
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
+func (c loggingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.log.add("create-revision", obj.GetName())
+	return c.Client.Create(ctx, obj, opts...)
+}
+
 // expectedWrites is what act must write for plan p on md: each in the
 // phase act makes it in (see act), phases in order.
-func expectedWrites(md *appsv1beta1.MyDeployment, p syncPlan) [][]write {
+func expectedWrites(md *appsv1beta1.MyDeployment, c claimed, p syncPlan) [][]write {
 	patch := func(want map[string]string) []write {
 		changed := maps.Clone(want)
 		maps.DeleteFunc(changed, func(k, v string) bool { return md.Annotations[k] == v })
@@ -176,7 +200,22 @@ func expectedWrites(md *appsv1beta1.MyDeployment, p syncPlan) [][]write {
 		}
 		return []write{{"patch", annotationKeys(changed)}}
 	}
-	var deletes, evicts, starts, creates, steps, truncate []write
+	var claims, deletes, evicts, starts, creates, steps, truncate []write
+	for _, rev := range c.revisions.Adopt {
+		claims = append(claims, write{"patch-revision", rev.Name})
+	}
+	switch d := c.revision; {
+	case d.Create:
+		claims = append(claims, write{"create-revision", d.Update.Name})
+	case d.Renumber:
+		claims = append(claims, write{"patch-revision", d.Update.Name})
+	}
+	for _, pod := range c.pods.Release {
+		claims = append(claims, write{"release", pod.Name})
+	}
+	for _, pod := range c.pods.Adopt {
+		claims = append(claims, write{"adopt", pod.Name})
+	}
 	for _, pod := range p.Delete {
 		deletes = append(deletes, write{"delete", pod.Name})
 	}
@@ -201,7 +240,7 @@ func expectedWrites(md *appsv1beta1.MyDeployment, p syncPlan) [][]write {
 	}
 	// The record beside the pods is written concurrently with them: its
 	// phase is checked for presence only (see checkWrites).
-	return [][]write{patch(p.recordFirst), deletes, evicts, starts, creates, steps, patch(p.recordAfterPods), truncate,
+	return [][]write{claims, patch(p.recordFirst), deletes, evicts, starts, creates, steps, patch(p.recordAfterPods), truncate,
 		patch(p.record)}
 }
 
@@ -261,12 +300,17 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 		strategy appsv1.DeploymentStrategy
 		from, to int32 // replicas before and after the template change
 		history  int32
+		// orphans of the new template to adopt, and pods of ours the
+		// selector no longer matches to release, at the start.
+		orphans, unselected int
 	}{
 		{name: "rolling maxSurge=1 maxUnavailable=1", strategy: rollingStrategy(1, 1), from: 4, to: 4, history: 10},
 		{name: "rolling maxSurge=0 maxUnavailable=1, history 0", strategy: rollingStrategy(0, 1), from: 3, to: 3, history: 0},
 		{name: "rolling scaled up mid-rollout", strategy: rollingStrategy(2, 0), from: 4, to: 9, history: 10},
 		{name: "rolling scaled down mid-rollout", strategy: rollingStrategy(1, 1), from: 6, to: 2, history: 10},
 		{name: "recreate", strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, from: 3, to: 3, history: 1},
+		{name: "rolling with orphans to adopt and pods to release", strategy: rollingStrategy(1, 1), from: 3, to: 4, history: 10,
+			orphans: 2, unselected: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -307,18 +351,30 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 				t.Fatal(err)
 			}
 			maps.Copy(md.Annotations, rollout.Size{Replicas: tc.from, MaxReplicas: tc.from + surge}.Annotations())
+			md.Status.CurrentRevision, md.Status.UpdateRevision = rev1.Name, rev1.Name
 			rev2, err := revision.New(owner(), 2, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cl := loggingClient{fake.NewClientBuilder().WithScheme(scheme).WithObjects(md.DeepCopy(), rev1, rev2).Build(), log}
-			r := &MyDeploymentReconciler{Client: cl, Pods: pods, Revisions: &revision.Store{Client: cl},
+			owned, _ := pods.list(md.UID)
+			for _, pod := range owned[:tc.unselected] {
+				pod.Labels["app"] = "debugging"
+			}
+			for range tc.orphans {
+				orphan, err := pods.Create(ctx, md, &md.Spec.Template, rev2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pods.pods[orphan.Name].OwnerReferences = nil
+			}
+			cl := loggingClient{fake.NewClientBuilder().WithScheme(scheme).WithObjects(md.DeepCopy(), rev1).
+				WithStatusSubresource(&appsv1beta1.MyDeployment{}).Build(), log}
+			r := &MyDeploymentReconciler{Client: cl, APIReader: cl, Pods: pods, Revisions: &revision.Store{Client: cl},
 				Recorder: events.NewFakeRecorder(1000), objects: newObjects(0)}
 			sel, err := selectorOf(md)
 			if err != nil {
 				t.Fatal(err)
 			}
-			revisions := []*appsv1.ControllerRevision{rev1, rev2}
 			log.take()
 			for step := 1; ; step++ {
 				if step > 30 {
@@ -328,36 +384,46 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 				if err := cl.Get(ctx, client.ObjectKeyFromObject(md), cur); err != nil {
 					t.Fatal(err)
 				}
-				current := rev2 // as status says once no pod of rev1 is left
-				if slices.ContainsFunc(pods.list(), func(p *corev1.Pod) bool { return p.Labels[appsv1beta1.RevisionLabel] == rev1.Name }) {
-					current = rev1
+				owned, orphans := pods.list(md.UID)
+				s := &scope{md: cur, obj: r.objects.get(cur), now: now, selector: sel, pods: owned, orphans: orphans}
+				if err := r.claim(ctx, s); err != nil {
+					t.Fatal(err)
 				}
-				s := &scope{md: cur, obj: r.objects.get(cur), now: now, selector: sel, current: current, update: rev2,
-					revisions: slices.Clone(revisions), pods: pods.list()}
 				p, err := r.decide(ctx, s)
 				if err != nil {
 					t.Fatal(err)
 				}
 				s.plan = p
-				want := expectedWrites(cur, p)
+				want := expectedWrites(cur, s.claim, p)
 				if err := r.act(ctx, s); err != nil {
 					t.Fatalf("step %d: %v", step, err)
 				}
 				got := log.take()
 				checkWrites(t, step, got, want)
-				revisions = slices.DeleteFunc(revisions, func(rev *appsv1.ControllerRevision) bool { return slices.Contains(p.truncate, rev) })
+				if owned, _ := pods.list(md.UID); !slices.ContainsFunc(owned, func(p *corev1.Pod) bool { return p.Labels[appsv1beta1.RevisionLabel] == rev1.Name }) {
+					// What status says once no pod of rev1 is left.
+					cur.Status.CurrentRevision, cur.Status.UpdateRevision = s.update.Name, s.update.Name
+					if err := cl.Status().Update(ctx, cur); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if len(got) == 0 {
 					break
 				}
 			}
-			if n := len(pods.list()); n != int(tc.to) {
-				t.Errorf("ended with %d pods, want %d", n, tc.to)
+			owned, orphans := pods.list(md.UID)
+			if len(owned) != int(tc.to) || len(orphans) != tc.unselected {
+				t.Errorf("ended with %d pods and %d orphans, want %d and %d", len(owned), len(orphans), tc.to, tc.unselected)
 			}
-			if kept := len(revisions); kept != min(2, int(tc.history)+1) {
+			var kept appsv1.ControllerRevisionList
+			if err := cl.List(ctx, &kept); err != nil {
+				t.Fatal(err)
+			}
+			if kept := len(kept.Items); kept != min(2, int(tc.history)+1) {
 				t.Errorf("%d revisions kept, want %d (history %d)", kept, min(2, int(tc.history)+1), tc.history)
 			}
-			for _, pod := range pods.list() {
-				if pod.Labels[appsv1beta1.RevisionLabel] != rev2.Name {
+			for _, pod := range owned {
+				if pod.Labels[appsv1beta1.RevisionLabel] != rev2.Name { // the revision the first step created
 					t.Errorf("pod %s of revision %s left", pod.Name, pod.Labels[appsv1beta1.RevisionLabel])
 				}
 			}

@@ -45,6 +45,14 @@ const maxInPlaceMemo = 4096
 
 // template is rev's pod template, decoded once; callers must not modify it.
 func (m *inPlaceMemo) template(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	if rev.UID == "" {
+		// Not created yet (the update revision this sync writes): no key.
+		t, err := revision.Template(rev)
+		if err != nil {
+			return nil, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
+		}
+		return t, nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t, ok := m.templates[rev.UID]; ok {
@@ -65,6 +73,20 @@ func (m *inPlaceMemo) template(rev *appsv1.ControllerRevision) (*corev1.PodTempl
 // reports whether it was computed by this call.
 func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace.Change, fresh bool, err error) {
 	key := [2]types.UID{from.UID, to.UID}
+	if from.UID == "" || to.UID == "" {
+		// A revision not created yet: computed every time, never kept
+		// (fresh only once it exists, so its event is not repeated).
+		a, err := m.template(from)
+		if err != nil {
+			return nil, false, err
+		}
+		b, err := m.template(to)
+		if err != nil {
+			return nil, false, err
+		}
+		change, err := inplace.Diff(a, b)
+		return change, false, err
+	}
 	m.mu.Lock()
 	d, ok := m.diffs[key]
 	m.mu.Unlock()

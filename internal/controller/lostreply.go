@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,28 +87,4 @@ func (r *MyDeploymentReconciler) changedAfterAll(ctx context.Context, pod *corev
 		return false
 	}
 	return fresh.UID == pod.UID && changed(fresh)
-}
-
-// adoptedAfterAll is called after adopting pod failed with adoptErr, a
-// conflict or a timeout: the pod changed since the cache listed it, or the
-// reply to the adoption was lost. It reads the pod back and returns it if
-// s.md controls it now (the same pod, not terminating); nil if it is gone,
-// terminating or another's. A pod still an orphan is adoptErr: the sync
-// must not plan as if it did not exist (it would create its replacement),
-// but retry, as the ControllerRefManager's callers do.
-func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, s *scope, pod *corev1.Pod, adoptErr error) (*corev1.Pod, error) {
-	fresh := &corev1.Pod{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
-		return nil, fmt.Errorf("reading pod %s back after adopting it failed: %w", pod.Name, err)
-	}
-	ref := metav1.GetControllerOfNoCopy(fresh)
-	switch {
-	case fresh.UID != pod.UID || fresh.DeletionTimestamp != nil:
-		return nil, nil
-	case ref == nil:
-		return nil, adoptErr
-	case ref.UID != s.md.UID:
-		return nil, nil
-	}
-	return fresh, nil
 }

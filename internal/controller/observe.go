@@ -43,8 +43,10 @@ type scope struct {
 	// settled: the cache reflects every pod write of earlier syncs.
 	settled bool
 	// orphans: the namespace's pods without a controller, as readPods
-	// found them (claimPods adopts those that match).
+	// found them (claim adopts those that match).
 	orphans []*corev1.Pod
+	// claim is what the ownership step found (claim.go).
+	claim claimed
 	// pods the MyDeployment controls (after adoption and release).
 	pods      []*corev1.Pod
 	revisions []*appsv1.ControllerRevision

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 )
 
 // Expectations cover the pod writes of this process only. Two writes they
@@ -91,13 +90,7 @@ func (r *MyDeploymentReconciler) heldByNamesake(ctx context.Context, s *scope) (
 	if err != nil {
 		return false, fmt.Errorf("listing pods: %w", err)
 	}
-	var held []string
-	for _, pod := range pods {
-		if podcontrol.ControllerOf(pod).UID != s.md.UID && pod.DeletionTimestamp == nil &&
-			s.selector.Matches(labels.Set(pod.Labels)) {
-			held = append(held, pod.Name)
-		}
-	}
+	held := ownership.HeldByNamesake(s.md.UID, s.selector, pods)
 	if len(held) == 0 {
 		return false, nil
 	}

@@ -104,7 +104,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		r, s := c.reconciler(late), c.s
 		Expect(names(c.observe(r))).To(ConsistOf(orphans[1].Name), "read after the orphans, our pods include the one adopted meanwhile")
 
-		Expect(r.claimPods(ctx, s)).To(Succeed())
+		Expect(c.claimPods(r)).To(Succeed())
 		Expect(late.event).To(BeNil(), "the event was delivered")
 		Expect(names(s.pods)).To(ConsistOf(orphans[0].Name, orphans[1].Name),
 			"the pod adopted by the earlier sync is ours, and the other is adopted now")
@@ -135,7 +135,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		}
 		Expect(names(c.observe(r))).To(ConsistOf(stayer.Name))
 
-		Expect(r.claimPods(ctx, s)).To(Succeed())
+		Expect(c.claimPods(r)).To(Succeed())
 		Expect(late.event).To(BeNil(), "the event was delivered")
 		Expect(names(s.pods)).To(ConsistOf(stayer.Name), "the pod that left is not counted")
 		fresh := &corev1.Pod{}
@@ -157,7 +157,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		r, s := c.reconciler(c.store), c.s
 		r.noteStray(leaver) // the watch event has arrived; the store has not dropped the pod yet
 		Expect(c.observe(r)).To(HaveLen(2))
-		Expect(r.claimPods(ctx, s)).To(Succeed())
+		Expect(c.claimPods(r)).To(Succeed())
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaver), fresh)).To(Succeed())
 		Expect(metav1.GetControllerOf(fresh)).To(BeNil(), "released")
@@ -195,14 +195,14 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 			Expect(err).NotTo(HaveOccurred())
 		}
 
-		Expect(r.claimRevisions(ctx, s)).To(Succeed())
+		Expect(r.readRevisions(ctx, s)).To(Succeed())
 		Expect(reads.event).To(BeNil(), "the event was delivered")
 		Expect(named(s.revisions, rev.Name)).NotTo(BeNil(), "the revision adopted meanwhile is ours")
 	})
 })
 
 // claimSetup is a MyDeployment with two ready pods and no manager
-// running, and what a test of claimPods needs beside it: a hand-fed pod
+// running, and what a test of the pod claim needs beside it: a hand-fed pod
 // index (store) and a scope as observe leaves it before reading pods.
 type claimSetup struct {
 	md    *appsv1beta1.MyDeployment
@@ -241,6 +241,16 @@ func (c *claimSetup) reconciler(idx toolscache.Indexer) *MyDeploymentReconciler 
 		objects: newObjects(0)}
 	c.s.obj = r.objects.get(c.md)
 	return r
+}
+
+// claimPods claims the pods as a sync does: the strays read around the
+// cache, the claim, and its writes.
+func (c *claimSetup) claimPods(r *MyDeploymentReconciler) error {
+	if err := r.readStrays(ctx, c.s); err != nil {
+		return err
+	}
+	r.claimPods(c.s)
+	return r.writePodClaims(ctx, c.s)
 }
 
 // observe reads the pods as observe does.

@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
@@ -176,56 +176,31 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 	return found, nil
 }
 
-// releaseStrays reads each stray remembered for s's MyDeployment around the
-// cache and releases it if it is still ours and no longer belongs: labels
-// the selector does not match, or a revision label missing. A pod gone,
-// re-created under its name, controlled by another, or back in shape (and
-// so back in the cache) is forgotten. A stray whose read or release failed
-// is kept for the next sync, and the errors returned.
-//
-// It returns the strays that are not ours (any more): released now, gone,
-// or another's. The cache may still list one for a moment (a stray is
-// noted before the cache drops it); the sync must not count it, nor delete
-// a pod it has just given back.
-func (r *MyDeploymentReconciler) releaseStrays(ctx context.Context, s *scope) (notOurs map[types.UID]bool, err error) {
-	var errs []error
+// readStrays reads each stray remembered for s's MyDeployment around the
+// cache (after the cache's pods: see ownership.PodInput), sweeping first
+// if it is the object's first sync since the start. ownership.ClaimPods
+// decides what each read means: released if still ours and no longer
+// belonging (labels the selector does not match, or a revision label
+// missing); forgotten if gone, re-created under its name, another's, or
+// back in shape (and so back in the cache); noted again if its read failed.
+func (r *MyDeploymentReconciler) readStrays(ctx context.Context, s *scope) error {
 	if err := r.sweep(ctx, s); err != nil {
-		errs = append(errs, err)
+		return err
 	}
-	notOur := func(uid types.UID) {
-		if notOurs == nil {
-			notOurs = map[types.UID]bool{}
-		}
-		notOurs[uid] = true
-	}
+	s.claim.strays = nil
 	for uid, st := range s.obj.TakeStrays() {
-		if st.Owner != s.md.UID {
-			continue // a deleted namesake's: the garbage collector's
-		}
-		pod := &corev1.Pod{}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: st.Name}, pod); err != nil {
-			if !apierrors.IsNotFound(err) {
-				s.obj.NoteStray(uid, st)
-				errs = append(errs, fmt.Errorf("reading pod %s that left the cache: %w", st.Name, err))
-				continue
+		read := ownership.StrayRead{UID: uid, Stray: st}
+		if st.Owner == s.md.UID {
+			pod := &corev1.Pod{}
+			err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: st.Name}, pod)
+			switch {
+			case err == nil:
+				read.Pod = pod
+			case !apierrors.IsNotFound(err):
+				read.Err = fmt.Errorf("reading pod %s that left the cache: %w", st.Name, err)
 			}
-			notOur(uid)
-			continue
 		}
-		ref := podcontrol.ControllerOf(pod)
-		if pod.UID != uid || ref == nil || ref.UID != s.md.UID {
-			notOur(uid)
-			continue
-		}
-		if !leftCache(pod) && s.selector.Matches(labels.Set(pod.Labels)) {
-			continue // back in the cache's view: claimPods sees it
-		}
-		if err := r.Pods.Release(ctx, s.md, pod); err != nil {
-			s.obj.NoteStray(uid, st)
-			errs = append(errs, err)
-			continue
-		}
-		notOur(uid)
+		s.claim.strays = append(s.claim.strays, read)
 	}
-	return notOurs, kerrors.NewAggregate(errs)
+	return nil
 }

@@ -46,35 +46,76 @@ import (
 func (s *Store) Sync(ctx context.Context, owner Owner, revisions []*appsv1.ControllerRevision,
 	currentRevisionName string, collisionCount int32) (current, update *appsv1.ControllerRevision,
 	newCollisionCount int32, err error) {
-	sorted := slices.Clone(revisions)
-	Sort(sorted)
+	d, err := Decide(owner, revisions, currentRevisionName, collisionCount)
+	if err != nil {
+		return nil, nil, collisionCount, err
+	}
 	newCollisionCount = collisionCount
-
-	candidate, err := New(owner, NextRevision(sorted), newCollisionCount)
-	if err != nil {
+	if update, err = s.Apply(ctx, d, &newCollisionCount); err != nil {
 		return nil, nil, newCollisionCount, err
 	}
-	newest := len(sorted) - 1
-	equal := lastEqual(sorted, candidate)
-	switch {
-	case equal == newest && newest >= 0:
-		update = sorted[newest]
-	case equal >= 0:
-		update, err = s.Renumber(ctx, sorted[equal], candidate.Revision)
-	default:
-		update, err = s.Create(ctx, candidate, &newCollisionCount)
-	}
-	if err != nil {
-		return nil, nil, newCollisionCount, err
-	}
-
-	current = update
-	if i := slices.IndexFunc(sorted, func(r *appsv1.ControllerRevision) bool {
-		return r.Name == currentRevisionName
-	}); i >= 0 && sorted[i].Name != update.Name {
-		current = sorted[i]
+	current = d.Current
+	if current.Name == update.Name {
+		current = update
 	}
 	return current, update, newCollisionCount, nil
+}
+
+// Decision is what [Store.Sync] writes for an owner's template, decided
+// from the revisions alone (see Sync for the rules).
+type Decision struct {
+	// Update is the update revision as it will be once written: the newest
+	// revision (no write), an older equal one renumbered (Renumber), or a
+	// new one (Create), named as [Store.Create] first tries to name it.
+	Update *appsv1.ControllerRevision
+	// Current is the current revision (Update's object when it is Update).
+	Current *appsv1.ControllerRevision
+	// Renumber says Update is source with a new number; Create that it is new.
+	Renumber, Create bool
+	source           *appsv1.ControllerRevision
+}
+
+// Decide is the decision of [Store.Sync], with no write.
+func Decide(owner Owner, revisions []*appsv1.ControllerRevision, currentRevisionName string,
+	collisionCount int32) (Decision, error) {
+	sorted := slices.Clone(revisions)
+	Sort(sorted)
+	candidate, err := New(owner, NextRevision(sorted), collisionCount)
+	if err != nil {
+		return Decision{}, err
+	}
+	var d Decision
+	newest := len(sorted) - 1
+	switch equal := lastEqual(sorted, candidate); {
+	case equal == newest && newest >= 0:
+		d.Update = sorted[newest]
+	case equal >= 0:
+		d.Renumber, d.source = true, sorted[equal]
+		d.Update = sorted[equal].DeepCopy()
+		d.Update.Revision = candidate.Revision
+	default:
+		d.Create, d.Update = true, candidate
+	}
+	d.Current = d.Update
+	if i := slices.IndexFunc(sorted, func(r *appsv1.ControllerRevision) bool {
+		return r.Name == currentRevisionName
+	}); i >= 0 && sorted[i].Name != d.Update.Name {
+		d.Current = sorted[i]
+	}
+	return d, nil
+}
+
+// Apply makes d's write, if any, and returns the update revision as
+// written: for a Create whose name was taken, under another name and with
+// *collisionCount raised (see [Store.Create]).
+func (s *Store) Apply(ctx context.Context, d Decision, collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	switch {
+	case d.Renumber:
+		return s.Renumber(ctx, d.source, d.Update.Revision)
+	case d.Create:
+		return s.Create(ctx, d.Update, collisionCount)
+	}
+	return d.Update, nil
 }
 
 // lastEqual returns the index of the last of sorted equal to rev, or -1.
