@@ -374,6 +374,12 @@ bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metada
 	sed -i 's|^    containerImage: .*|    containerImage: $(IMG)|' bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
 	printf '  relatedImages:\n  - image: %s\n    name: manager\n' '$(IMG)' >>bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
 	$(OPERATOR_SDK) bundle validate ./bundle
+ifeq ($(origin IMAGE_TAG_BASE),file)
+	@echo "note: IMAGE_TAG_BASE is not set, so the images are named from its default $(IMAGE_TAG_BASE), which no registry serves:"
+	@echo "note:   bundle/ names the manager $(IMG) and the scorecard tests $(SCORECARD_IMG);"
+	@echo "note:   bundle-build and catalog-build would tag $(BUNDLE_IMG) and $(CATALOG_IMG)."
+	@echo "note: to name images you can push: make bundle IMAGE_TAG_BASE=<registry>/mydeployment-operator (or IMG=..., SCORECARD_IMG=...)"
+endif
 
 .PHONY: bundle-validate
 bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework suite (OperatorHub, capabilities, categories, deprecated APIs, good practices).
