@@ -265,24 +265,3 @@ func (r *MyDeploymentReconciler) writePodClaims(ctx context.Context, s *scope) e
 	}
 	return kerrors.NewAggregate(errs)
 }
-
-// adoptedAfterAll reads pod back after its adoption failed with adoptErr:
-// nil if it is ours after all; adoptErr if still an orphan (retry);
-// errChangedWhileClaiming if gone or another's (the plan counted it).
-func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, s *scope, pod *corev1.Pod, adoptErr error) error {
-	fresh := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh)
-	switch {
-	case apierrors.IsNotFound(err):
-		return errChangedWhileClaiming
-	case err != nil:
-		return fmt.Errorf("reading pod %s back after adopting it failed: %w", pod.Name, err)
-	}
-	switch adopted, orphan := ownership.AdoptedAfterAll(pod, fresh, s.md.UID); {
-	case adopted != nil:
-		return nil
-	case orphan:
-		return adoptErr
-	}
-	return errChangedWhileClaiming
-}

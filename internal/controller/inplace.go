@@ -72,36 +72,38 @@ func (m *inPlaceMemo) template(rev *appsv1.ControllerRevision) (*corev1.PodTempl
 // diff is inplace.Diff from from's template to to's, computed once; fresh
 // reports whether it was computed by this call.
 func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace.Change, fresh bool, err error) {
-	key := [2]types.UID{from.UID, to.UID}
-	if from.UID == "" || to.UID == "" {
-		// A revision not created yet: computed every time, never kept
-		// (fresh only once it exists, so its event is not repeated).
+	compute := func() (d inPlaceDiff, err error) {
 		a, err := m.template(from)
 		if err != nil {
-			return nil, false, err
+			return d, err
 		}
 		b, err := m.template(to)
 		if err != nil {
+			return d, err
+		}
+		d.change, d.err = inplace.Diff(a, b)
+		return d, nil
+	}
+	if from.UID == "" || to.UID == "" {
+		// A revision not created yet: computed every time, never kept
+		// (fresh only once it exists, so its event is not repeated).
+		d, err := compute()
+		if err != nil {
 			return nil, false, err
 		}
-		change, err := inplace.Diff(a, b)
-		return change, false, err
+		return d.change, false, d.err
 	}
+	key := [2]types.UID{from.UID, to.UID}
 	m.mu.Lock()
 	d, ok := m.diffs[key]
 	m.mu.Unlock()
 	if ok {
 		return d.change, false, d.err
 	}
-	a, err := m.template(from)
+	d, err = compute()
 	if err != nil {
 		return nil, false, err
 	}
-	b, err := m.template(to)
-	if err != nil {
-		return nil, false, err
-	}
-	d.change, d.err = inplace.Diff(a, b)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.diffs == nil || len(m.diffs) >= maxInPlaceMemo {

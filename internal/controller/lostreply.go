@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 )
 
 // A write whose reply is lost (the API server or the connection timed out)
@@ -63,17 +66,28 @@ func (r *MyDeploymentReconciler) expectListedPods(ctx context.Context, s *scope)
 // back from the API server and reports whether it is gone or terminating,
 // i.e. whether the delete (or another) took effect.
 func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev1.Pod) bool {
-	fresh := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh)
+	fresh, err := r.readBack(ctx, pod)
 	switch {
-	case apierrors.IsNotFound(err):
-		return true
 	case err != nil:
 		logf.FromContext(ctx).Error(err, "reading a pod back after its delete timed out", "pod", pod.Name)
 		return false
+	case fresh == nil:
+		return true
 	default:
 		return fresh.UID != pod.UID || fresh.DeletionTimestamp != nil
 	}
+}
+
+// readBack reads pod from the API server: nil, nil if it is gone.
+func (r *MyDeploymentReconciler) readBack(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	fresh := &corev1.Pod{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return fresh, nil
 }
 
 // changedAfterAll is called after a write to pod timed out (an in-place
@@ -81,10 +95,30 @@ func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev
 // the write landed (then the caller expects it, so the next plan waits
 // for the cache instead of counting the pod as it was).
 func (r *MyDeploymentReconciler) changedAfterAll(ctx context.Context, pod *corev1.Pod, changed func(*corev1.Pod) bool) bool {
-	fresh := &corev1.Pod{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+	fresh, err := r.readBack(ctx, pod)
+	if err != nil {
 		logf.FromContext(ctx).Error(err, "reading a pod back after a write timed out", "pod", pod.Name)
 		return false
 	}
-	return fresh.UID == pod.UID && changed(fresh)
+	return fresh != nil && fresh.UID == pod.UID && changed(fresh)
+}
+
+// adoptedAfterAll reads pod back after its adoption failed with adoptErr:
+// nil if it is ours after all; adoptErr if still an orphan (retry);
+// errChangedWhileClaiming if gone or another's (the plan counted it).
+func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, s *scope, pod *corev1.Pod, adoptErr error) error {
+	fresh, err := r.readBack(ctx, pod)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading pod %s back after adopting it failed: %w", pod.Name, err)
+	case fresh == nil:
+		return errChangedWhileClaiming
+	}
+	switch adopted, orphan := ownership.AdoptedAfterAll(pod, fresh, s.md.UID); {
+	case adopted != nil:
+		return nil
+	case orphan:
+		return adoptErr
+	}
+	return errChangedWhileClaiming
 }
