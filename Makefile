@@ -294,11 +294,14 @@ docker-buildx: ## Build and push docker image for the manager for cross-platform
 	- $(CONTAINER_TOOL) buildx rm mydeployment-operator-builder
 	rm Dockerfile.cross
 
+# dist/install.yaml installs what `make deploy` does. Server-side apply: the
+# CRDs are larger than the 256 KiB annotation client-side apply would store.
 .PHONY: build-installer
-build-installer: manifests generate kustomize ## Generate a consolidated YAML with CRDs and deployment.
+build-installer: manifests generate kustomize ## Generate a consolidated YAML with CRDs and deployment (install it with kubectl apply --server-side -f).
 	mkdir -p dist
 	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
-	$(KUSTOMIZE) build config/default > dist/install.yaml
+	{ echo '# mydeployment-operator $(VERSION) ($(IMG)): kubectl apply --server-side -f install.yaml'; \
+	  $(KUSTOMIZE) build config/default; } > dist/install.yaml
 
 ##@ Deployment
 
@@ -307,20 +310,20 @@ ifndef ignore-not-found
 endif
 
 .PHONY: install
-install: manifests kustomize control-plane ## Install CRDs into the K8s cluster specified in ~/.kube/config.
+install: manifests kustomize kubectl ## Install CRDs into the K8s cluster specified in ~/.kube/config.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
 .PHONY: uninstall
-uninstall: manifests kustomize control-plane ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+uninstall: manifests kustomize kubectl ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
-deploy: manifests kustomize control-plane ## Deploy controller to the K8s cluster specified in ~/.kube/config.
+deploy: manifests kustomize kubectl ## Deploy controller to the K8s cluster specified in ~/.kube/config (IMG=... your image).
 	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: kustomize ## Undeploy controller from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+undeploy: kustomize kubectl ## Undeploy controller from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 ##@ Dependencies
@@ -332,7 +335,9 @@ $(LOCALBIN):
 
 ## Tool Binaries: built from the Go module proxy by hack/tools.sh (pins in
 ## hack/tools/*/go.mod), cached outside the repo by version, linked into bin/.
-KUBECTL ?= $(LOCALBIN)/kubectl
+## kubectl for install, deploy and their reverses: the one on PATH if there
+## is one, else the project's own (bin/kubectl, built with the control plane).
+KUBECTL ?= $(or $(shell command -v kubectl 2>/dev/null),$(LOCALBIN)/kubectl)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 ENVTEST ?= $(LOCALBIN)/setup-envtest
@@ -341,7 +346,10 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools kubectl
+kubectl: ## Use the kubectl on PATH; build the project's own (with the control plane) only if there is none.
+	@if [ -x "$(KUBECTL)" ] || command -v "$(KUBECTL)" >/dev/null 2>&1; then echo "kubectl: $(KUBECTL)" >&2; \
+	else hack/tools.sh control-plane; fi
 kustomize: ## Build kustomize if necessary.
 	@hack/tools.sh kustomize
 controller-gen: ## Build controller-gen if necessary.
