@@ -120,7 +120,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
+test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-install test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, dist/install.yaml, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
 
 .PHONY: test-unit
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
@@ -141,6 +141,23 @@ test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local clus
 	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+
+# The install e2e: dist/install.yaml applied as a user would, on a local
+# cluster of its own; the manager run on the host as that Deployment's pod
+# (its service account's token, its args and environment, its pod IP added
+# to lo as for test-olm: needs root), making its own webhook certificate;
+# then `make undeploy`. Its nodes hand out pod IPs from INSTALL_POD_CIDR, so
+# the address it adds to lo is no other suite's.
+INSTALL_CLUSTER ?= mydeployment-install
+INSTALL_POD_CIDR ?= 10.213.0.0/24
+.PHONY: test-install
+test-install: build build-installer kwok-tools ## Install dist/install.yaml on a throwaway local cluster, check the self-managed webhook certificate, then undeploy.
+	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
+	  KWOKCTL_SCALE_ARGS='--param .podCIDRs=["$(INSTALL_POD_CIDR)"]' \
+	  hack/local-cluster.sh up $(INSTALL_CLUSTER) $(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig
+	rc=0; KUBECONFIG=$(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig INSTALL_POD_CIDR=$(INSTALL_POD_CIDR) PATH="$(LOCALBIN):$$PATH" \
+	  go test ./test/e2e/install/ -v -ginkgo.v -timeout 15m || rc=$$?; \
+	  hack/local-cluster.sh down $(INSTALL_CLUSTER); exit $$rc
 
 # The OLM e2e: OLM's olm and catalog operators on a local cluster of their
 # own, the catalog served by opm; installs the previous release, then upgrades
