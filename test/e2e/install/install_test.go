@@ -148,7 +148,7 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 			}
 			return out
 		}, 2*time.Minute, time.Second).Should(BeEmpty(), "the operator's namespace is gone")
-		By("the samples' objects go with the CRDs (garbage collection of what they owned)")
+		By("the samples go first, and with them what they owned (make undeploy deletes them in the foreground)")
 		Eventually(func() string {
 			out, _ := utils.Kubectl("-n", samples, "get", "pods,services,ingresses,controllerrevisions", "-o", "name")
 			return out
