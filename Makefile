@@ -330,8 +330,19 @@ endif
 install: manifests kustomize kubectl ## Install CRDs into the K8s cluster specified in ~/.kube/config.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
+# Deleting the CRDs deletes every MyDeployment and Application; uninstall
+# and undeploy delete them first, in the foreground, while their kinds still
+# exist: the garbage collector cannot collect the pods, Services and Ingresses
+# of an owner whose kind is gone, and would leave them behind.
+define delete-custom-resources
+	@for r in applications.apps.mydeployment.io mydeployments.apps.mydeployment.io; do \
+	  if $(KUBECTL) get crd $$r >/dev/null 2>&1; then echo "$(KUBECTL) delete $$r --all -A --cascade=foreground"; \
+	    $(KUBECTL) delete $$r --all -A --cascade=foreground; fi; done
+endef
+
 .PHONY: uninstall
-uninstall: manifests kustomize kubectl ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+uninstall: manifests kustomize kubectl ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config (every MyDeployment and Application with them). Call with ignore-not-found=true to ignore resource not found errors during deletion.
+	$(delete-custom-resources)
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
@@ -339,15 +350,9 @@ deploy: manifests kustomize kubectl ## Deploy controller to the K8s cluster spec
 	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
 
-# Deleting the CRDs deletes every MyDeployment and Application; undeploy
-# deletes them itself first, in the foreground, while their kinds still
-# exist: the garbage collector cannot collect the pods, Services and Ingresses
-# of an owner whose kind is gone, and would leave them behind.
 .PHONY: undeploy
 undeploy: kustomize kubectl ## Undeploy controller from the K8s cluster specified in ~/.kube/config (every MyDeployment and Application with it). Call with ignore-not-found=true to ignore resource not found errors during deletion.
-	@for r in applications.apps.mydeployment.io mydeployments.apps.mydeployment.io; do \
-	  if $(KUBECTL) get crd $$r >/dev/null 2>&1; then echo "$(KUBECTL) delete $$r --all -A --cascade=foreground"; \
-	    $(KUBECTL) delete $$r --all -A --cascade=foreground; fi; done
+	$(delete-custom-resources)
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 ##@ Dependencies
