@@ -75,6 +75,21 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 			MatchRegexp(`"msg":"webhook certificate","mode":"self-managed","secret":"`+operatorNamespace+"/"+webhookSecret+`"`),
 			"one log line says where the certificate comes from")
 
+		By("its service account may write that Secret and that webhook configuration, and no other")
+		canI := func(args ...string) string {
+			out, _ := utils.Kubectl(append(append([]string{"auth", "can-i"}, args...), "--as", pod.serviceAccount)...)
+			lines := utils.GetNonEmptyLines(out)
+			if len(lines) == 0 {
+				return out
+			}
+			return strings.TrimSpace(lines[len(lines)-1])
+		}
+		Expect(canI("update", "secret/"+webhookSecret, "-n", operatorNamespace)).To(Equal("yes"))
+		Expect(canI("update", "secret/other", "-n", operatorNamespace)).To(Equal("no"))
+		Expect(canI("list", "secrets", "-n", samples)).To(Equal("no"))
+		Expect(canI("update", "validatingwebhookconfigurations/"+webhookConfiguration)).To(Equal("yes"))
+		Expect(canI("update", "validatingwebhookconfigurations/other")).To(Equal("no"))
+
 		By("the manager writes a CA and a serving certificate for the webhook Service into the Secret")
 		Eventually(secretData, time.Minute, 500*time.Millisecond).Should(HaveKey("tls.crt"))
 		data := secretData()

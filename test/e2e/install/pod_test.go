@@ -66,10 +66,12 @@ var pod = &hostPod{deployment: &utils.OLMOperator{Namespace: operatorNamespace, 
 type hostPod struct {
 	deployment *utils.OLMOperator // Pod and PodEnv: the Deployment's pod and its resolved environment
 	name, ip   string
-	probeAddr  string
-	manager    *utils.Process
-	volumes    []*secretVolume
-	addedIP    bool
+	// serviceAccount is the pod's, as RBAC names it.
+	serviceAccount string
+	probeAddr      string
+	manager        *utils.Process
+	volumes        []*secretVolume
+	addedIP        bool
 }
 
 // start runs the manager as the Deployment's pod; with holdVolumes its
@@ -87,6 +89,7 @@ func (p *hostPod) start(holdVolumes bool) {
 	c := spec.Containers[0]
 	Expect(c.Command).To(Equal([]string{"/manager"}), "the image runs the manager binary")
 
+	p.serviceAccount = utils.ServiceAccountUser(operatorNamespace, spec.ServiceAccountName)
 	By("giving the host manager a token of the pod's service account " + spec.ServiceAccountName)
 	token := utils.MustKubectl("create", "token", spec.ServiceAccountName, "-n", operatorNamespace, "--duration=2h")
 	kubeconfig := tokenKubeconfig(strings.TrimSpace(token), filepath.Join(workDir, "manager.kubeconfig"))
