@@ -120,7 +120,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
+test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-install test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, dist/install.yaml, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
 
 .PHONY: test-unit
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
@@ -141,6 +141,23 @@ test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local clus
 	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+
+# The install e2e: dist/install.yaml applied as a user would, on a local
+# cluster of its own; the manager run on the host as that Deployment's pod
+# (its service account's token, its args and environment, its pod IP added
+# to lo as for test-olm: needs root), making its own webhook certificate;
+# then `make undeploy`. Its nodes hand out pod IPs from INSTALL_POD_CIDR, so
+# the address it adds to lo is no other suite's.
+INSTALL_CLUSTER ?= mydeployment-install
+INSTALL_POD_CIDR ?= 10.213.0.0/24
+.PHONY: test-install
+test-install: build build-installer kwok-tools ## Install dist/install.yaml on a throwaway local cluster, check the self-managed webhook certificate, then undeploy.
+	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
+	  KWOKCTL_SCALE_ARGS='--param .podCIDRs=["$(INSTALL_POD_CIDR)"]' \
+	  hack/local-cluster.sh up $(INSTALL_CLUSTER) $(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig
+	rc=0; KUBECONFIG=$(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig INSTALL_POD_CIDR=$(INSTALL_POD_CIDR) PATH="$(LOCALBIN):$$PATH" \
+	  go test ./test/e2e/install/ -v -ginkgo.v -timeout 15m || rc=$$?; \
+	  hack/local-cluster.sh down $(INSTALL_CLUSTER); exit $$rc
 
 # The OLM e2e: OLM's olm and catalog operators on a local cluster of their
 # own, the catalog served by opm; installs the previous release, then upgrades
@@ -294,11 +311,16 @@ docker-buildx: ## Build and push docker image for the manager for cross-platform
 	- $(CONTAINER_TOOL) buildx rm mydeployment-operator-builder
 	rm Dockerfile.cross
 
+# dist/install.yaml installs what `make deploy` does, with server-side apply
+# as make deploy uses: client-side apply also works while each CRD, as the
+# JSON of its last-applied annotation, stays under 256 KiB (test-install
+# checks; the larger one is about 110 KB now).
 .PHONY: build-installer
-build-installer: manifests generate kustomize ## Generate a consolidated YAML with CRDs and deployment.
+build-installer: manifests generate kustomize ## Generate a consolidated YAML with CRDs and deployment (install it with kubectl apply --server-side -f).
 	mkdir -p dist
 	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
-	$(KUSTOMIZE) build config/default > dist/install.yaml
+	{ echo '# mydeployment-operator $(VERSION) ($(IMG)): kubectl apply --server-side -f install.yaml'; \
+	  $(KUSTOMIZE) build config/default; } > dist/install.yaml
 
 ##@ Deployment
 
@@ -307,20 +329,32 @@ ifndef ignore-not-found
 endif
 
 .PHONY: install
-install: manifests kustomize control-plane ## Install CRDs into the K8s cluster specified in ~/.kube/config.
+install: manifests kustomize kubectl ## Install CRDs into the K8s cluster specified in ~/.kube/config.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
+# Deleting the CRDs deletes every MyDeployment and Application; uninstall
+# and undeploy delete them first, in the foreground, while their kinds still
+# exist: the garbage collector cannot collect the pods, Services and Ingresses
+# of an owner whose kind is gone, and would leave them behind.
+define delete-custom-resources
+	@for r in applications.apps.mydeployment.io mydeployments.apps.mydeployment.io; do \
+	  if $(KUBECTL) get crd $$r >/dev/null 2>&1; then echo "$(KUBECTL) delete $$r --all -A --cascade=foreground"; \
+	    $(KUBECTL) delete $$r --all -A --cascade=foreground; fi; done
+endef
+
 .PHONY: uninstall
-uninstall: manifests kustomize control-plane ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+uninstall: manifests kustomize kubectl ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config (every MyDeployment and Application with them). Call with ignore-not-found=true to ignore resource not found errors during deletion.
+	$(delete-custom-resources)
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
-deploy: manifests kustomize control-plane ## Deploy controller to the K8s cluster specified in ~/.kube/config.
+deploy: manifests kustomize kubectl ## Deploy controller to the K8s cluster specified in ~/.kube/config (IMG=... your image).
 	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: kustomize ## Undeploy controller from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+undeploy: kustomize kubectl ## Undeploy controller from the K8s cluster specified in ~/.kube/config (every MyDeployment and Application with it). Call with ignore-not-found=true to ignore resource not found errors during deletion.
+	$(delete-custom-resources)
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 ##@ Dependencies
@@ -332,7 +366,9 @@ $(LOCALBIN):
 
 ## Tool Binaries: built from the Go module proxy by hack/tools.sh (pins in
 ## hack/tools/*/go.mod), cached outside the repo by version, linked into bin/.
-KUBECTL ?= $(LOCALBIN)/kubectl
+## kubectl for install, deploy and their reverses: the one on PATH if there
+## is one, else the project's own (bin/kubectl, built with the control plane).
+KUBECTL ?= $(or $(shell command -v kubectl 2>/dev/null),$(LOCALBIN)/kubectl)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 ENVTEST ?= $(LOCALBIN)/setup-envtest
@@ -341,7 +377,10 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools kubectl
+kubectl: ## Use the kubectl on PATH; build the project's own (with the control plane) only if there is none.
+	@if [ -x "$(KUBECTL)" ] || command -v "$(KUBECTL)" >/dev/null 2>&1; then echo "kubectl: $(KUBECTL)" >&2; \
+	else hack/tools.sh control-plane; fi
 kustomize: ## Build kustomize if necessary.
 	@hack/tools.sh kustomize
 controller-gen: ## Build controller-gen if necessary.

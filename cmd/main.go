@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -52,6 +53,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/webhookcert"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -71,6 +73,9 @@ func init() {
 type flags struct {
 	metricsAddr, probeAddr, pprofAddr         string
 	metricsCert, webhookCert                  certFiles
+	webhookCertMode                           string
+	webhookCertSecret, webhookService         string
+	webhookConfiguration                      string
 	secureMetrics, enableHTTP2                bool
 	enableLeaderElection                      bool
 	leaseDuration, renewDeadline, retryPeriod time.Duration
@@ -153,6 +158,17 @@ func parseFlags() *flags {
 	flag.BoolVar(&f.secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
 	f.webhookCert.bind("webhook")
+	flag.StringVar(&f.webhookCertMode, "webhook-cert-mode", string(webhookcert.Provided),
+		"Who provides the webhook's serving certificate: \""+string(webhookcert.SelfManaged)+"\" (the manager "+
+			"makes it into --webhook-cert-secret, rotates it and injects its CA into --webhook-configuration; "+
+			"the pod mounts the Secret at --webhook-cert-path) or \""+string(webhookcert.Provided)+"\" (OLM or "+
+			"cert-manager writes the files at --webhook-cert-path and the caBundle).")
+	flag.StringVar(&f.webhookCertSecret, "webhook-cert-secret", webhookcert.DefaultSecret,
+		"The Secret, in the manager's namespace ($POD_NAMESPACE), of a self-managed webhook certificate.")
+	flag.StringVar(&f.webhookService, "webhook-service", webhookcert.DefaultService,
+		"The webhook's Service, whose DNS names a self-managed certificate is for.")
+	flag.StringVar(&f.webhookConfiguration, "webhook-configuration", webhookcert.DefaultWebhookConfiguration,
+		"The ValidatingWebhookConfiguration a self-managed certificate's CA is injected into.")
 	f.metricsCert.bind("metrics")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers")
@@ -183,17 +199,21 @@ func main() {
 		os.Exit(1)
 	}
 	// The validating webhooks need a serving certificate and a
-	// ValidatingWebhookConfiguration that reaches it (OLM or cert-manager
-	// provide both in a cluster); a manager run on a host without them sets
+	// ValidatingWebhookConfiguration that trusts it (the manager's own, or
+	// OLM's or cert-manager's); a manager run on a host without them sets
 	// ENABLE_WEBHOOKS=false and relies on the CRDs' own rules.
+	webhooksServing := make(chan struct{})
 	if os.Getenv("ENABLE_WEBHOOKS") != "false" {
-		if err := setupWebhooks(mgr); err != nil {
+		if err := startWebhooks(mgr, f, webhooksServing); err != nil {
 			setupLog.Error(err, "unable to create webhooks")
 			os.Exit(1)
 		}
+	} else {
+		setupLog.Info("webhooks disabled (ENABLE_WEBHOOKS=false)")
+		close(webhooksServing)
 	}
 	// +kubebuilder:scaffold:builder
-	if err := setupChecks(mgr); err != nil {
+	if err := setupChecks(mgr, webhooksServing); err != nil {
 		setupLog.Error(err, "unable to set up health checks")
 		os.Exit(1)
 	}
@@ -296,15 +316,23 @@ func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.Ce
 		})
 	}
 	var watchers []*certwatcher.CertWatcher
-	webhookTLSOpts := tlsOpts
-	w, serve, err := f.webhookCert.watch("webhook")
-	if err != nil {
-		return nil, metricsserver.Options{}, nil, err
+	webhookOpts := webhook.Options{TLSOpts: tlsOpts}
+	if f.webhookCertMode == string(webhookcert.SelfManaged) {
+		// The files appear only once the rotator has written the Secret and
+		// the kubelet has synced the volume: the server reads and watches
+		// them itself when it starts, after that (startWebhooks).
+		webhookOpts.CertDir, webhookOpts.CertName, webhookOpts.KeyName =
+			f.webhookCert.dir, f.webhookCert.cert, f.webhookCert.key
+	} else {
+		w, serve, err := f.webhookCert.watch("webhook")
+		if err != nil {
+			return nil, metricsserver.Options{}, nil, err
+		}
+		if w != nil {
+			watchers, webhookOpts.TLSOpts = append(watchers, w), append(webhookOpts.TLSOpts, serve)
+		}
 	}
-	if w != nil {
-		watchers, webhookTLSOpts = append(watchers, w), append(webhookTLSOpts, serve)
-	}
-	webhookServer := webhook.NewServer(webhook.Options{TLSOpts: webhookTLSOpts})
+	webhookServer := webhook.NewServer(webhookOpts)
 
 	// Metrics endpoint is enabled in 'config/default/kustomization.yaml'. More info:
 	// - https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.21.0/pkg/metrics/server
@@ -319,7 +347,7 @@ func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.Ce
 	// for development only. TODO(user): If you enable certManager, uncomment
 	// [METRICS-WITH-CERTS] at config/default/kustomization.yaml and
 	// [PROMETHEUS-WITH-CERTS] at config/prometheus/kustomization.yaml.
-	w, serve, err = f.metricsCert.watch("metrics")
+	w, serve, err := f.metricsCert.watch("metrics")
 	if err != nil {
 		return nil, metricsserver.Options{}, nil, err
 	}
@@ -350,6 +378,54 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *con
 	return nil
 }
 
+// startWebhooks arranges the webhook server's certificate as
+// --webhook-cert-mode says, logs which it is, and registers each kind's
+// validating webhook: at once when the certificate is provided, else once
+// the manager's own certificate is made and mounted (registering starts the
+// server, which needs the files). serving is closed once they are
+// registered. An error in the background registration ends the process.
+func startWebhooks(mgr ctrl.Manager, f *flags, serving chan<- struct{}) error {
+	mode, err := webhookcert.ParseMode(f.webhookCertMode)
+	if err != nil {
+		return err
+	}
+	if mode == webhookcert.Provided {
+		provider := "cert-manager or another provider"
+		if os.Getenv(upgrade.ConditionNameEnv) != "" {
+			provider = "OLM"
+		}
+		setupLog.Info("webhook certificate", "mode", mode, "provider", provider, "cert-path", f.webhookCert.dir)
+		if err := setupWebhooks(mgr); err != nil {
+			return err
+		}
+		close(serving)
+		return nil
+	}
+	ns, err := webhookcert.OwnNamespace()
+	if err != nil {
+		return err
+	}
+	cfg := webhookcert.Config{Namespace: ns, Secret: f.webhookCertSecret, Service: f.webhookService,
+		WebhookConfiguration: f.webhookConfiguration,
+		CertDir:              f.webhookCert.dir, CertName: f.webhookCert.cert, KeyName: f.webhookCert.key}
+	setupLog.Info("webhook certificate", "mode", mode, "secret", ns+"/"+cfg.Secret,
+		"webhookConfiguration", cfg.WebhookConfiguration, "dnsNames", cfg.DNSNames(), "cert-path", cfg.CertDir)
+	ready, err := webhookcert.Setup(mgr, cfg)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ready
+		setupLog.Info("webhook certificate ready: starting the webhook server")
+		if err := setupWebhooks(mgr); err != nil {
+			setupLog.Error(err, "unable to create webhooks")
+			os.Exit(1)
+		}
+		close(serving)
+	}()
+	return nil
+}
+
 // setupWebhooks registers each kind's validating webhook.
 func setupWebhooks(mgr ctrl.Manager) error {
 	if err := webhookv1beta1.SetupMyDeploymentWebhookWithManager(mgr); err != nil {
@@ -361,10 +437,25 @@ func setupWebhooks(mgr ctrl.Manager) error {
 	return nil
 }
 
-// setupChecks adds /healthz (the manager runs) and /readyz (its caches
-// have synced: before that it cannot act).
-func setupChecks(mgr ctrl.Manager) error {
+// setupChecks adds /healthz (the manager runs) and /readyz: its caches
+// have synced (before that it cannot act) and, once webhooksServing is
+// closed, its webhook server answers TLS (before that the API server's calls
+// would fail, and failurePolicy Fail refuses every write).
+func setupChecks(mgr ctrl.Manager, webhooksServing <-chan struct{}) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", func(req *http.Request) error {
+		select {
+		case <-webhooksServing:
+		default:
+			return errors.New("webhook certificate not ready")
+		}
+		if os.Getenv("ENABLE_WEBHOOKS") == "false" {
+			return nil
+		}
+		return mgr.GetWebhookServer().StartedChecker()(req)
+	}); err != nil {
 		return err
 	}
 	return mgr.AddReadyzCheck("readyz", func(req *http.Request) error {

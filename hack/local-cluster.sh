@@ -9,7 +9,9 @@
 #
 # State lives in bin/clusters/clusters/NAME; the kubeconfig is copied to
 # KUBECONFIG_OUT (default bin/local/kubeconfig). NODES (default 3) fake nodes;
-# KWOKCTL_ARGS more flags for `kwokctl create cluster`. kwok plays the kubelet
+# KWOKCTL_ARGS more flags for `kwokctl create cluster`, KWOKCTL_SCALE_ARGS for
+# `kwokctl scale node` (e.g. --param '.podCIDRs=["10.213.0.0/24"]': pod IPs
+# of the cluster's own). kwok plays the kubelet
 # with the Stages in KWOK_STAGES (default hack/kwok/stages.yaml: readiness
 # gates, image restarts, resizes; set it empty for kwokctl's built-in stages).
 set -euo pipefail
@@ -105,7 +107,9 @@ up() {
   local have
   have=$("$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get nodes -o name 2>/dev/null | wc -l)
   if [ "$have" -lt "$NODES" ]; then
-    "$BIN/kwokctl" scale node --name "$NAME" --replicas "$NODES" >"$KWOK_WORKDIR/$NAME-scale.log" 2>&1 ||
+    local scale=()
+    [ -n "${KWOKCTL_SCALE_ARGS:-}" ] && read -r -a scale <<<"$KWOKCTL_SCALE_ARGS"
+    "$BIN/kwokctl" scale node --name "$NAME" --replicas "$NODES" "${scale[@]}" >"$KWOK_WORKDIR/$NAME-scale.log" 2>&1 ||
       { cat "$KWOK_WORKDIR/$NAME-scale.log" >&2; exit 1; }
   fi
   "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" wait --for=condition=Ready node --all --timeout=60s >/dev/null

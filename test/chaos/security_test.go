@@ -97,8 +97,11 @@ func rulesOf(t *testing.T, u *unstructured.Unstructured) []rule {
 	for _, r := range rules {
 		verbs := slices.Clone(r.Verbs)
 		slices.Sort(verbs)
-		res := append(slices.Clone(r.Resources), r.NonResourceURLs...)
-		out = append(out, rule{strings.Join(r.APIGroups, ","), strings.Join(res, ","), strings.Join(verbs, ",")})
+		res := strings.Join(append(slices.Clone(r.Resources), r.NonResourceURLs...), ",")
+		if len(r.ResourceNames) > 0 {
+			res += " named " + strings.Join(r.ResourceNames, ",")
+		}
+		out = append(out, rule{strings.Join(r.APIGroups, ","), res, strings.Join(verbs, ",")})
 	}
 	return out
 }
@@ -131,6 +134,11 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 			{"", "pods,services", "create,delete,get,list,patch,watch"},
 			{"", "pods/eviction", "create"},
 			{"", "pods/resize,pods/status", "patch"},
+			// The self-managed webhook certificate (config/default): its CA
+			// injected into the one webhook configuration, watched through
+			// a cache with no name selector.
+			{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "list,watch"},
+			{"admissionregistration.k8s.io", "validatingwebhookconfigurations named mydeployment-operator-validating-webhook-configuration", "get,update"},
 			{"apps", "controllerrevisions", "create,delete,get,list,patch,watch"},
 			{"apps.mydeployment.io", "applications", "get,list,watch"},
 			{"apps.mydeployment.io", "applications/finalizers,mydeployments/finalizers", "update"},
@@ -139,6 +147,13 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 			{"discovery.k8s.io", "endpointslices", "get,list,watch"},
 			{"events.k8s.io", "events", "create,patch"},
 			{"networking.k8s.io", "ingresses", "create,delete,get,list,patch,watch"},
+		},
+		// The self-managed webhook certificate's Secret, in the manager's
+		// namespace only: written by name, watched through a cache of the
+		// namespace's Secrets.
+		"Role/mydeployment-operator-manager-role": {
+			{"", "secrets", "list,watch"},
+			{"", "secrets named mydeployment-operator-webhook-server-cert", "get,update"},
 		},
 		// Leader election: the lease and its events (core events, client-go's recorder).
 		// No configmaps: controller-runtime has locked on leases only since v0.16.

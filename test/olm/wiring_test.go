@@ -2,6 +2,7 @@ package olm
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/operator-framework/api/pkg/manifests"
@@ -11,6 +12,8 @@ import (
 // run and upgrade the operator on a real cluster: each webhook definition
 // points at a deployment of the install strategy and a port; the deployment
 // mounts no secret OLM does not make (a pod would never start); the manager
+// is told OLM provides its webhook certificate (a self-managed one would
+// look for a Secret and rules the bundle does not have); the manager
 // image is the one the CSV advertises and lists as related.
 func TestBundleWiring(t *testing.T) {
 	bundle, err := manifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
@@ -30,6 +33,10 @@ func TestBundleWiring(t *testing.T) {
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
 			images[c.Image] = true
+			if c.Name == "manager" && !slices.Contains(c.Args, "--webhook-cert-mode=provided") {
+				t.Errorf("deployment %s runs the manager with %v: want --webhook-cert-mode=provided (OLM makes the certificate)",
+					d.Name, c.Args)
+			}
 		}
 	}
 	if len(csv.Spec.WebhookDefinitions) == 0 {

@@ -68,9 +68,10 @@ func (o *OLMOperator) Pod() (name, ip string) {
 	return name, ip
 }
 
-// PodEnv is the manager container's environment as OLM wrote it into the
-// operator's Deployment, resolved for pod: plain values as they are, and
-// fields of the pod's annotations (WATCH_NAMESPACE) read from the pod.
+// PodEnv is the manager container's environment as OLM (or the manifests)
+// wrote it into the operator's Deployment, resolved for pod: plain values as
+// they are, the pod's namespace (POD_NAMESPACE), and fields of the pod's
+// annotations (WATCH_NAMESPACE) read from the pod.
 func (o *OLMOperator) PodEnv(pod string) []string {
 	out, err := Kubectl("-n", o.Namespace, "get", "deployment", o.Deployment, "-o", "json")
 	Expect(err).NotTo(HaveOccurred(), out)
@@ -83,6 +84,8 @@ func (o *OLMOperator) PodEnv(pod string) []string {
 		switch {
 		case e.ValueFrom == nil:
 			env = append(env, e.Name+"="+e.Value)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env = append(env, e.Name+"="+o.Namespace)
 		case e.ValueFrom.FieldRef != nil && annotation.MatchString(e.ValueFrom.FieldRef.FieldPath):
 			key := annotation.FindStringSubmatch(e.ValueFrom.FieldRef.FieldPath)[1]
 			v, err := Kubectl("-n", o.Namespace, "get", "pod", pod, "-o",

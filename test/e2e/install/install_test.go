@@ -1,0 +1,272 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package install
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/utils"
+)
+
+// samples is the namespace the suite runs the samples in.
+const samples = "install-e2e"
+
+var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered, func() {
+	var ca []byte // the CA the manager made
+
+	It("installs with the command its first line gives (server-side apply, as make deploy)", func() {
+		install := filepath.Join(projectDir, "dist", "install.yaml")
+		f, err := os.Open(install)
+		Expect(err).NotTo(HaveOccurred())
+		first, err := bufio.NewReader(f).ReadString('\n')
+		_ = f.Close()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first).To(ContainSubstring("kubectl apply --server-side -f install.yaml"))
+		By("client-side apply would work too: every object fits the 256 KiB last-applied annotation")
+		raw, err := os.ReadFile(install)
+		Expect(err).NotTo(HaveOccurred())
+		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		objects := 0
+		for {
+			var obj map[string]any
+			if err := decoder.Decode(&obj); err == io.EOF {
+				break
+			} else {
+				Expect(err).NotTo(HaveOccurred())
+			}
+			if obj == nil {
+				continue
+			}
+			objects++
+			j, err := json.Marshal(obj)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(len(j)).To(BeNumerically("<", 256*1024), "%s %v", obj["kind"], obj["metadata"])
+		}
+		Expect(objects).To(BeNumerically(">", 20))
+		utils.MustKubectl("apply", "--server-side", "-f", install)
+		for _, crd := range []string{"mydeployments", "applications"} {
+			Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Established")].status}`,
+				"crd", crd+".apps.mydeployment.io"), time.Minute, 200*time.Millisecond).Should(Equal("True"), crd)
+		}
+
+		By("the certificate's Secret exists, empty, and the webhook configuration trusts nothing yet")
+		Expect(secretData()).To(BeEmpty())
+		Expect(caBundles()).To(Equal([]string{"", ""}), "both webhooks, no caBundle")
+
+		By("with no manager serving, failurePolicy Fail refuses every MyDeployment")
+		utils.MustKubectl("create", "namespace", samples)
+		out, err := utils.Kubectl("-n", samples, "apply", "-f", sample("apps_v1beta1_mydeployment.yaml"))
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("failed calling webhook"))
+	})
+
+	It("runs the manager as the Deployment's pod: it makes its certificate and injects its CA, and is Ready only once the webhook serves", func() {
+		pod.start(true)
+		Eventually(pod.log, time.Minute, 200*time.Millisecond).Should(
+			MatchRegexp(`"msg":"webhook certificate","mode":"self-managed","secret":"`+operatorNamespace+"/"+webhookSecret+`"`),
+			"one log line says where the certificate comes from")
+
+		By("its service account may write that Secret and that webhook configuration, and no other")
+		canI := func(args ...string) string {
+			out, _ := utils.Kubectl(append(append([]string{"auth", "can-i"}, args...), "--as", pod.serviceAccount)...)
+			lines := utils.GetNonEmptyLines(out)
+			if len(lines) == 0 {
+				return out
+			}
+			return strings.TrimSpace(lines[len(lines)-1])
+		}
+		Expect(canI("update", "secret/"+webhookSecret, "-n", operatorNamespace)).To(Equal("yes"))
+		Expect(canI("update", "secret/other", "-n", operatorNamespace)).To(Equal("no"))
+		Expect(canI("list", "secrets", "-n", samples)).To(Equal("no"))
+		Expect(canI("update", "validatingwebhookconfigurations/"+webhookConfiguration)).To(Equal("yes"))
+		Expect(canI("update", "validatingwebhookconfigurations/other")).To(Equal("no"))
+
+		By("the manager writes a CA and a serving certificate for the webhook Service into the Secret")
+		Eventually(secretData, time.Minute, 500*time.Millisecond).Should(HaveKey("tls.crt"))
+		data := secretData()
+		Expect(data).To(HaveKey("tls.key"))
+		Expect(data).To(HaveKey("ca.crt"))
+		ca = data["ca.crt"]
+		verifyServing(ca, data["tls.crt"])
+
+		By("and injects the CA into both webhooks of its ValidatingWebhookConfiguration")
+		want := base64.StdEncoding.EncodeToString(ca)
+		Eventually(caBundles, time.Minute, 500*time.Millisecond).Should(Equal([]string{want, want}))
+
+		By("it is not Ready while the certificate is not in its volume")
+		Consistently(func() string { code, body := pod.readyz(); return fmt.Sprint(code, " ", body) },
+			3*time.Second, 500*time.Millisecond).Should(And(HavePrefix("500 "), ContainSubstring("[-]webhook failed")))
+
+		By("once the kubelet (the suite) syncs the volume, the webhook server starts and the manager is Ready")
+		pod.syncVolumes()
+		Eventually(func() string { code, body := pod.readyz(); return fmt.Sprint(code, " ", body) },
+			3*time.Minute, time.Second).Should(HavePrefix("200 "))
+		Expect(pod.log()).To(ContainSubstring("webhook certificate ready"))
+		served := servedCertificate(pod.ip)
+		Expect(served).To(Equal(secretData()["tls.crt"]), "the pod's address serves the Secret's certificate")
+	})
+
+	It("is called by the API server through its Service: a bad pod template is refused with its field named", func() {
+		// The CRD's schema cannot see a negative quantity: only the webhook refuses it.
+		out, err := utils.KubectlStdin(fmt.Sprintf(utils.InvalidMyDeployment, samples), "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring(refusedByWebhook))
+		Expect(out).NotTo(ContainSubstring("failed calling webhook"))
+	})
+
+	It("runs the samples: the MyDeployment and the Application become Ready", func() {
+		utils.MustKubectl("-n", samples, "apply", "-f", sample("apps_v1beta1_mydeployment.yaml"))
+		utils.MustKubectl("-n", samples, "apply", "-f", sample("apps_v1beta1_application.yaml"))
+		Eventually(utils.JSONPath(`{.status.readyReplicas}/{.status.updatedReplicas}/{.status.conditions[?(@.type=="Available")].status}`,
+			"-n", samples, "md", "mydeployment-sample"), 2*time.Minute, time.Second).Should(Equal("3/3/True"))
+		Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}/{.status.service.readyEndpoints}`,
+			"-n", samples, "app", "application-sample"), 2*time.Minute, time.Second).Should(Equal("True/1"))
+	})
+
+	It("makes a new certificate when its Secret loses it: the new CA is injected and the webhook serves on", func() {
+		utils.MustKubectl("-n", operatorNamespace, "patch", "secret", webhookSecret, "--type=json",
+			"-p", `[{"op":"remove","path":"/data"}]`)
+		Eventually(func() []byte { return secretData()["ca.crt"] }, time.Minute, 500*time.Millisecond).
+			Should(And(Not(BeEmpty()), Not(Equal(ca))))
+		data := secretData()
+		verifyServing(data["ca.crt"], data["tls.crt"])
+		want := base64.StdEncoding.EncodeToString(data["ca.crt"])
+		Eventually(caBundles, time.Minute, 500*time.Millisecond).Should(Equal([]string{want, want}))
+		Eventually(func() []byte { return servedCertificate(pod.ip) }, 2*time.Minute, time.Second).
+			Should(Equal(data["tls.crt"]), "the webhook server reloads the certificate from its volume")
+		Eventually(func() string {
+			out, _ := utils.KubectlStdin(fmt.Sprintf(utils.InvalidMyDeployment, samples), "apply", "-f", "-")
+			return out
+		}, time.Minute, time.Second).Should(ContainSubstring(refusedByWebhook))
+	})
+
+	It("is removed by make undeploy, which leaves nothing of ours behind", func() {
+		// Before undeploy takes its RBAC away under it.
+		Expect(pod.log()).NotTo(ContainSubstring("forbidden"), "the manifests' RBAC was enough for everything the manager did")
+		out, err := utils.Run(exec.Command("make", "undeploy"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		pod.stop()
+
+		Eventually(func() string {
+			out, err := utils.Kubectl("get", "namespace", operatorNamespace)
+			if err != nil && strings.Contains(out, "NotFound") {
+				return ""
+			}
+			return out
+		}, 2*time.Minute, time.Second).Should(BeEmpty(), "the operator's namespace is gone")
+		By("the samples go first, and with them what they owned (make undeploy deletes them in the foreground)")
+		Eventually(func() string {
+			out, _ := utils.Kubectl("-n", samples, "get", "pods,services,ingresses,controllerrevisions", "-o", "name")
+			return out
+		}, 2*time.Minute, time.Second).Should(BeEmpty())
+		utils.MustKubectl("delete", "namespace", samples)
+
+		By("no cluster-scoped object of ours is left (CRDs, ClusterRoles and bindings, webhook configuration)")
+		resources := utils.GetNonEmptyLines(utils.MustKubectl("api-resources", "--namespaced=false", "--verbs=list", "-o", "name"))
+		Expect(resources).To(ContainElements("customresourcedefinitions.apiextensions.k8s.io",
+			"clusterroles.rbac.authorization.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io"))
+		var left []string
+		for _, r := range resources {
+			out, err := utils.Kubectl("get", r, "-o", "name")
+			Expect(err).NotTo(HaveOccurred(), out)
+			for _, name := range utils.GetNonEmptyLines(out) {
+				if strings.Contains(name, "mydeployment") {
+					left = append(left, name)
+				}
+			}
+		}
+		Expect(left).To(BeEmpty())
+	})
+})
+
+// refusedByWebhook is how kubectl shows the webhook's refusal of
+// utils.InvalidMyDeployment: the field, named.
+const refusedByWebhook = `The MyDeployment "negative-cpu" is invalid: spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1"`
+
+func sample(name string) string { return filepath.Join(projectDir, "config", "samples", name) }
+
+// secretData is the webhook certificate Secret's data (nil if unreadable).
+func secretData() map[string][]byte {
+	s, err := clientset.CoreV1().Secrets(operatorNamespace).Get(context.Background(), webhookSecret, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return s.Data
+}
+
+// caBundles are the caBundles of the ValidatingWebhookConfiguration's
+// webhooks (base64, as kubectl shows them), in order.
+func caBundles() []string {
+	c, err := clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(),
+		webhookConfiguration, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, w := range c.Webhooks {
+		out = append(out, base64.StdEncoding.EncodeToString(w.ClientConfig.CABundle))
+	}
+	return out
+}
+
+// verifyServing fails unless certPEM is valid now, for serving, under caPEM,
+// for the webhook Service's DNS name (what the API server checks).
+func verifyServing(caPEM, certPEM []byte) {
+	GinkgoHelper()
+	pool := x509.NewCertPool()
+	Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue(), "ca.crt is a PEM certificate")
+	block, _ := pem.Decode(certPEM)
+	Expect(block).NotTo(BeNil(), "tls.crt is PEM")
+	cert, err := x509.ParseCertificate(block.Bytes)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: webhookService + "." + operatorNamespace + ".svc",
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// servedCertificate is the PEM of the certificate served at ip:9443 (nil if none).
+func servedCertificate(ip string) []byte {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", net.JoinHostPort(ip, "9443"),
+		&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // we read the certificate, then compare it
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = conn.Close() }()
+	certs := conn.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certs[0].Raw})
+}
