@@ -181,7 +181,7 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 			APIReader: k8sClient,
 			Pods:      lostReplies{&podcontrol.Real{Client: k8sClient}},
 		}
-		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, key: ns + "/lost", now: time.Now(), selector: sel}
+		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now(), selector: sel}
 
 		created, err := r.create(ctx, s, &rev, rollout.Creation{Revision: rev.Name, Count: 1})
 		Expect(err).To(MatchError(ContainSubstring("could not be completed at this time")), "the caller sees the timeout")

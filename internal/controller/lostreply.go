@@ -41,7 +41,7 @@ func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, s *scop
 // expectListedPods lists s.md's pods from the API server (a quorum read)
 // and expects every one it controls that is not terminating and that the
 // pod cache can hold (cachedPods: a pod without a revision label is a
-// stray, released by releaseStrays, and would be waited for in vain); pods
+// stray, released by the pod claim, and would be waited for in vain); pods
 // the cache lists already are observed at once. It returns how many it
 // expected.
 func (r *MyDeploymentReconciler) expectListedPods(ctx context.Context, s *scope) (int, error) {

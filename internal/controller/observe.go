@@ -16,7 +16,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -32,7 +31,6 @@ type scope struct {
 	// obj is what the controller keeps of md between syncs: its freshness
 	// record above all.
 	obj      *object
-	key      string
 	now      time.Time
 	selector labels.Selector
 	// invalid is set when the spec can never work (the selector, the
@@ -109,9 +107,9 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
 
 // observe reads the MyDeployment's pods from the cache and whether the
 // cache has caught up with our earlier writes. Its revisions are read by
-// claimRevisions, after the orphan ones.
+// claim (readRevisions), after the orphan ones.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*scope, error) {
-	s := &scope{md: md, obj: obj, key: client.ObjectKeyFromObject(md).String(), now: r.Clock.Now()}
+	s := &scope{md: md, obj: obj, now: r.Clock.Now()}
 	sel, err := selectorOf(md)
 	if err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector
@@ -165,7 +163,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 // reaches the cache between the two reads is in the second; the other way
 // round it was in neither, and the plan created its replacement (chaos
 // suite: an orphan delete and re-create where one adoption of several
-// failed). claimPods reads the strays after both (see there).
+// failed). readStrays reads the strays after both (see there).
 func (r *MyDeploymentReconciler) readPods(s *scope) error {
 	var err error
 	if s.orphans, err = r.PodIndex.Orphans(s.md.Namespace); err != nil {

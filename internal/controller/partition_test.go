@@ -337,7 +337,7 @@ var _ = Describe("Beyond Deployment: partition, specified delete, PDB-aware roll
 			APIReader: k8sClient,
 			Pods:      lostEvictions{&podcontrol.Real{Client: k8sClient}},
 		}
-		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, key: ns + "/lostevict", now: time.Now(), selector: sel}
+		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now(), selector: sel}
 		pods := podsOf(md)
 		s.plan = syncPlan{Plan: rollout.Plan{Evict: []*corev1.Pod{&pods[0]}}}
 		Expect(r.evict(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))

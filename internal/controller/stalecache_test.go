@@ -184,7 +184,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		reads := &eventAtList{Client: k8sClient}
 		store := &revision.Store{Client: reads, APIReader: k8sClient}
 		r := &MyDeploymentReconciler{APIReader: k8sClient, Revisions: store}
-		s := &scope{md: md, key: ns + "/revrace", now: time.Now(), selector: sel}
+		s := &scope{md: md, now: time.Now(), selector: sel}
 		// What a sync read before (observe read the revisions, until the fix).
 		s.revisions, err = store.List(ctx, ns, sel, md.UID)
 		Expect(err).NotTo(HaveOccurred())
@@ -222,7 +222,7 @@ func newClaimSetup(ns, name string) *claimSetup {
 	rev := revisionsOf(md)[0]
 	return &claimSetup{md: md, pods: &podcontrol.Real{Client: k8sClient},
 		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys}),
-		s:     &scope{md: md, key: ns + "/" + name, now: time.Now(), selector: sel, update: &rev}}
+		s:     &scope{md: md, now: time.Now(), selector: sel, update: &rev}}
 }
 
 // cached puts the two pods, as the API server has them, in the store.
