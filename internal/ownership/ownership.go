@@ -82,7 +82,10 @@ type PodInput struct {
 // ClaimPods claims pods for in.Owner.
 func ClaimPods(in PodInput) Pods {
 	var c Pods
-	notOurs := map[types.UID]bool{}
+	var notOurs map[types.UID]bool // most syncs have no stray: no map
+	if len(in.Strays) > 0 {
+		notOurs = make(map[types.UID]bool, len(in.Strays))
+	}
 	for _, sr := range in.Strays {
 		switch pod := sr.Pod; {
 		case sr.Err != nil:
@@ -101,9 +104,8 @@ func ClaimPods(in PodInput) Pods {
 			c.Release = append(c.Release, pod)
 		}
 	}
-	ours := make(map[types.UID]bool, len(in.Owned))
+	c.Owned = make([]*corev1.Pod, 0, len(in.Owned))
 	for _, pod := range in.Owned {
-		ours[pod.UID] = true
 		switch {
 		case notOurs[pod.UID]:
 			// Released above, or gone: the cache has not dropped it yet.
@@ -112,6 +114,13 @@ func ClaimPods(in PodInput) Pods {
 		default:
 			c.Release = append(c.Release, pod)
 		}
+	}
+	if len(in.Orphans) == 0 {
+		return c // most syncs have no orphan to check: no map of ours
+	}
+	ours := make(map[types.UID]bool, len(in.Owned))
+	for _, pod := range in.Owned {
+		ours[pod.UID] = true
 	}
 	hash := in.Update.Labels[revision.HashLabel]
 	for _, pod := range in.Orphans {
