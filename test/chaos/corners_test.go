@@ -112,12 +112,29 @@ func (e *env) deleteFirstNewPod(ctx context.Context, d *tracked, before map[type
 				if err := e.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 					return fmt.Errorf("deleting fresh pod %s: %w", name, err)
 				}
-				return nil
+				return e.waitGone(d, uid, stop)
 			}
 		}
 		select {
 		case <-stop:
 			return fmt.Errorf("%s/%s: no new pod appeared to delete", d.ns, d.name)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// waitGone waits until the watcher no longer sees pod uid of d active: the
+// change the delete belongs to must not be judged converged on a view that
+// still holds the pod (a full run did: the next change began, and the
+// delete's dip in availability was counted against it).
+func (e *env) waitGone(d *tracked, uid types.UID, stop <-chan struct{}) error {
+	for {
+		if _, active := e.w.podNames(d.uid)[uid]; !active {
+			return nil
+		}
+		select {
+		case <-stop:
+			return fmt.Errorf("%s/%s: the watcher never saw the fresh pod deleted", d.ns, d.name)
 		case <-time.After(2 * time.Millisecond):
 		}
 	}

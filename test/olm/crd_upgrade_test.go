@@ -60,6 +60,6 @@ func TestCRDUpgradeSafety(t *testing.T) {
 		t.Errorf("%s: entry %q accepts no change of this bundle: remove it", filepath.Base(acceptedBreaksFile), a)
 	}
 	if len(unsafe) > 0 {
-		t.Logf("a deliberate break? list it in catalog/crd-upgrade-breaks.yaml with version %s (see README, OLM bundle)", version)
+		t.Logf("a deliberate break? list it in catalog/crd-upgrade-breaks.yaml with version %s (see docs/install.md, Upgrades)", version)
 	}
 }

@@ -73,7 +73,7 @@ func TestRulesParse(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestRulesParse(t *testing.T) {
 			seen[r.Alert] = true
 			minFor, wanted := wantAlerts[r.Alert]
 			if !wanted {
-				t.Errorf("alert %s is not in wantAlerts: add it there and to the README", r.Alert)
+				t.Errorf("alert %s is not in wantAlerts: add it there and to docs/operations.md", r.Alert)
 			}
 			if time.Duration(r.For) < minFor {
 				t.Errorf("alert %s: for %v, want at least %v", r.Alert, time.Duration(r.For), minFor)
@@ -103,16 +103,16 @@ func TestRulesParse(t *testing.T) {
 				}
 			}
 			if !strings.Contains(string(readme), r.Alert) {
-				t.Errorf("alert %s is not documented in README.md", r.Alert)
+				t.Errorf("alert %s is not documented in docs/operations.md", r.Alert)
 			}
 			expr, err := parser.NewParser(parser.Options{}).ParseExpr(r.Expr)
 			if err != nil {
 				t.Fatal(err) // parse already checked it
 			}
 			for _, name := range metricNames(expr) {
-				// The README lists every metric the operator exposes (internal/metrics checks that).
+				// docs/operations.md lists every metric the operator exposes (internal/metrics checks that).
 				if !strings.Contains(string(readme), "`"+name+"`") {
-					t.Errorf("alert %s uses %s, which README.md does not list as an exposed metric", r.Alert, name)
+					t.Errorf("alert %s uses %s, which docs/operations.md does not list as an exposed metric", r.Alert, name)
 				}
 			}
 		}
