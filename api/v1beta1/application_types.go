@@ -17,6 +17,7 @@ limitations under the License.
 package v1beta1
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,14 +27,18 @@ import (
 // optionally, the Service in front of them and the Ingress in front of that.
 // Each child is named after the Application.
 type ApplicationSpec struct {
-	// Deployment is the spec of the Application's MyDeployment (see
-	// `kubectl explain md.spec`). Left out, the selector is
-	// `app.kubernetes.io/name: <application name>` and that label is added
-	// to the template's labels; template labels left out are the selector's
-	// matchLabels. replicas left out is not set by the Application at all,
-	// so that whoever scales the MyDeployment (an HPA) owns it.
+	// Deployment is the Application's MyDeployment, in one of two forms. The
+	// five-line form: image, replicas and port, expanded to one container
+	// named after the Application, with that image and, if port is given, a
+	// container port named "http". The full form: a MyDeployment spec with
+	// its template (see `kubectl explain md.spec`). The webhook refuses both
+	// at once. Left out, the selector is `app.kubernetes.io/name:
+	// <application name>` and that label is added to the template's labels;
+	// template labels left out are the selector's matchLabels. replicas left
+	// out is not set by the Application at all, so that whoever scales the
+	// MyDeployment (an HPA) owns it.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deployment",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	Deployment MyDeploymentSpec `json:"deployment"`
+	Deployment ApplicationDeploymentSpec `json:"deployment"`
 
 	// Service, when given, is the spec of a Service named after the
 	// Application. Its selector defaults to the pods' selector, its ports to
@@ -41,7 +46,7 @@ type ApplicationSpec struct {
 	// port's name or number). Removing it deletes the Service.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Service",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	Service *corev1.ServiceSpec `json:"service,omitempty"`
+	Service *ApplicationServiceSpec `json:"service,omitempty"`
 
 	// Ingress, when given, is the spec of an Ingress named after the
 	// Application, in front of its Service (so it needs `service`). A rule
@@ -50,7 +55,148 @@ type ApplicationSpec struct {
 	// defaultBackend. Removing it deletes the Ingress.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ingress",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	Ingress *networkingv1.IngressSpec `json:"ingress,omitempty"`
+	Ingress *ApplicationIngressSpec `json:"ingress,omitempty"`
+}
+
+// ChildMetadata is what the Application writes into a child's metadata
+// besides its name, owner reference and ApplicationNameLabel. They are
+// applied with the Application's field manager: a label or annotation
+// removed here is removed from the child, one set on the child by someone
+// else is left alone.
+type ChildMetadata struct {
+	// Labels of the child (not of its pods: those are the template's).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of the child, e.g. an Ingress class's or cert-manager's,
+	// a load balancer's on the Service, the MyDeployment's opt-ins
+	// (apps.mydeployment.io/partition, update-mode, respect-pdb).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ApplicationDeploymentSpec is the Application's MyDeployment: the
+// five-line form (image, replicas, port) or the full form (a MyDeployment
+// spec, whose fields it has, template included). Apart from image and port,
+// every field is MyDeploymentSpec's, with its rules; selector and template
+// may be left out.
+//
+// Cross-field rules checked at admission, as MyDeploymentSpec's (hack/crdpatch
+// makes each hold when selector or template is left out):
+// +kubebuilder:validation:XValidation:rule="(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="empty selector is invalid for a MyDeployment",fieldPath=".selector"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchLabels) || self.selector.matchLabels.all(k, has(self.template.metadata) && has(self.template.metadata.labels) && k in self.template.metadata.labels && self.template.metadata.labels[k] == self.selector.matchLabels[k])",message="`selector` does not match template `labels`",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, e.operator == 'In' ? (!has(e.values) || size(e.values) == 0 || (has(self.template.metadata) && has(self.template.metadata.labels) && e.key in self.template.metadata.labels && self.template.metadata.labels[e.key] in e.values)) : e.operator == 'NotIn' ? (!has(self.template.metadata) || !has(self.template.metadata.labels) || !(e.key in self.template.metadata.labels) || !has(e.values) || !(self.template.metadata.labels[e.key] in e.values)) : e.operator == 'Exists' ? (has(self.template.metadata) && has(self.template.metadata.labels) && e.key in self.template.metadata.labels) : e.operator != 'DoesNotExist' || !has(self.template.metadata) || !has(self.template.metadata.labels) || !(e.key in self.template.metadata.labels))",message="`selector` does not match template `labels`",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || self.progressDeadlineSeconds > (has(self.minReadySeconds) ? self.minReadySeconds : 0)",message="must be greater than minReadySeconds",fieldPath=".progressDeadlineSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always'",message="Unsupported value: only \"Always\" is supported",fieldPath=".template.spec.restartPolicy"
+type ApplicationDeploymentSpec struct {
+	// Labels and annotations of the MyDeployment.
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	// The five-line form: the image of the one container, named after the
+	// Application. Not with template.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Image string `json:"image,omitempty"`
+
+	// The five-line form: the container's port, named "http" (the Service's
+	// port, if any, and the Ingress's backend). Not with template.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Port",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	Port int32 `json:"port,omitempty"`
+
+	// Number of desired pods. Left out, the Application does not set the
+	// MyDeployment's replicas (its default is 1).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Label selector for pods. Existing pods selected by it are adopted by
+	// this MyDeployment. It must match the pod template's labels and is
+	// immutable after creation.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Pod"}
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Template describes the pods that will be created (the full form). Its
+	// only allowed restartPolicy is Always. Not with image or port.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+
+	// The deployment strategy to use to replace existing pods with new ones.
+	// Defaults to RollingUpdate; a RollingUpdate without a rollingUpdate
+	// block rolls out with maxSurge 25% and maxUnavailable 25%, Deployment's
+	// defaults. No rollingUpdate block is stored by default, so that changing
+	// the type to Recreate (kubectl apply, client- or server-side) needs no
+	// block to be removed.
+	// +optional
+	// +patchStrategy=retainKeys
+	// +kubebuilder:default={type: "RollingUpdate"}
+	// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'Recreate' || !has(self.rollingUpdate)",message="may not be specified when strategy `type` is 'Recreate'",fieldPath=".rollingUpdate"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || (type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) >= 0 : string(self.rollingUpdate.maxSurge).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxSurge"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) >= 0 : string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxUnavailable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || type(self.rollingUpdate.maxUnavailable) == int || !string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$') || (!string(self.rollingUpdate.maxUnavailable).matches('^0*[1-9][0-9]{3,}%$') && int(string(self.rollingUpdate.maxUnavailable).replace('%', '')) <= 100)",message="must not be greater than 100%",fieldPath=".rollingUpdate.maxUnavailable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || type(self.rollingUpdate.maxUnavailable) != int || int(self.rollingUpdate.maxUnavailable) <= 2147483647",message="must not be greater than 2147483647",fieldPath=".rollingUpdate.maxUnavailable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || (type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) <= 2147483647 : (!string(self.rollingUpdate.maxSurge).matches('^[0-9]+%$') || (!string(self.rollingUpdate.maxSurge).matches('^0*[1-9][0-9]{10,}%$') && int(string(self.rollingUpdate.maxSurge).replace('%', '')) <= 2147483647)))",message="must not be greater than 2147483647 or 2147483647%",fieldPath=".rollingUpdate.maxSurge"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || !has(self.rollingUpdate.maxUnavailable) || !((type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) == 0 : string(self.rollingUpdate.maxSurge).matches('^0+%$')) && (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) == 0 : string(self.rollingUpdate.maxUnavailable).matches('^0+%$')))",message="may not be 0 when `maxSurge` is 0",fieldPath=".rollingUpdate.maxUnavailable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Update Strategy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:updateStrategy"}
+	Strategy appsv1.DeploymentStrategy `json:"strategy,omitempty" patchStrategy:"retainKeys"`
+
+	// Minimum number of seconds for which a newly created pod should be ready
+	// without any of its containers crashing, for it to be considered
+	// available. Defaults to 0 (available as soon as it is ready).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Min Ready Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// The number of old ControllerRevisions to retain to allow rollback.
+	// Defaults to 10.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Revision History Limit",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Indicates that the MyDeployment is paused: template changes do not
+	// roll out; scaling still happens.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Paused bool `json:"paused,omitempty"`
+
+	// The maximum time in seconds for a MyDeployment to make progress before
+	// it is considered failed (Progressing=False, ProgressDeadlineExceeded).
+	// Defaults to 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Progress Deadline Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// ApplicationServiceSpec is the Application's Service: a Service spec, and
+// the Service's labels and annotations.
+type ApplicationServiceSpec struct {
+	// Labels and annotations of the Service (a load balancer's, say).
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	corev1.ServiceSpec `json:",inline"`
+}
+
+// ApplicationIngressSpec is the Application's Ingress: an Ingress spec, and
+// the Ingress's labels and annotations.
+type ApplicationIngressSpec struct {
+	// Labels and annotations of the Ingress (a cert-manager issuer's, an
+	// Ingress controller's).
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	networkingv1.IngressSpec `json:",inline"`
 }
 
 // ApplicationServiceStatus is what the Application's Service reports.
@@ -131,7 +277,7 @@ type ApplicationStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.deployment.replicas,statuspath=.status.replicas,selectorpath=.status.labelSelector
-// +kubebuilder:resource:shortName=app,categories=all
+// +kubebuilder:resource:shortName=mdapp,categories=all
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.urls[0]`

@@ -32,11 +32,11 @@ func minimal(ns, name string) *appsv1beta1.Application {
 	return &appsv1beta1.Application{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1beta1.ApplicationSpec{
-			Deployment: appsv1beta1.MyDeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Deployment: appsv1beta1.ApplicationDeploymentSpec{Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
 					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}},
 			}}},
-			Service: &corev1.ServiceSpec{},
+			Service: &appsv1beta1.ApplicationServiceSpec{},
 		},
 	}
 }
@@ -103,7 +103,7 @@ var _ = Describe("Application", func() {
 
 	It("creates its MyDeployment, Service and Ingress, owned, with the defaults filled in, and updates them", func() {
 		app := minimal(ns, "shop")
-		app.Spec.Ingress = &networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}}}
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}}}}
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 
 		md := childOf(app, &appsv1beta1.MyDeployment{})
@@ -139,6 +139,45 @@ var _ = Describe("Application", func() {
 		Eventually(reasons(app), timeout, interval).Should(ContainElement("Updated Updated MyDeployment shop"))
 		Eventually(func() int64 { return getApp(app).Status.ObservedGeneration }, timeout, interval).
 			Should(Equal(getApp(app).Generation))
+	})
+
+	It("expands the five-line form to one container named after it, whose port the Service and the Ingress use", func() {
+		app := &appsv1beta1.Application{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "five"},
+			Spec: appsv1beta1.ApplicationSpec{
+				Deployment: appsv1beta1.ApplicationDeploymentSpec{Image: "nginx:1.27", Replicas: ptr.To(int32(2)), Port: 8080},
+				Service:    &appsv1beta1.ApplicationServiceSpec{},
+				Ingress: &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{
+					Rules: []networkingv1.IngressRule{{Host: "five.example.com"}}}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+		expectControlledBy(md, app)
+		Expect(*md.Spec.Replicas).To(Equal(int32(2)))
+		Expect(md.Spec.Selector.MatchLabels).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "five"}))
+		Expect(md.Spec.Template.Labels).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "five"}))
+		Expect(md.Spec.Template.Spec.Containers).To(HaveLen(1))
+		c := md.Spec.Template.Spec.Containers[0]
+		Expect(c.Name).To(Equal("five"))
+		Expect(c.Image).To(Equal("nginx:1.27"))
+		Expect(c.Ports).To(Equal([]corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}))
+
+		svc := childOf(app, &corev1.Service{})
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		Expect(svc.Spec.Ports[0]).To(And(HaveField("Name", "http"), HaveField("Port", int32(8080)),
+			HaveField("TargetPort", intstr.FromString("http"))))
+		ing := childOf(app, &networkingv1.Ingress{})
+		Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service).To(Equal(&networkingv1.IngressServiceBackend{
+			Name: "five", Port: networkingv1.ServiceBackendPort{Name: "http"}}))
+
+		By("a typed client's update of the stored five-line form (no template in it) changes the image")
+		Expect(getApp(app).Spec.Deployment.Template).To(BeNil())
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Deployment.Image = "nginx:1.28" })
+		Eventually(func() string {
+			return childOf(app, &appsv1beta1.MyDeployment{}).Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(Equal("nginx:1.28"))
 	})
 
 	It("puts back drift in its fields and keeps other writers' fields", func() {
@@ -201,7 +240,7 @@ var _ = Describe("Application", func() {
 
 	It("deletes the Ingress and the Service when they leave the spec", func() {
 		app := minimal(ns, "shrink")
-		app.Spec.Ingress = &networkingv1.IngressSpec{}
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{}
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 		ing := childOf(app, &networkingv1.Ingress{})
 		Expect(ing.Spec.DefaultBackend.Service.Name).To(Equal("shrink"))
@@ -225,10 +264,10 @@ var _ = Describe("Application", func() {
 	It("reports its children's state: replicas, cluster IP, ready endpoints, URLs, Ready", func() {
 		app := minimal(ns, "live")
 		app.Spec.Deployment.Replicas = ptr.To(int32(2))
-		app.Spec.Ingress = &networkingv1.IngressSpec{
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{
 			TLS:   []networkingv1.IngressTLS{{Hosts: []string{"live.example.com"}}},
 			Rules: []networkingv1.IngressRule{{Host: "live.example.com"}, {}},
-		}
+		}}
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 		Eventually(readyCondition(app), timeout, interval).Should(HaveField("Reason", appsv1beta1.ReasonDeploymentNotAvailable))
 

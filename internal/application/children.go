@@ -13,11 +13,28 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
-// DeploymentSpec is the Application's spec.deployment with its defaults
-// filled in: the selector (app.kubernetes.io/name: <name>) when left out,
-// and the template labels the selector needs. It never changes app.
+// DeploymentSpec is the MyDeployment spec the Application's spec.deployment
+// stands for, with its defaults filled in: the template, in the five-line
+// form, of one container (see FiveLineContainer); the selector
+// (app.kubernetes.io/name: <name>) when left out, and the template labels
+// the selector needs. Given both forms (the webhook refuses that), the
+// template wins. It never changes app.
 func DeploymentSpec(app *appsv1beta1.Application) appsv1beta1.MyDeploymentSpec {
-	spec := *app.Spec.Deployment.DeepCopy()
+	d := app.Spec.Deployment.DeepCopy()
+	spec := appsv1beta1.MyDeploymentSpec{
+		Replicas:                d.Replicas,
+		Selector:                d.Selector,
+		Strategy:                d.Strategy,
+		MinReadySeconds:         d.MinReadySeconds,
+		RevisionHistoryLimit:    d.RevisionHistoryLimit,
+		Paused:                  d.Paused,
+		ProgressDeadlineSeconds: d.ProgressDeadlineSeconds,
+	}
+	if d.Template != nil {
+		spec.Template = *d.Template
+	} else {
+		spec.Template.Spec.Containers = []corev1.Container{FiveLineContainer(app)}
+	}
 	labels := maps.Clone(spec.Template.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -34,6 +51,21 @@ func DeploymentSpec(app *appsv1beta1.Application) appsv1beta1.MyDeploymentSpec {
 	return spec
 }
 
+// FiveLinePortName is the name of the container port of the five-line form,
+// which the Service's port and the Ingress's backend default to.
+const FiveLinePortName = "http"
+
+// FiveLineContainer is the one container of the five-line form: named after
+// the Application, with spec.deployment.image and, when spec.deployment.port
+// is set, that container port named FiveLinePortName.
+func FiveLineContainer(app *appsv1beta1.Application) corev1.Container {
+	c := corev1.Container{Name: app.Name, Image: app.Spec.Deployment.Image}
+	if p := app.Spec.Deployment.Port; p != 0 {
+		c.Ports = []corev1.ContainerPort{{Name: FiveLinePortName, ContainerPort: p}}
+	}
+	return c
+}
+
 // ServiceSpec is the Application's spec.service with its defaults: the
 // selector is the pods' (their selector's matchLabels, else their
 // template labels), the ports the containers' (see ContainerServicePorts).
@@ -42,7 +74,7 @@ func ServiceSpec(app *appsv1beta1.Application) *corev1.ServiceSpec {
 	if app.Spec.Service == nil {
 		return nil
 	}
-	spec := app.Spec.Service.DeepCopy()
+	spec := app.Spec.Service.ServiceSpec.DeepCopy()
 	deployment := DeploymentSpec(app)
 	if len(spec.Selector) == 0 {
 		spec.Selector = maps.Clone(deployment.Selector.MatchLabels)
@@ -91,7 +123,7 @@ func IngressSpec(app *appsv1beta1.Application) *networkingv1.IngressSpec {
 	if app.Spec.Ingress == nil {
 		return nil
 	}
-	spec := app.Spec.Ingress.DeepCopy()
+	spec := app.Spec.Ingress.IngressSpec.DeepCopy()
 	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: app.Name}}
 	if svc := ServiceSpec(app); svc != nil && len(svc.Ports) > 0 {
 		if p := svc.Ports[0]; p.Name != "" {
@@ -117,24 +149,35 @@ func IngressSpec(app *appsv1beta1.Application) *networkingv1.IngressSpec {
 // desiredChildren are the Application's three children, each with the
 // object its spec wants (nil: delete it if ours).
 func desiredChildren(app *appsv1beta1.Application) []child {
-	meta := func() metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Name:            app.Name,
-			Namespace:       app.Namespace,
-			Labels:          map[string]string{appsv1beta1.ApplicationNameLabel: app.Name},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appsv1beta1.GroupVersion.WithKind("Application"))},
-		}
-	}
-	md := &appsv1beta1.MyDeployment{ObjectMeta: meta(), Spec: DeploymentSpec(app)}
+	md := &appsv1beta1.MyDeployment{ObjectMeta: childMeta(app, app.Spec.Deployment.Metadata), Spec: DeploymentSpec(app)}
 	children := []child{{kind: "MyDeployment", live: &appsv1beta1.MyDeployment{}, desired: md}}
 
 	svc := child{kind: "Service", live: &corev1.Service{}}
 	if spec := ServiceSpec(app); spec != nil {
-		svc.desired = &corev1.Service{ObjectMeta: meta(), Spec: *spec}
+		svc.desired = &corev1.Service{ObjectMeta: childMeta(app, app.Spec.Service.Metadata), Spec: *spec}
 	}
 	ing := child{kind: "Ingress", live: &networkingv1.Ingress{}}
 	if spec := IngressSpec(app); spec != nil {
-		ing.desired = &networkingv1.Ingress{ObjectMeta: meta(), Spec: *spec}
+		ing.desired = &networkingv1.Ingress{ObjectMeta: childMeta(app, app.Spec.Ingress.Metadata), Spec: *spec}
 	}
 	return append(children, svc, ing)
+}
+
+// childMeta is a child's metadata: the Application's name, its controller
+// reference, the labels and annotations the spec gives the child, and
+// ApplicationNameLabel (which a label of the same key cannot override: the
+// cache selects on it).
+func childMeta(app *appsv1beta1.Application, m *appsv1beta1.ChildMetadata) metav1.ObjectMeta {
+	meta := metav1.ObjectMeta{
+		Name:            app.Name,
+		Namespace:       app.Namespace,
+		Labels:          map[string]string{},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appsv1beta1.GroupVersion.WithKind("Application"))},
+	}
+	if m != nil {
+		maps.Copy(meta.Labels, m.Labels)
+		meta.Annotations = maps.Clone(m.Annotations)
+	}
+	meta.Labels[appsv1beta1.ApplicationNameLabel] = app.Name
+	return meta
 }

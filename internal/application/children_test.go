@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -31,6 +32,7 @@ func TestDeploymentSpecDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 			app.Spec.Deployment.Selector = tc.selector
+			app.Spec.Deployment.Template = &corev1.PodTemplateSpec{}
 			app.Spec.Deployment.Template.Labels = tc.labels
 			got := DeploymentSpec(app)
 			if !reflect.DeepEqual(got.Selector.MatchLabels, tc.wantSelector) || !reflect.DeepEqual(got.Template.Labels, tc.wantTmpl) {
@@ -87,5 +89,32 @@ func TestURLs(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDeploymentSpecFiveLineForm(t *testing.T) {
+	app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	app.Spec.Deployment = appsv1beta1.ApplicationDeploymentSpec{Image: "nginx:1.27", Replicas: ptr.To(int32(3)), Port: 8080,
+		MinReadySeconds: 5}
+	got := DeploymentSpec(app)
+	want := []corev1.Container{{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}
+	if !reflect.DeepEqual(got.Template.Spec.Containers, want) {
+		t.Errorf("containers %+v, want %+v", got.Template.Spec.Containers, want)
+	}
+	if *got.Replicas != 3 || got.MinReadySeconds != 5 {
+		t.Errorf("replicas %d minReadySeconds %d, want 3 and 5: the other fields pass through", *got.Replicas, got.MinReadySeconds)
+	}
+	if app.Spec.Deployment.Template != nil {
+		t.Error("the Application was changed")
+	}
+
+	app.Spec.Deployment.Port = 0
+	if ports := DeploymentSpec(app).Template.Spec.Containers[0].Ports; len(ports) != 0 {
+		t.Errorf("no port given: got ports %+v", ports)
+	}
+
+	app.Spec.Deployment.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "y"}}}}
+	if c := DeploymentSpec(app).Template.Spec.Containers; len(c) != 1 || c[0].Name != "x" {
+		t.Errorf("both forms (refused by the webhook): the template wins, got %+v", c)
 	}
 }
