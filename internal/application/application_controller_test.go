@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -203,6 +204,54 @@ var _ = Describe("Application", func() {
 			return childOf(app, &corev1.Service{}).Spec.SessionAffinity
 		}, timeout, interval).Should(Equal(corev1.ServiceAffinityClientIP))
 		Expect(childOf(app, &corev1.Service{}).Annotations).To(HaveKeyWithValue("cloud.example.com/lb", "internal"))
+	})
+
+	It("applies each child's labels and annotations, changes and removes them, and leaves another manager's alone", func() {
+		app := minimal(ns, "labelled")
+		app.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{
+			Labels:      map[string]string{"team": "shop"},
+			Annotations: map[string]string{"example.com/owner": "team-a"},
+		}
+		app.Spec.Service.Metadata = &appsv1beta1.ChildMetadata{
+			Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}}
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{
+			Metadata: &appsv1beta1.ChildMetadata{
+				Labels:      map[string]string{"exposure": "public"},
+				Annotations: map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}},
+			IngressSpec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "labelled.example.com"}}},
+		}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+		Expect(md.Labels).To(Equal(map[string]string{"team": "shop", appsv1beta1.ApplicationNameLabel: "labelled"}))
+		Expect(md.Annotations).To(HaveKeyWithValue("example.com/owner", "team-a"))
+		Expect(md.Spec.Template.Labels).NotTo(HaveKey("team"), "the MyDeployment's labels are not its pods'")
+		svc := childOf(app, &corev1.Service{})
+		Expect(svc.Annotations).To(HaveKeyWithValue("service.beta.kubernetes.io/aws-load-balancer-internal", "true"))
+		ing := childOf(app, &networkingv1.Ingress{})
+		Expect(ing.Labels).To(HaveKeyWithValue("exposure", "public"))
+		Expect(ing.Annotations).To(HaveKeyWithValue("cert-manager.io/cluster-issuer", "letsencrypt"))
+
+		By("another manager annotates the Service and the Ingress")
+		for _, obj := range []client.Object{svc, ing} {
+			Expect(k8sClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType,
+				[]byte(`{"metadata": {"annotations": {"example.com/note": "theirs"}}}`)), client.FieldOwner("someone"))).To(Succeed())
+		}
+
+		By("the Application changes one annotation, removes the Ingress's metadata and renames a label")
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Service.Metadata.Annotations["service.beta.kubernetes.io/aws-load-balancer-internal"] = "false"
+			a.Spec.Ingress.Metadata = nil
+			a.Spec.Deployment.Metadata.Labels = map[string]string{"tier": "front"}
+		})
+		Eventually(func() map[string]string { return childOf(app, &corev1.Service{}).Annotations }, timeout, interval).
+			Should(Equal(map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "false", "example.com/note": "theirs"}))
+		Eventually(func() map[string]string { return childOf(app, &networkingv1.Ingress{}).Annotations }, timeout, interval).
+			Should(Equal(map[string]string{"example.com/note": "theirs"}), "ours removed, theirs kept")
+		Eventually(func() map[string]string { return childOf(app, &networkingv1.Ingress{}).Labels }, timeout, interval).
+			Should(Equal(map[string]string{appsv1beta1.ApplicationNameLabel: "labelled"}))
+		Eventually(func() map[string]string { return childOf(app, &appsv1beta1.MyDeployment{}).Labels }, timeout, interval).
+			Should(Equal(map[string]string{"tier": "front", appsv1beta1.ApplicationNameLabel: "labelled"}))
 	})
 
 	It("leaves the MyDeployment's replicas to whoever scales it when the Application does not set them", func() {
