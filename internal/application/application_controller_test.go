@@ -206,6 +206,44 @@ var _ = Describe("Application", func() {
 		Expect(childOf(app, &corev1.Service{}).Annotations).To(HaveKeyWithValue("cloud.example.com/lb", "internal"))
 	})
 
+	It("puts back a Service port and an Ingress rule another field manager edited, and keeps that manager's annotation", func() {
+		app := minimal(ns, "edited")
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{Host: "edited.example.com"}}}}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		svc := childOf(app, &corev1.Service{})
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		Expect(svc.Spec.Ports[0].Port).To(Equal(int32(80)))
+		childOf(app, &networkingv1.Ingress{})
+
+		By("kubectl patch: the Service's port 80 becomes 81 (a new item of the ports list, keyed by port), plus an annotation")
+		Expect(k8sClient.Patch(ctx, svc, client.RawPatch(types.JSONPatchType, []byte(`[
+			{"op": "replace", "path": "/spec/ports/0/port", "value": 81},
+			{"op": "add", "path": "/metadata/annotations", "value": {"example.com/note": "theirs"}}]`)),
+			client.FieldOwner("kubectl-patch"))).To(Succeed())
+		By("kubectl edit: the Ingress rule's host changes, plus an annotation")
+		ing := childOf(app, &networkingv1.Ingress{})
+		Expect(k8sClient.Patch(ctx, ing, client.RawPatch(types.MergePatchType, []byte(`{
+			"metadata": {"annotations": {"example.com/note": "theirs"}},
+			"spec": {"rules": [{"host": "other.example.com"}]}}`)),
+			client.FieldOwner("kubectl-edit"))).To(Succeed())
+
+		ports := func() []int32 {
+			var out []int32
+			for _, p := range childOf(app, &corev1.Service{}).Spec.Ports {
+				out = append(out, p.Port)
+			}
+			return out
+		}
+		Eventually(ports, timeout, interval).Should(Equal([]int32{80}), "80 put back, 81 removed")
+		Eventually(func() string { return childOf(app, &networkingv1.Ingress{}).Spec.Rules[0].Host }, timeout, interval).
+			Should(Equal("edited.example.com"))
+		Consistently(ports, "2s", interval).Should(Equal([]int32{80}))
+		Expect(childOf(app, &networkingv1.Ingress{}).Spec.Rules).To(HaveLen(1))
+		Expect(childOf(app, &corev1.Service{}).Annotations).To(HaveKeyWithValue("example.com/note", "theirs"))
+		Expect(childOf(app, &networkingv1.Ingress{}).Annotations).To(HaveKeyWithValue("example.com/note", "theirs"))
+	})
+
 	It("applies each child's labels and annotations, changes and removes them, and leaves another manager's alone", func() {
 		app := minimal(ns, "labelled")
 		app.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{

@@ -85,13 +85,20 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		return out
 	}
 
-	u, err := applyObject(r.Scheme(), c.desired)
-	if err != nil {
-		out.err = err
-		return out
+	u, err := r.apply(ctx, c.desired)
+	if apierrors.IsInvalid(err) && exists {
+		// Perhaps refused for an item another manager added (their port 81
+		// named http beside our 80): remove those, then apply again.
+		if removed, rerr := r.repairLive(ctx, c.desired); rerr != nil {
+			err = fmt.Errorf("%w (and %v)", err, rerr)
+		} else if removed {
+			u, err = r.apply(ctx, c.desired)
+		}
 	}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err == nil {
+		_, err = r.removeForeignItems(ctx, u, c.desired)
+	}
+	if err != nil {
 		out.err = fmt.Errorf("applying %s %s: %w", c.kind, app.Name, err)
 		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
 		return out
@@ -111,6 +118,65 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 			fmt.Sprintf("Updated %s %s", c.kind, app.Name))
 	}
 	return out
+}
+
+// apply applies desired with the Application's field manager, taking
+// fields another manager set, and returns the object as applied.
+func (r *Reconciler) apply(ctx context.Context, desired client.Object) (*unstructured.Unstructured, error) {
+	u, err := applyObject(r.Scheme(), desired)
+	if err != nil {
+		return nil, err
+	}
+	return u, r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// removeForeignItems removes from u the list items another field manager
+// added to the lists under its spec that desired fills (see foreignItems),
+// with one JSON patch that tests each first; u becomes the patched object.
+// It reports whether it removed any; nothing to remove: no request.
+func (r *Reconciler) removeForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object) (bool, error) {
+	return r.replaceForeignItems(ctx, u, desired, false)
+}
+
+// replaceForeignItems is removeForeignItems that, with complete, also
+// appends desired's items missing from those lists (see missingItems).
+func (r *Reconciler) replaceForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object, complete bool) (bool, error) {
+	want, err := applyObject(r.Scheme(), desired)
+	if err != nil {
+		return false, err
+	}
+	items, err := foreignItems(u, want.Object, FieldManager)
+	if err != nil || len(items) == 0 {
+		return false, err
+	}
+	var adds []jsonPatchOp
+	if complete {
+		adds = missingItems(u, want.Object, items)
+	}
+	patch, err := removalPatch(items, adds)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return false, fmt.Errorf("removing what another field manager added: %w", err)
+	}
+	return true, nil
+}
+
+// repairLive is replaceForeignItems, completing the lists, on the child as
+// the API server has it (the cache strips managedFields): for an apply the
+// API server refused because of another manager's items, which may be the
+// only items of a list it requires (a Service's one port, edited).
+func (r *Reconciler) repairLive(ctx context.Context, desired client.Object) (bool, error) {
+	live, err := applyObject(r.Scheme(), desired)
+	if err != nil {
+		return false, err
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return false, err
+	}
+	return r.replaceForeignItems(ctx, live, desired, true)
 }
 
 // applyObject is obj as a server-side apply body: its apiVersion and kind,
