@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ApplicationSpec is a whole app: the MyDeployment that runs its pods and,
@@ -56,6 +57,61 @@ type ApplicationSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ingress",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Ingress *ApplicationIngressSpec `json:"ingress,omitempty"`
+
+	// Autoscaling, when given, makes an autoscaling/v2
+	// HorizontalPodAutoscaler named after the Application that scales its
+	// MyDeployment (through its scale subresource); the Application then
+	// stops setting the MyDeployment's replicas (spec.deployment.replicas is
+	// ignored: the HPA owns them, from the value they had). Removing it
+	// deletes the HPA.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Autoscaling",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Autoscaling *ApplicationAutoscaling `json:"autoscaling,omitempty"`
+
+	// DisruptionBudget, when given, makes a policy/v1 PodDisruptionBudget
+	// named after the Application over its pods (the MyDeployment's
+	// selector). Removing it deletes the PodDisruptionBudget.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Disruption Budget",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	DisruptionBudget *ApplicationDisruptionBudget `json:"disruptionBudget,omitempty"`
+}
+
+// ApplicationAutoscaling is the Application's HorizontalPodAutoscaler.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="must not be greater than maxReplicas",fieldPath=".minReplicas"
+type ApplicationAutoscaling struct {
+	// The lower limit of replicas; defaults to 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// The upper limit of replicas.
+	// +kubebuilder:validation:Minimum=1
+	MaxReplicas int32 `json:"maxReplicas"`
+	// The pods' average CPU use the HPA aims at, in percent of their
+	// requests. With neither target, the HPA aims at 80% CPU (its default).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TargetCPUUtilizationPercentage *int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+	// The pods' average memory use the HPA aims at, in percent of their
+	// requests.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TargetMemoryUtilizationPercentage *int32 `json:"targetMemoryUtilizationPercentage,omitempty"`
+}
+
+// ApplicationDisruptionBudget is the Application's PodDisruptionBudget: one
+// of minAvailable and maxUnavailable.
+// +kubebuilder:validation:XValidation:rule="has(self.minAvailable) != has(self.maxUnavailable)",message="give one of minAvailable and maxUnavailable"
+type ApplicationDisruptionBudget struct {
+	// Pods that must stay available during a voluntary disruption (an
+	// eviction): a number or a percentage.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+	// Pods that may be unavailable during a voluntary disruption: a number
+	// or a percentage.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 // ChildMetadata is what the Application writes into a child's metadata
@@ -282,10 +338,11 @@ type ApplicationStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.urls[0]`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="Application",resources={{MyDeployment,v1beta1,""},{Service,v1,""},{Ingress,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Application",resources={{MyDeployment,v1beta1,""},{Service,v1,""},{Ingress,v1,""},{HorizontalPodAutoscaler,v2,""},{PodDisruptionBudget,v1,""}}
 
 // Application is one resource for a whole app: a MyDeployment, and
-// optionally a Service and an Ingress, all named after it and owned by it.
+// optionally a Service, an Ingress, a HorizontalPodAutoscaler and a
+// PodDisruptionBudget, all named after it and owned by it.
 type Application struct {
 	metav1.TypeMeta `json:",inline"`
 

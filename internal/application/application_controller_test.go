@@ -6,10 +6,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -290,6 +292,67 @@ var _ = Describe("Application", func() {
 			Should(Equal(map[string]string{appsv1beta1.ApplicationNameLabel: "labelled"}))
 		Eventually(func() map[string]string { return childOf(app, &appsv1beta1.MyDeployment{}).Labels }, timeout, interval).
 			Should(Equal(map[string]string{"tier": "front", appsv1beta1.ApplicationNameLabel: "labelled"}))
+	})
+
+	It("makes and removes an HPA and a PodDisruptionBudget; with the HPA it hands over the replicas and stops setting them", func() {
+		app := minimal(ns, "scaled-app")
+		app.Spec.Deployment.Replicas = ptr.To(int32(3))
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, timeout, interval).Should(Equal(int32(3)))
+
+		By("autoscaling and a disruption budget are added")
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Autoscaling = &appsv1beta1.ApplicationAutoscaling{MinReplicas: ptr.To(int32(2)), MaxReplicas: 5,
+				TargetCPUUtilizationPercentage: ptr.To(int32(60)), TargetMemoryUtilizationPercentage: ptr.To(int32(70))}
+			a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		})
+		hpa := childOf(app, &autoscalingv2.HorizontalPodAutoscaler{})
+		expectControlledBy(hpa, app)
+		Expect(hpa.Spec.ScaleTargetRef).To(Equal(autoscalingv2.CrossVersionObjectReference{
+			APIVersion: "apps.mydeployment.io/v1beta1", Kind: "MyDeployment", Name: "scaled-app"}))
+		Expect(*hpa.Spec.MinReplicas).To(Equal(int32(2)))
+		Expect(hpa.Spec.MaxReplicas).To(Equal(int32(5)))
+		Expect(hpa.Spec.Metrics).To(HaveLen(2))
+		Expect(hpa.Spec.Metrics[0].Resource.Name).To(Equal(corev1.ResourceCPU))
+		Expect(*hpa.Spec.Metrics[0].Resource.Target.AverageUtilization).To(Equal(int32(60)))
+		Expect(hpa.Spec.Metrics[1].Resource.Name).To(Equal(corev1.ResourceMemory))
+		pdb := childOf(app, &policyv1.PodDisruptionBudget{})
+		expectControlledBy(pdb, app)
+		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "scaled-app"}))
+		Expect(pdb.Spec.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(1))))
+
+		By("the replicas stay 3 (handed over, not defaulted to 1), and the HPA's scale is not fought")
+		Consistently(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, "2s", interval).
+			Should(Equal(int32(3)))
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 4}}
+		Expect(k8sClient.SubResource("scale").Update(ctx, md, client.WithSubResourceBody(scale))).To(Succeed())
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Deployment.Template.Spec.Containers[0].Image = "nginx:1.28"
+			a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{MinAvailable: ptr.To(intstr.FromString("50%"))}
+		})
+		Eventually(func() string {
+			return childOf(app, &appsv1beta1.MyDeployment{}).Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(Equal("nginx:1.28"))
+		Consistently(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, "2s", interval).
+			Should(Equal(int32(4)))
+		Eventually(func() *intstr.IntOrString { return childOf(app, &policyv1.PodDisruptionBudget{}).Spec.MinAvailable },
+			timeout, interval).Should(Equal(ptr.To(intstr.FromString("50%"))))
+		Expect(childOf(app, &policyv1.PodDisruptionBudget{}).Spec.MaxUnavailable).To(BeNil(), "ours, removed with the Application's")
+
+		By("both removed from the spec: both deleted")
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Autoscaling, a.Spec.DisruptionBudget = nil, nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &autoscalingv2.HorizontalPodAutoscaler{}))
+		}, timeout, interval).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &policyv1.PodDisruptionBudget{}))
+		}, timeout, interval).Should(BeTrue())
+		Eventually(reasons(app), timeout, interval).Should(ContainElements(
+			"Deleted Deleted HorizontalPodAutoscaler scaled-app: no longer in the spec",
+			"Deleted Deleted PodDisruptionBudget scaled-app: no longer in the spec"))
+		Eventually(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, timeout, interval).
+			Should(Equal(int32(3)), "spec.deployment.replicas applies again")
 	})
 
 	It("leaves the MyDeployment's replicas to whoever scales it when the Application does not set them", func() {

@@ -1,6 +1,7 @@
 package application
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -218,4 +220,52 @@ func changed(before, after client.Object) bool {
 		}
 	}
 	return false
+}
+
+// ReplicasHandoffManager holds a MyDeployment's replicas, at the value they
+// had, when its Application gains autoscaling: our apply then leaves
+// replicas out, and, owned by nobody, they would fall back to the
+// MyDeployment's default (1) until the HPA's next sync. The HPA's first
+// scale takes them from this manager.
+const ReplicasHandoffManager = "application-controller-replicas-handoff"
+
+// handOffReplicas, for an Application with autoscaling whose MyDeployment's
+// replicas our apply still owns, applies them at their current value under
+// ReplicasHandoffManager, before the apply without them. It reads the
+// MyDeployment from the API server (the cache strips managedFields); an
+// absent MyDeployment, or one not ours, needs nothing.
+func (r *Reconciler) handOffReplicas(ctx context.Context, app *appsv1beta1.Application) error {
+	md := &appsv1beta1.MyDeployment{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, md)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(md, app)) || (err == nil && md.Spec.Replicas == nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading MyDeployment %s: %w", app.Name, err)
+	}
+	replicas := fieldpath.MakePathOrDie("spec", "replicas")
+	owned := false
+	for _, mf := range md.ManagedFields {
+		if mf.Manager != FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		s := &fieldpath.Set{}
+		if err := s.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+			return fmt.Errorf("reading the fields of manager %s: %w", mf.Manager, err)
+		}
+		owned = owned || s.Has(replicas)
+	}
+	if !owned {
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": app.Name, "namespace": app.Namespace},
+		"spec":     map[string]any{"replicas": int64(*md.Spec.Replicas)},
+	}}
+	u.SetGroupVersionKind(appsv1beta1.GroupVersion.WithKind("MyDeployment"))
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(ReplicasHandoffManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("handing MyDeployment %s's replicas to its HPA: %w", app.Name, err)
+	}
+	return nil
 }

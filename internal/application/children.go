@@ -5,10 +5,13 @@ import (
 	"maps"
 	"strings"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -21,6 +24,9 @@ import (
 // template wins. It never changes app.
 func DeploymentSpec(app *appsv1beta1.Application) appsv1beta1.MyDeploymentSpec {
 	d := app.Spec.Deployment.DeepCopy()
+	if app.Spec.Autoscaling != nil {
+		d.Replicas = nil // the HPA's
+	}
 	spec := appsv1beta1.MyDeploymentSpec{
 		Replicas:                d.Replicas,
 		Selector:                d.Selector,
@@ -146,7 +152,7 @@ func IngressSpec(app *appsv1beta1.Application) *networkingv1.IngressSpec {
 	return spec
 }
 
-// desiredChildren are the Application's three children, each with the
+// desiredChildren are the Application's five children, each with the
 // object its spec wants (nil: delete it if ours).
 func desiredChildren(app *appsv1beta1.Application) []child {
 	md := &appsv1beta1.MyDeployment{ObjectMeta: childMeta(app, app.Spec.Deployment.Metadata), Spec: DeploymentSpec(app)}
@@ -160,7 +166,61 @@ func desiredChildren(app *appsv1beta1.Application) []child {
 	if spec := IngressSpec(app); spec != nil {
 		ing.desired = &networkingv1.Ingress{ObjectMeta: childMeta(app, app.Spec.Ingress.Metadata), Spec: *spec}
 	}
-	return append(children, svc, ing)
+	hpa := child{kind: "HorizontalPodAutoscaler", live: &autoscalingv2.HorizontalPodAutoscaler{}}
+	if spec := AutoscalerSpec(app); spec != nil {
+		hpa.desired = &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: childMeta(app, nil), Spec: *spec}
+	}
+	pdb := child{kind: "PodDisruptionBudget", live: &policyv1.PodDisruptionBudget{}}
+	if spec := DisruptionBudgetSpec(app); spec != nil {
+		pdb.desired = &policyv1.PodDisruptionBudget{ObjectMeta: childMeta(app, nil), Spec: *spec}
+	}
+	return append(children, svc, ing, hpa, pdb)
+}
+
+// AutoscalerSpec is the HorizontalPodAutoscaler the Application's
+// spec.autoscaling asks for: scaling its MyDeployment between the limits,
+// at the CPU and memory utilisation targets given (none: the HPA's
+// default, 80% CPU). nil without spec.autoscaling.
+func AutoscalerSpec(app *appsv1beta1.Application) *autoscalingv2.HorizontalPodAutoscalerSpec {
+	a := app.Spec.Autoscaling
+	if a == nil {
+		return nil
+	}
+	spec := &autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
+			APIVersion: appsv1beta1.GroupVersion.String(), Kind: "MyDeployment", Name: app.Name},
+		MinReplicas: a.MinReplicas,
+		MaxReplicas: a.MaxReplicas,
+	}
+	for _, t := range []struct {
+		name    corev1.ResourceName
+		percent *int32
+	}{{corev1.ResourceCPU, a.TargetCPUUtilizationPercentage}, {corev1.ResourceMemory, a.TargetMemoryUtilizationPercentage}} {
+		if t.percent == nil {
+			continue
+		}
+		spec.Metrics = append(spec.Metrics, autoscalingv2.MetricSpec{
+			Type: autoscalingv2.ResourceMetricSourceType,
+			Resource: &autoscalingv2.ResourceMetricSource{Name: t.name, Target: autoscalingv2.MetricTarget{
+				Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(*t.percent)}},
+		})
+	}
+	return spec
+}
+
+// DisruptionBudgetSpec is the PodDisruptionBudget the Application's
+// spec.disruptionBudget asks for, over the MyDeployment's pods (its
+// selector). nil without spec.disruptionBudget.
+func DisruptionBudgetSpec(app *appsv1beta1.Application) *policyv1.PodDisruptionBudgetSpec {
+	b := app.Spec.DisruptionBudget
+	if b == nil {
+		return nil
+	}
+	return &policyv1.PodDisruptionBudgetSpec{
+		Selector:       DeploymentSpec(app).Selector,
+		MinAvailable:   b.MinAvailable,
+		MaxUnavailable: b.MaxUnavailable,
+	}
 }
 
 // childMeta is a child's metadata: the Application's name, its controller

@@ -1,6 +1,6 @@
 // Package application is the Application controller: it keeps an
-// Application's MyDeployment, Service and Ingress (named after it, owned by
-// it) as its spec says, with server-side apply under one field manager, and
+// Application's MyDeployment, Service, Ingress, HorizontalPodAutoscaler and
+// PodDisruptionBudget (named after it, owned by it) as its spec says, with server-side apply under one field manager, and
 // reports their state in the Application's status.
 package application
 
@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -48,6 +50,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -67,6 +71,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	orig := app.DeepCopy()
 
+	if app.Spec.Autoscaling != nil {
+		if err := r.handOffReplicas(ctx, app); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	obs := observed{}
 	for _, c := range desiredChildren(app) {
 		obs.outcomes = append(obs.outcomes, r.syncChild(ctx, app, c))
@@ -140,6 +149,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1beta1.MyDeployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				name, ok := o.GetLabels()[appsv1beta1.ApplicationNameLabel]

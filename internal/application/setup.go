@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -29,8 +31,9 @@ const Name = "application-controller"
 const CRDPoll = 10 * time.Second
 
 // Cache is what the Application controller needs of the manager's cache:
-// Applications and MyDeployments whole, and Services, Ingresses and
-// EndpointSlices only when they carry ApplicationNameLabel (ours, and our
+// Applications and MyDeployments whole, and Services, Ingresses,
+// EndpointSlices, HorizontalPodAutoscalers and PodDisruptionBudgets only
+// when they carry ApplicationNameLabel (ours, and our
 // Services' slices, which inherit the Service's labels), so the operator
 // does not hold every Service and EndpointSlice of the cluster.
 func Cache() managercache.Needs {
@@ -42,11 +45,13 @@ func Cache() managercache.Needs {
 	return managercache.Needs{
 		Controller: Name,
 		Objects: map[client.Object]cache.ByObject{
-			&appsv1beta1.Application{}:   {},
-			&appsv1beta1.MyDeployment{}:  {},
-			&corev1.Service{}:            {Label: ours},
-			&networkingv1.Ingress{}:      {Label: ours},
-			&discoveryv1.EndpointSlice{}: {Label: ours},
+			&appsv1beta1.Application{}:               {},
+			&appsv1beta1.MyDeployment{}:              {},
+			&corev1.Service{}:                        {Label: ours},
+			&networkingv1.Ingress{}:                  {Label: ours},
+			&discoveryv1.EndpointSlice{}:             {Label: ours},
+			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: ours},
+			&policyv1.PodDisruptionBudget{}:          {Label: ours},
 		},
 	}
 }

@@ -81,6 +81,9 @@ func (v *ApplicationValidator) validate(ctx context.Context, oldApp, app *appsv1
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("Application").GroupKind(), app.Name, errs)
 	}
+	if app.Spec.Autoscaling != nil && app.Spec.Deployment.Replicas != nil {
+		warnings = append(warnings, "spec.deployment.replicas is ignored with spec.autoscaling: the HorizontalPodAutoscaler sets the replicas")
+	}
 	return warnings, nil
 }
 
