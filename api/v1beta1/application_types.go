@@ -274,6 +274,27 @@ type ApplicationIngressStatus struct {
 	LoadBalancer []networkingv1.IngressLoadBalancerIngress `json:"loadBalancer,omitempty"`
 }
 
+// ApplicationChildrenStatus sums up each child in one line; a child the
+// spec does not ask for has none.
+type ApplicationChildrenStatus struct {
+	// The MyDeployment: available, total and up-to-date pods.
+	// +optional
+	MyDeployment string `json:"myDeployment,omitempty"`
+	// The Service: its cluster IP and ready endpoints.
+	// +optional
+	Service string `json:"service,omitempty"`
+	// The Ingress: the URLs it serves.
+	// +optional
+	Ingress string `json:"ingress,omitempty"`
+	// The HorizontalPodAutoscaler: its current and desired replicas, and
+	// limits.
+	// +optional
+	HorizontalPodAutoscaler string `json:"horizontalPodAutoscaler,omitempty"`
+	// The PodDisruptionBudget: healthy pods, and disruptions allowed.
+	// +optional
+	PodDisruptionBudget string `json:"podDisruptionBudget,omitempty"`
+}
+
 // ApplicationStatus is the observed state of the Application's children.
 type ApplicationStatus struct {
 	// The generation observed by the controller; set only after all
@@ -319,6 +340,11 @@ type ApplicationStatus struct {
 	// +listType=atomic
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="URLs",xDescriptors={"urn:alm:descriptor:org.w3:link"}
 	URLs []string `json:"urls,omitempty"`
+
+	// One line per child the spec asks for: its state in a few words, as
+	// `kubectl describe` shows it.
+	// +optional
+	Children *ApplicationChildrenStatus `json:"children,omitempty"`
 
 	// Available and Progressing mirror the MyDeployment's; Ready is True
 	// when every child is present, owned and available (the Service with a

@@ -474,6 +474,11 @@ var _ = Describe("Application", func() {
 		Expect(st.UpdatedReplicas).To(Equal(int32(2)))
 		Expect(meta.FindStatusCondition(st.Conditions, appsv1beta1.ApplicationAvailable).Status).To(Equal(metav1.ConditionTrue))
 		Expect(meta.FindStatusCondition(st.Conditions, appsv1beta1.ApplicationProgressing).Reason).To(Equal(appsv1beta1.ReasonNewRevisionAvailable))
+		Expect(st.Children).To(Equal(&appsv1beta1.ApplicationChildrenStatus{
+			MyDeployment: "2/2 pods available, 2 up to date",
+			Service:      "ClusterIP " + svc.Spec.ClusterIP + ", 1 ready endpoints",
+			Ingress:      "http://192.0.2.10/ https://live.example.com/",
+		}), "one line per child")
 	})
 
 	It("leaves alone a Service of the same name it does not own, with a condition and one event", func() {

@@ -57,6 +57,9 @@ var _ = Describe("Application CRD", func() {
 		out, err := kubectl("get", "app", "-n", ns)
 		Expect(err).To(HaveOccurred(), "app is Argo CD's short name (and KubeVela's), not ours: %s", out)
 		Expect(out).To(ContainSubstring(`the server doesn't have a resource type "app"`))
+		Eventually(func() (string, error) { return kubectl("describe", "mdapp", "listed", "-n", ns) }, timeout, interval).
+			Should(MatchRegexp(`Children:\n\s+My Deployment:\s+\d/1 pods available, \d up to date\n\s+Service:\s+ClusterIP [0-9.]+, 0 ready endpoints\n`),
+				"one line per child in kubectl describe")
 		out, err = kubectl("get", "all", "-n", ns)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("application.apps.mydeployment.io/listed"))

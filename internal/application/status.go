@@ -6,11 +6,14 @@ import (
 	"sort"
 	"strings"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -123,6 +126,8 @@ func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.Appli
 		st.URLs = URLs(ing)
 	}
 
+	st.Children = childLines(app, obs, st)
+
 	ready := metav1.Condition{Type: appsv1beta1.ApplicationReady, Status: metav1.ConditionTrue, Reason: reason,
 		Message: "every child is present and available", ObservedGeneration: app.Generation}
 	if len(problems) > 0 {
@@ -231,4 +236,71 @@ func URLs(ing *networkingv1.Ingress) []string {
 	}
 	sort.Strings(urls)
 	return urls
+}
+
+// childLines is one line per child the spec asks for (kubectl describe's
+// status.children): its state from what this sync observed, or why it is
+// not there.
+func childLines(app *appsv1beta1.Application, obs observed, st appsv1beta1.ApplicationStatus) *appsv1beta1.ApplicationChildrenStatus {
+	lines := &appsv1beta1.ApplicationChildrenStatus{}
+	for _, o := range obs.outcomes {
+		var line string
+		switch {
+		case o.notOwned:
+			line = "exists and is not controlled by this Application: left alone"
+		case o.err != nil:
+			line = "not applied: " + o.err.Error()
+		case !o.present:
+			continue
+		default:
+			line = presentLine(o.live, st)
+		}
+		switch o.kind {
+		case "MyDeployment":
+			lines.MyDeployment = line
+		case "Service":
+			lines.Service = line
+		case "Ingress":
+			lines.Ingress = line
+		case "HorizontalPodAutoscaler":
+			lines.HorizontalPodAutoscaler = line
+		case "PodDisruptionBudget":
+			lines.PodDisruptionBudget = line
+		}
+	}
+	return lines
+}
+
+// presentLine sums up a child the Application applied.
+func presentLine(live client.Object, st appsv1beta1.ApplicationStatus) string {
+	switch c := live.(type) {
+	case *appsv1beta1.MyDeployment:
+		desired := int32(1)
+		if c.Spec.Replicas != nil {
+			desired = *c.Spec.Replicas
+		}
+		return fmt.Sprintf("%d/%d pods available, %d up to date", c.Status.AvailableReplicas, desired, c.Status.UpdatedReplicas)
+	case *corev1.Service:
+		ready := int32(0)
+		if st.Service != nil {
+			ready = st.Service.ReadyEndpoints
+		}
+		return fmt.Sprintf("%s %s, %d ready endpoints", c.Spec.Type, c.Spec.ClusterIP, ready)
+	case *networkingv1.Ingress:
+		if len(st.URLs) == 0 {
+			return "no URL yet (no host, and no load balancer address)"
+		}
+		return strings.Join(st.URLs, " ")
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		minimum := int32(1)
+		if c.Spec.MinReplicas != nil {
+			minimum = *c.Spec.MinReplicas
+		}
+		return fmt.Sprintf("%d replicas, %d desired, between %d and %d", c.Status.CurrentReplicas, c.Status.DesiredReplicas,
+			minimum, c.Spec.MaxReplicas)
+	case *policyv1.PodDisruptionBudget:
+		return fmt.Sprintf("%d/%d pods healthy, %d disruptions allowed", c.Status.CurrentHealthy, c.Status.DesiredHealthy,
+			c.Status.DisruptionsAllowed)
+	}
+	return "applied"
 }
