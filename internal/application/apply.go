@@ -171,10 +171,12 @@ func (r *Reconciler) replaceForeignItems(ctx context.Context, u *unstructured.Un
 // API server refused because of another manager's items, which may be the
 // only items of a list it requires (a Service's one port, edited).
 func (r *Reconciler) repairLive(ctx context.Context, desired client.Object) (bool, error) {
-	live, err := applyObject(r.Scheme(), desired)
+	gvk, err := apiutil.GVKForObject(desired, r.Scheme())
 	if err != nil {
 		return false, err
 	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		return false, err
 	}

@@ -2,6 +2,7 @@ package application
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,5 +117,36 @@ func TestDeploymentSpecFiveLineForm(t *testing.T) {
 	app.Spec.Deployment.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "y"}}}}
 	if c := DeploymentSpec(app).Template.Spec.Containers; len(c) != 1 || c[0].Name != "x" {
 		t.Errorf("both forms (refused by the webhook): the template wins, got %+v", c)
+	}
+}
+
+func TestForeignItemsRemovalOrder(t *testing.T) {
+	// An item is removed before its preceding siblings and before anything
+	// that would shift its ancestors: a later index first, deeper first.
+	items := []foreignItem{
+		{tokens: []string{"spec", "ports", "1"}, value: map[string]any{"port": int64(82)}},
+		{tokens: []string{"spec", "template", "spec", "containers", "2", "env", "3"}},
+		{tokens: []string{"spec", "ports", "10"}, value: map[string]any{"port": int64(81)}},
+		{tokens: []string{"spec", "template", "spec", "containers", "1"}},
+	}
+	slices.SortFunc(items, func(a, b foreignItem) int { return -compareTokens(a.tokens, b.tokens) })
+	var got []string
+	for _, it := range items {
+		got = append(got, pointer(it.tokens))
+	}
+	want := []string{"/spec/template/spec/containers/2/env/3", "/spec/template/spec/containers/1", "/spec/ports/10", "/spec/ports/1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+
+	patch, err := removalPatch(items[2:], []jsonPatchOp{{Op: "add", Path: "/spec/ports/-", Value: map[string]any{"port": 80}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPatch := `[{"op":"test","path":"/spec/ports/10","value":{"port":81}},{"op":"test","path":"/spec/ports/1","value":{"port":82}},` +
+		`{"op":"add","path":"/spec/ports/-","value":{"port":80}},` +
+		`{"op":"remove","path":"/spec/ports/10"},{"op":"remove","path":"/spec/ports/1"}]`
+	if string(patch) != wantPatch {
+		t.Errorf("patch %s\nwant %s", patch, wantPatch)
 	}
 }

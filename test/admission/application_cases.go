@@ -158,6 +158,20 @@ func AppCases() []AppCase {
 				a.Spec.Ingress.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{"not a key": "x"}}
 			},
 			Field: "spec.ingress.metadata.annotations", Why: "name part must consist of", By: Webhook},
+		{Name: "autoscaling with minReplicas above maxReplicas",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Autoscaling = &appsv1beta1.ApplicationAutoscaling{MinReplicas: ptr.To(int32(5)), MaxReplicas: 2}
+			},
+			Field: "spec.autoscaling.minReplicas", Why: "must not be greater than maxReplicas", By: CRD},
+		{Name: "a disruption budget with both minAvailable and maxUnavailable",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{
+					MinAvailable: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+			},
+			Field: "spec.disruptionBudget", Why: "give one of minAvailable and maxUnavailable", By: CRD},
+		{Name: "a disruption budget with neither",
+			Change: func(a *appsv1beta1.Application) { a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{} },
+			Field:  "spec.disruptionBudget", Why: "give one of minAvailable and maxUnavailable", By: CRD},
 		{Name: "negative replicas",
 			Change: func(a *appsv1beta1.Application) { a.Spec.Deployment.Replicas = ptr.To(int32(-1)) },
 			Field:  "spec.deployment.replicas", Why: "greater than or equal to 0", By: CRD},
