@@ -22,6 +22,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // ApplicationSpec is a whole app: the MyDeployment that runs its pods and,
@@ -58,6 +59,18 @@ type ApplicationSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ingress",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Ingress *ApplicationIngressSpec `json:"ingress,omitempty"`
 
+	// Route, when given, is the spec of a Gateway API HTTPRoute named after
+	// the Application, in front of its Service (so it needs `service`):
+	// parentRefs (the Gateways), hostnames and rules; a rule without
+	// backendRefs routes to the Service's first port, and rules left out are
+	// one such rule for every path. It needs the Gateway API CRDs
+	// (gateway.networking.k8s.io/v1); without them the Application says so
+	// in its Ready condition (RouteCRDAbsent) and the route is made once they
+	// are installed. Removing it deletes the HTTPRoute.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Route",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Route *ApplicationRouteSpec `json:"route,omitempty"`
+
 	// Autoscaling, when given, makes an autoscaling/v2
 	// HorizontalPodAutoscaler named after the Application that scales its
 	// MyDeployment (through its scale subresource); the Application then
@@ -74,6 +87,16 @@ type ApplicationSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Disruption Budget",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	DisruptionBudget *ApplicationDisruptionBudget `json:"disruptionBudget,omitempty"`
+}
+
+// ApplicationRouteSpec is the Application's HTTPRoute: an HTTPRoute spec,
+// and the route's labels and annotations.
+type ApplicationRouteSpec struct {
+	// Labels and annotations of the HTTPRoute.
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	gatewayv1.HTTPRouteSpec `json:",inline"`
 }
 
 // ApplicationAutoscaling is the Application's HorizontalPodAutoscaler.
@@ -286,6 +309,9 @@ type ApplicationChildrenStatus struct {
 	// The Ingress: the URLs it serves.
 	// +optional
 	Ingress string `json:"ingress,omitempty"`
+	// The HTTPRoute: its URLs, and whether its Gateways accepted it.
+	// +optional
+	HTTPRoute string `json:"httpRoute,omitempty"`
 	// The HorizontalPodAutoscaler: its current and desired replicas, and
 	// limits.
 	// +optional
@@ -335,7 +361,8 @@ type ApplicationStatus struct {
 
 	// The URLs the Ingress serves the app at: one per rule host and path
 	// (https when the host is in the Ingress's tls), or at the load
-	// balancer's address for a rule without a host.
+	// balancer's address for a rule without a host; and the HTTPRoute's,
+	// one per hostname and path.
 	// +optional
 	// +listType=atomic
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="URLs",xDescriptors={"urn:alm:descriptor:org.w3:link"}
@@ -364,11 +391,11 @@ type ApplicationStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.urls[0]`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="Application",resources={{MyDeployment,v1beta1,""},{Service,v1,""},{Ingress,v1,""},{HorizontalPodAutoscaler,v2,""},{PodDisruptionBudget,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Application",resources={{MyDeployment,v1beta1,""},{Service,v1,""},{Ingress,v1,""},{HTTPRoute,v1,""},{HorizontalPodAutoscaler,v2,""},{PodDisruptionBudget,v1,""}}
 
 // Application is one resource for a whole app: a MyDeployment, and
-// optionally a Service, an Ingress, a HorizontalPodAutoscaler and a
-// PodDisruptionBudget, all named after it and owned by it.
+// optionally a Service, an Ingress, an HTTPRoute, a HorizontalPodAutoscaler
+// and a PodDisruptionBudget, all named after it and owned by it.
 type Application struct {
 	metav1.TypeMeta `json:",inline"`
 

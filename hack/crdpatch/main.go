@@ -26,7 +26,9 @@
 //   - the CEL rules that read the selector or the template hold only when it
 //     is given;
 //   - spec.deployment.replicas has no default (left out, the MyDeployment's
-//     replicas belong to whoever scales it).
+//     replicas belong to whoever scales it);
+//   - no descriptions under spec.route's HTTPRoute fields (`kubectl explain
+//     httproute.spec` has them), which would double the CRD's size.
 //
 // Usage: go run ./hack/crdpatch FILE... (rewrites each FILE in place;
 // idempotent).
@@ -204,6 +206,16 @@ func patchApplicationSpec(spec object) error {
 		return err
 	}
 	delete(replicas, "default")
+
+	route, err := field(spec, "route")
+	if err != nil {
+		return err
+	}
+	for name, p := range route["properties"].(object) {
+		if c, ok := p.(object); ok && name != "metadata" {
+			dropDescriptions(c)
+		}
+	}
 	return nil
 }
 

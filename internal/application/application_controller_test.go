@@ -1,6 +1,10 @@
 package application
 
 import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -19,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -353,6 +359,48 @@ var _ = Describe("Application", func() {
 			"Deleted Deleted PodDisruptionBudget scaled-app: no longer in the spec"))
 		Eventually(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, timeout, interval).
 			Should(Equal(int32(3)), "spec.deployment.replicas applies again")
+	})
+
+	It("reports a route while the Gateway API CRDs are absent, and makes the HTTPRoute once they are installed", func() {
+		app := minimal(ns, "routed")
+		app.Spec.Route = &appsv1beta1.ApplicationRouteSpec{HTTPRouteSpec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "public"}}},
+			Hostnames:       []gatewayv1.Hostname{"routed.example.com"},
+		}}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(readyCondition(app), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", appsv1beta1.ReasonRouteCRDAbsent),
+			HaveField("Message", ContainSubstring("the Gateway API CRDs are not installed"))))
+		Expect(getApp(app).Status.Children.HTTPRoute).To(Equal("waiting for the Gateway API CRDs"))
+		childOf(app, &corev1.Service{}) // the rest goes on
+
+		By("the Gateway API CRDs are installed after the manager started")
+		dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = envtest.InstallCRDs(testEnv.Config, envtest.CRDInstallOptions{Paths: []string{
+			filepath.Join(strings.TrimSpace(string(dir)), "config", "crd", "standard", "gateway.networking.k8s.io_httproutes.yaml")}})
+		Expect(err).NotTo(HaveOccurred())
+
+		route := &gatewayv1.HTTPRoute{}
+		Eventually(func() error { return k8sClient.Get(ctx, key(app), route) }, 3*CRDPoll, interval).Should(Succeed())
+		expectControlledBy(route, app)
+		Expect(route.Spec.ParentRefs).To(HaveLen(1))
+		Expect(route.Spec.ParentRefs[0].Name).To(Equal(gatewayv1.ObjectName("public")))
+		Expect(route.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{"routed.example.com"}))
+		Expect(route.Spec.Rules).To(HaveLen(1))
+		Expect(route.Spec.Rules[0].BackendRefs).To(HaveLen(1))
+		ref := route.Spec.Rules[0].BackendRefs[0]
+		Expect(ref.Name).To(Equal(gatewayv1.ObjectName("routed")))
+		Expect(ref.Port).To(Equal(ptr.To(gatewayv1.PortNumber(80))))
+		Eventually(func() []string { return getApp(app).Status.URLs }, timeout, interval).
+			Should(Equal([]string{"http://routed.example.com/"}))
+		Eventually(readyCondition(app), timeout, interval).Should(HaveField("Reason", Not(Equal(appsv1beta1.ReasonRouteCRDAbsent))))
+		Expect(getApp(app).Status.Children.HTTPRoute).To(Equal("http://routed.example.com/; not accepted by a Gateway yet"))
+
+		By("the route leaves the spec: the HTTPRoute is deleted")
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Route = nil })
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &gatewayv1.HTTPRoute{})) },
+			timeout, interval).Should(BeTrue())
 	})
 
 	It("leaves the MyDeployment's replicas to whoever scales it when the Application does not set them", func() {

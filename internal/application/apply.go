@@ -45,6 +45,9 @@ type outcome struct {
 	live    client.Object
 	// notOwned: an object of that name exists and is not ours.
 	notOwned bool
+	// crdAbsent: the spec asks for the child and its kind is not served
+	// (the Gateway API CRDs, for an HTTPRoute).
+	crdAbsent bool
 	// err: the API server refused a read or a write.
 	err error
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -152,7 +153,7 @@ func IngressSpec(app *appsv1beta1.Application) *networkingv1.IngressSpec {
 	return spec
 }
 
-// desiredChildren are the Application's five children, each with the
+// desiredChildren are the Application's six children, each with the
 // object its spec wants (nil: delete it if ours).
 func desiredChildren(app *appsv1beta1.Application) []child {
 	md := &appsv1beta1.MyDeployment{ObjectMeta: childMeta(app, app.Spec.Deployment.Metadata), Spec: DeploymentSpec(app)}
@@ -166,6 +167,10 @@ func desiredChildren(app *appsv1beta1.Application) []child {
 	if spec := IngressSpec(app); spec != nil {
 		ing.desired = &networkingv1.Ingress{ObjectMeta: childMeta(app, app.Spec.Ingress.Metadata), Spec: *spec}
 	}
+	route := child{kind: "HTTPRoute", live: &gatewayv1.HTTPRoute{}}
+	if spec := RouteSpec(app); spec != nil {
+		route.desired = &gatewayv1.HTTPRoute{ObjectMeta: childMeta(app, app.Spec.Route.Metadata), Spec: *spec}
+	}
 	hpa := child{kind: "HorizontalPodAutoscaler", live: &autoscalingv2.HorizontalPodAutoscaler{}}
 	if spec := AutoscalerSpec(app); spec != nil {
 		hpa.desired = &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: childMeta(app, nil), Spec: *spec}
@@ -174,7 +179,31 @@ func desiredChildren(app *appsv1beta1.Application) []child {
 	if spec := DisruptionBudgetSpec(app); spec != nil {
 		pdb.desired = &policyv1.PodDisruptionBudget{ObjectMeta: childMeta(app, nil), Spec: *spec}
 	}
-	return append(children, svc, ing, hpa, pdb)
+	return append(children, svc, ing, route, hpa, pdb)
+}
+
+// RouteSpec is the Application's spec.route with its defaults: a rule
+// without backendRefs routes to the Application's Service at its first
+// port, and no rules is one such rule. nil without spec.route.
+func RouteSpec(app *appsv1beta1.Application) *gatewayv1.HTTPRouteSpec {
+	if app.Spec.Route == nil {
+		return nil
+	}
+	spec := app.Spec.Route.HTTPRouteSpec.DeepCopy()
+	ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+		Name: gatewayv1.ObjectName(app.Name)}}}
+	if svc := ServiceSpec(app); svc != nil && len(svc.Ports) > 0 {
+		ref.Port = ptr.To(svc.Ports[0].Port)
+	}
+	if len(spec.Rules) == 0 {
+		spec.Rules = []gatewayv1.HTTPRouteRule{{}}
+	}
+	for i := range spec.Rules {
+		if len(spec.Rules[i].BackendRefs) == 0 {
+			spec.Rules[i].BackendRefs = []gatewayv1.HTTPBackendRef{*ref.DeepCopy()}
+		}
+	}
+	return spec
 }
 
 // AutoscalerSpec is the HorizontalPodAutoscaler the Application's

@@ -107,6 +107,12 @@ func AppCases() []AppCase {
 		{Name: "an Ingress without a Service",
 			Change: func(a *appsv1beta1.Application) { a.Spec.Service = nil },
 			Field:  "spec.service", Why: "an Ingress routes to the Application's Service", By: Webhook},
+		{Name: "a route without a Service",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Service, a.Spec.Ingress = nil, nil
+				a.Spec.Route = &appsv1beta1.ApplicationRouteSpec{}
+			},
+			Field: "spec.service", Why: "an HTTPRoute routes to the Application's Service", By: Webhook},
 		{Name: "duplicate Service port names",
 			Change: func(a *appsv1beta1.Application) {
 				a.Spec.Service.Ports = append(a.Spec.Service.Ports, corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)})

@@ -69,7 +69,8 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 			// readiness gate and resize under update-mode InPlaceIfPossible)
 			// and revisions;
 			// Application's children (MyDeployments it creates, Services,
-			// Ingresses, HorizontalPodAutoscalers, PodDisruptionBudgets) and
+			// Ingresses, HTTPRoutes, HorizontalPodAutoscalers,
+			// PodDisruptionBudgets) and
 			// the EndpointSlices it reads.
 			`"" pods,services create,delete,get,list,patch,watch`,
 			`"" pods/eviction create`,
@@ -83,6 +84,7 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 			"networking.k8s.io ingresses create,delete,get,list,patch,watch",
 			"autoscaling horizontalpodautoscalers create,delete,get,list,patch,watch",
 			"policy poddisruptionbudgets create,delete,get,list,patch,watch",
+			"gateway.networking.k8s.io httproutes create,delete,get,list,patch,watch",
 			"events.k8s.io events create,patch",
 			// Leader election: the lease and its events (core events).
 			"coordination.k8s.io leases create,delete,get,list,patch,update,watch",

@@ -65,6 +65,9 @@ func (v *ApplicationValidator) validate(ctx context.Context, oldApp, app *appsv1
 	errs = append(errs, validateMetadata(app)...)
 	errs = append(errs, validatePorts(app)...)
 	errs = append(errs, validateIngress(app)...)
+	if app.Spec.Route != nil && app.Spec.Service == nil {
+		errs = append(errs, field.Required(field.NewPath("spec", "service"), "an HTTPRoute routes to the Application's Service"))
+	}
 	if oldApp != nil {
 		was, is := application.DeploymentSpec(oldApp).Selector, application.DeploymentSpec(app).Selector
 		if !apiequality.Semantic.DeepEqual(was, is) {
