@@ -58,21 +58,21 @@ for _ in $(seq 1 120); do
   "$BIN/kubectl" get pods -l "$APP_PODS" --no-headers 2>/dev/null | sed 's/^/  /' || true
   avail=$("$BIN/kubectl" get md mydeployment-sample -o jsonpath='{.status.availableReplicas}')
   want=$("$BIN/kubectl" get md mydeployment-sample -o jsonpath='{.spec.replicas}')
-  app=$("$BIN/kubectl" get app application-sample -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')
+  app=$("$BIN/kubectl" get mdapp application-sample -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')
   [ "${avail:-0}" = "$want" ] && [ "$app" = True ] && break
   sleep 1
 done
 "$BIN/kubectl" get md,pods -o wide
 echo
-"$BIN/kubectl" get app -o wide
+"$BIN/kubectl" get mdapp -o wide
 "$BIN/kubectl" get svc,ingress application-sample -o wide
 "$BIN/kubectl" get endpointslices -l kubernetes.io/service-name=application-sample
 [ "${avail:-0}" = "$want" ] || { echo "the MyDeployment sample did not become available"; exit 1; }
 [ "$app" = True ] || { echo "the Application sample did not become Ready:"; "$BIN/kubectl" describe app application-sample; exit 1; }
 echo
 echo "The sample's $want pods are Ready. Try: KUBECONFIG=$KUBECONFIG bin/kubectl scale md mydeployment-sample --replicas=5"
-echo "The Application's pods are its Service's endpoints; its URL is its Ingress rule's: $("$BIN/kubectl" get app application-sample -o jsonpath='{.status.urls[0]}')"
-echo "Try: KUBECONFIG=$KUBECONFIG bin/kubectl scale app application-sample --replicas=3"
+echo "The Application's pods are its Service's endpoints; its URL is its Ingress rule's: $("$BIN/kubectl" get mdapp application-sample -o jsonpath='{.status.urls[0]}')"
+echo "Try: KUBECONFIG=$KUBECONFIG bin/kubectl scale mdapp application-sample --replicas=3"
 [ "${RUN_LOCAL_EXIT:-0}" = 1 ] && exit 0
 echo "The manager runs until Ctrl-C (log: $BIN/local/manager.log); 'make local-down' stops the cluster."
 wait $MANAGER

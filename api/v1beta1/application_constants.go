@@ -31,6 +31,10 @@ const (
 	// ReasonNoReadyEndpoints: Ready=False, the Service has no ready
 	// endpoint (yet).
 	ReasonNoReadyEndpoints = "NoReadyEndpoints"
+	// ReasonRouteCRDAbsent: Ready=False, the spec asks for a route and the
+	// Gateway API's HTTPRoute kind is not served (its CRDs are not
+	// installed); the route is made once it is.
+	ReasonRouteCRDAbsent = "RouteCRDAbsent"
 	// ReasonDeploymentNotObserved: Available and Progressing are Unknown
 	// until the MyDeployment reports them.
 	ReasonDeploymentNotObserved = "DeploymentNotObserved"

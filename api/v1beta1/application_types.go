@@ -17,23 +17,30 @@ limitations under the License.
 package v1beta1
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // ApplicationSpec is a whole app: the MyDeployment that runs its pods and,
 // optionally, the Service in front of them and the Ingress in front of that.
 // Each child is named after the Application.
 type ApplicationSpec struct {
-	// Deployment is the spec of the Application's MyDeployment (see
-	// `kubectl explain md.spec`). Left out, the selector is
-	// `app.kubernetes.io/name: <application name>` and that label is added
-	// to the template's labels; template labels left out are the selector's
-	// matchLabels. replicas left out is not set by the Application at all,
-	// so that whoever scales the MyDeployment (an HPA) owns it.
+	// Deployment is the Application's MyDeployment, in one of two forms. The
+	// five-line form: image, replicas and port, expanded to one container
+	// named after the Application, with that image and, if port is given, a
+	// container port named "http". The full form: a MyDeployment spec with
+	// its template (see `kubectl explain md.spec`). The webhook refuses both
+	// at once. Left out, the selector is `app.kubernetes.io/name:
+	// <application name>` and that label is added to the template's labels;
+	// template labels left out are the selector's matchLabels. replicas left
+	// out is not set by the Application at all, so that whoever scales the
+	// MyDeployment (an HPA) owns it.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deployment",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	Deployment MyDeploymentSpec `json:"deployment"`
+	Deployment ApplicationDeploymentSpec `json:"deployment"`
 
 	// Service, when given, is the spec of a Service named after the
 	// Application. Its selector defaults to the pods' selector, its ports to
@@ -41,7 +48,7 @@ type ApplicationSpec struct {
 	// port's name or number). Removing it deletes the Service.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Service",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	Service *corev1.ServiceSpec `json:"service,omitempty"`
+	Service *ApplicationServiceSpec `json:"service,omitempty"`
 
 	// Ingress, when given, is the spec of an Ingress named after the
 	// Application, in front of its Service (so it needs `service`). A rule
@@ -50,7 +57,225 @@ type ApplicationSpec struct {
 	// defaultBackend. Removing it deletes the Ingress.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ingress",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	Ingress *networkingv1.IngressSpec `json:"ingress,omitempty"`
+	Ingress *ApplicationIngressSpec `json:"ingress,omitempty"`
+
+	// Route, when given, is the spec of a Gateway API HTTPRoute named after
+	// the Application, in front of its Service (so it needs `service`):
+	// parentRefs (the Gateways), hostnames and rules; a rule without
+	// backendRefs routes to the Service's first port, and rules left out are
+	// one such rule for every path. It needs the Gateway API CRDs
+	// (gateway.networking.k8s.io/v1); without them the Application says so
+	// in its Ready condition (RouteCRDAbsent) and the route is made once they
+	// are installed. Removing it deletes the HTTPRoute.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Route",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Route *ApplicationRouteSpec `json:"route,omitempty"`
+
+	// Autoscaling, when given, makes an autoscaling/v2
+	// HorizontalPodAutoscaler named after the Application that scales its
+	// MyDeployment (through its scale subresource); the Application then
+	// stops setting the MyDeployment's replicas (spec.deployment.replicas is
+	// ignored: the HPA owns them, from the value they had). Removing it
+	// deletes the HPA.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Autoscaling",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Autoscaling *ApplicationAutoscaling `json:"autoscaling,omitempty"`
+
+	// DisruptionBudget, when given, makes a policy/v1 PodDisruptionBudget
+	// named after the Application over its pods (the MyDeployment's
+	// selector). Removing it deletes the PodDisruptionBudget.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Disruption Budget",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	DisruptionBudget *ApplicationDisruptionBudget `json:"disruptionBudget,omitempty"`
+}
+
+// ApplicationRouteSpec is the Application's HTTPRoute: an HTTPRoute spec,
+// and the route's labels and annotations.
+type ApplicationRouteSpec struct {
+	// Labels and annotations of the HTTPRoute.
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	gatewayv1.HTTPRouteSpec `json:",inline"`
+}
+
+// ApplicationAutoscaling is the Application's HorizontalPodAutoscaler.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="must not be greater than maxReplicas",fieldPath=".minReplicas"
+type ApplicationAutoscaling struct {
+	// The lower limit of replicas; defaults to 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// The upper limit of replicas.
+	// +kubebuilder:validation:Minimum=1
+	MaxReplicas int32 `json:"maxReplicas"`
+	// The pods' average CPU use the HPA aims at, in percent of their
+	// requests. With neither target, the HPA aims at 80% CPU (its default).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TargetCPUUtilizationPercentage *int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+	// The pods' average memory use the HPA aims at, in percent of their
+	// requests.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TargetMemoryUtilizationPercentage *int32 `json:"targetMemoryUtilizationPercentage,omitempty"`
+}
+
+// ApplicationDisruptionBudget is the Application's PodDisruptionBudget: one
+// of minAvailable and maxUnavailable.
+// +kubebuilder:validation:XValidation:rule="has(self.minAvailable) != has(self.maxUnavailable)",message="give one of minAvailable and maxUnavailable"
+type ApplicationDisruptionBudget struct {
+	// Pods that must stay available during a voluntary disruption (an
+	// eviction): a number or a percentage.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+	// Pods that may be unavailable during a voluntary disruption: a number
+	// or a percentage.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// ChildMetadata is what the Application writes into a child's metadata
+// besides its name, owner reference and ApplicationNameLabel. They are
+// applied with the Application's field manager: a label or annotation
+// removed here is removed from the child, one set on the child by someone
+// else is left alone.
+type ChildMetadata struct {
+	// Labels of the child (not of its pods: those are the template's).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of the child, e.g. an Ingress class's or cert-manager's,
+	// a load balancer's on the Service, the MyDeployment's opt-ins
+	// (apps.mydeployment.io/partition, update-mode, respect-pdb).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ApplicationDeploymentSpec is the Application's MyDeployment: the
+// five-line form (image, replicas, port) or the full form (a MyDeployment
+// spec, whose fields it has, template included). Apart from image and port,
+// every field is MyDeploymentSpec's, with its rules; selector and template
+// may be left out.
+//
+// Cross-field rules checked at admission, as MyDeploymentSpec's (hack/crdpatch
+// makes each hold when selector or template is left out):
+// +kubebuilder:validation:XValidation:rule="(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="empty selector is invalid for a MyDeployment",fieldPath=".selector"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchLabels) || self.selector.matchLabels.all(k, has(self.template.metadata) && has(self.template.metadata.labels) && k in self.template.metadata.labels && self.template.metadata.labels[k] == self.selector.matchLabels[k])",message="`selector` does not match template `labels`",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, e.operator == 'In' ? (!has(e.values) || size(e.values) == 0 || (has(self.template.metadata) && has(self.template.metadata.labels) && e.key in self.template.metadata.labels && self.template.metadata.labels[e.key] in e.values)) : e.operator == 'NotIn' ? (!has(self.template.metadata) || !has(self.template.metadata.labels) || !(e.key in self.template.metadata.labels) || !has(e.values) || !(self.template.metadata.labels[e.key] in e.values)) : e.operator == 'Exists' ? (has(self.template.metadata) && has(self.template.metadata.labels) && e.key in self.template.metadata.labels) : e.operator != 'DoesNotExist' || !has(self.template.metadata) || !has(self.template.metadata.labels) || !(e.key in self.template.metadata.labels))",message="`selector` does not match template `labels`",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || self.progressDeadlineSeconds > (has(self.minReadySeconds) ? self.minReadySeconds : 0)",message="must be greater than minReadySeconds",fieldPath=".progressDeadlineSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always'",message="Unsupported value: only \"Always\" is supported",fieldPath=".template.spec.restartPolicy"
+type ApplicationDeploymentSpec struct {
+	// Labels and annotations of the MyDeployment.
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	// The five-line form: the image of the one container, named after the
+	// Application. Not with template.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Image string `json:"image,omitempty"`
+
+	// The five-line form: the container's port, named "http" (the Service's
+	// port, if any, and the Ingress's backend). Not with template.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Port",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	Port int32 `json:"port,omitempty"`
+
+	// Number of desired pods. Left out, the Application does not set the
+	// MyDeployment's replicas (its default is 1).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Label selector for pods. Existing pods selected by it are adopted by
+	// this MyDeployment. It must match the pod template's labels and is
+	// immutable after creation.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Pod"}
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Template describes the pods that will be created (the full form). Its
+	// only allowed restartPolicy is Always. Not with image or port.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+
+	// The deployment strategy to use to replace existing pods with new ones.
+	// Defaults to RollingUpdate; a RollingUpdate without a rollingUpdate
+	// block rolls out with maxSurge 25% and maxUnavailable 25%, Deployment's
+	// defaults. No rollingUpdate block is stored by default, so that changing
+	// the type to Recreate (kubectl apply, client- or server-side) needs no
+	// block to be removed.
+	// +optional
+	// +patchStrategy=retainKeys
+	// +kubebuilder:default={type: "RollingUpdate"}
+	// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'Recreate' || !has(self.rollingUpdate)",message="may not be specified when strategy `type` is 'Recreate'",fieldPath=".rollingUpdate"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || (type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) >= 0 : string(self.rollingUpdate.maxSurge).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxSurge"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) >= 0 : string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxUnavailable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || type(self.rollingUpdate.maxUnavailable) == int || !string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$') || (!string(self.rollingUpdate.maxUnavailable).matches('^0*[1-9][0-9]{3,}%$') && int(string(self.rollingUpdate.maxUnavailable).replace('%', '')) <= 100)",message="must not be greater than 100%",fieldPath=".rollingUpdate.maxUnavailable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || type(self.rollingUpdate.maxUnavailable) != int || int(self.rollingUpdate.maxUnavailable) <= 2147483647",message="must not be greater than 2147483647",fieldPath=".rollingUpdate.maxUnavailable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || (type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) <= 2147483647 : (!string(self.rollingUpdate.maxSurge).matches('^[0-9]+%$') || (!string(self.rollingUpdate.maxSurge).matches('^0*[1-9][0-9]{10,}%$') && int(string(self.rollingUpdate.maxSurge).replace('%', '')) <= 2147483647)))",message="must not be greater than 2147483647 or 2147483647%",fieldPath=".rollingUpdate.maxSurge"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || !has(self.rollingUpdate.maxUnavailable) || !((type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) == 0 : string(self.rollingUpdate.maxSurge).matches('^0+%$')) && (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) == 0 : string(self.rollingUpdate.maxUnavailable).matches('^0+%$')))",message="may not be 0 when `maxSurge` is 0",fieldPath=".rollingUpdate.maxUnavailable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Update Strategy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:updateStrategy"}
+	Strategy appsv1.DeploymentStrategy `json:"strategy,omitempty" patchStrategy:"retainKeys"`
+
+	// Minimum number of seconds for which a newly created pod should be ready
+	// without any of its containers crashing, for it to be considered
+	// available. Defaults to 0 (available as soon as it is ready).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Min Ready Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// The number of old ControllerRevisions to retain to allow rollback.
+	// Defaults to 10.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Revision History Limit",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Indicates that the MyDeployment is paused: template changes do not
+	// roll out; scaling still happens.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Paused bool `json:"paused,omitempty"`
+
+	// The maximum time in seconds for a MyDeployment to make progress before
+	// it is considered failed (Progressing=False, ProgressDeadlineExceeded).
+	// Defaults to 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Progress Deadline Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// ApplicationServiceSpec is the Application's Service: a Service spec, and
+// the Service's labels and annotations.
+type ApplicationServiceSpec struct {
+	// Labels and annotations of the Service (a load balancer's, say).
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	corev1.ServiceSpec `json:",inline"`
+}
+
+// ApplicationIngressSpec is the Application's Ingress: an Ingress spec, and
+// the Ingress's labels and annotations.
+type ApplicationIngressSpec struct {
+	// Labels and annotations of the Ingress (a cert-manager issuer's, an
+	// Ingress controller's).
+	// +optional
+	Metadata *ChildMetadata `json:"metadata,omitempty"`
+
+	networkingv1.IngressSpec `json:",inline"`
 }
 
 // ApplicationServiceStatus is what the Application's Service reports.
@@ -70,6 +295,30 @@ type ApplicationIngressStatus struct {
 	// +optional
 	// +listType=atomic
 	LoadBalancer []networkingv1.IngressLoadBalancerIngress `json:"loadBalancer,omitempty"`
+}
+
+// ApplicationChildrenStatus sums up each child in one line; a child the
+// spec does not ask for has none.
+type ApplicationChildrenStatus struct {
+	// The MyDeployment: available, total and up-to-date pods.
+	// +optional
+	MyDeployment string `json:"myDeployment,omitempty"`
+	// The Service: its cluster IP and ready endpoints.
+	// +optional
+	Service string `json:"service,omitempty"`
+	// The Ingress: the URLs it serves.
+	// +optional
+	Ingress string `json:"ingress,omitempty"`
+	// The HTTPRoute: its URLs, and whether its Gateways accepted it.
+	// +optional
+	HTTPRoute string `json:"httpRoute,omitempty"`
+	// The HorizontalPodAutoscaler: its current and desired replicas, and
+	// limits.
+	// +optional
+	HorizontalPodAutoscaler string `json:"horizontalPodAutoscaler,omitempty"`
+	// The PodDisruptionBudget: healthy pods, and disruptions allowed.
+	// +optional
+	PodDisruptionBudget string `json:"podDisruptionBudget,omitempty"`
 }
 
 // ApplicationStatus is the observed state of the Application's children.
@@ -112,11 +361,17 @@ type ApplicationStatus struct {
 
 	// The URLs the Ingress serves the app at: one per rule host and path
 	// (https when the host is in the Ingress's tls), or at the load
-	// balancer's address for a rule without a host.
+	// balancer's address for a rule without a host; and the HTTPRoute's,
+	// one per hostname and path.
 	// +optional
 	// +listType=atomic
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="URLs",xDescriptors={"urn:alm:descriptor:org.w3:link"}
 	URLs []string `json:"urls,omitempty"`
+
+	// One line per child the spec asks for: its state in a few words, as
+	// `kubectl describe` shows it.
+	// +optional
+	Children *ApplicationChildrenStatus `json:"children,omitempty"`
 
 	// Available and Progressing mirror the MyDeployment's; Ready is True
 	// when every child is present, owned and available (the Service with a
@@ -131,15 +386,16 @@ type ApplicationStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.deployment.replicas,statuspath=.status.replicas,selectorpath=.status.labelSelector
-// +kubebuilder:resource:shortName=app,categories=all
+// +kubebuilder:resource:shortName=mdapp,categories=all
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.urls[0]`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="Application",resources={{MyDeployment,v1beta1,""},{Service,v1,""},{Ingress,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Application",resources={{MyDeployment,v1beta1,""},{Service,v1,""},{Ingress,v1,""},{HTTPRoute,v1,""},{HorizontalPodAutoscaler,v2,""},{PodDisruptionBudget,v1,""}}
 
 // Application is one resource for a whole app: a MyDeployment, and
-// optionally a Service and an Ingress, all named after it and owned by it.
+// optionally a Service, an Ingress, an HTTPRoute, a HorizontalPodAutoscaler
+// and a PodDisruptionBudget, all named after it and owned by it.
 type Application struct {
 	metav1.TypeMeta `json:",inline"`
 

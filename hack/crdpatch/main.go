@@ -16,15 +16,19 @@
 //     pod.spec` has them), so the CRD stays small enough to apply; the schema
 //     itself is untouched.
 //
-// The Application CRD embeds the same spec under spec.deployment and gets the
-// same patches there, and three more, because the Application defaults the
-// selector itself (app.kubernetes.io/name: <name>) and passes replicas
-// through only when set:
+// The Application CRD has the same spec's fields under spec.deployment
+// (ApplicationDeploymentSpec) and gets the same patches there, and three
+// more, because the Application defaults the selector itself
+// (app.kubernetes.io/name: <name>), makes the template from image and port
+// in its five-line form, and passes replicas through only when set:
 //
-//   - spec.deployment.selector is not required;
-//   - the CEL rules that read the selector hold only when it is given;
+//   - spec.deployment.selector and template are not required;
+//   - the CEL rules that read the selector or the template hold only when it
+//     is given;
 //   - spec.deployment.replicas has no default (left out, the MyDeployment's
-//     replicas belong to whoever scales it).
+//     replicas belong to whoever scales it);
+//   - no descriptions under spec.route's HTTPRoute fields (`kubectl explain
+//     httproute.spec` has them), which would double the CRD's size.
 //
 // Usage: go run ./hack/crdpatch FILE... (rewrites each FILE in place;
 // idempotent).
@@ -161,8 +165,8 @@ func patchSpec(spec object) error {
 	return nil
 }
 
-// patchApplicationSpec patches the MyDeployment spec embedded as
-// spec.deployment, then lets its selector be left out.
+// patchApplicationSpec patches the MyDeployment spec's fields under
+// spec.deployment, then lets its selector and template be left out.
 func patchApplicationSpec(spec object) error {
 	deployment, err := field(spec, "deployment")
 	if err != nil {
@@ -174,11 +178,15 @@ func patchApplicationSpec(spec object) error {
 	required, _ := deployment["required"].([]any)
 	var kept []any
 	for _, r := range required {
-		if r != "selector" {
+		if r != "selector" && r != "template" {
 			kept = append(kept, r)
 		}
 	}
-	deployment["required"] = kept
+	if len(kept) > 0 {
+		deployment["required"] = kept
+	} else {
+		delete(deployment, "required")
+	}
 	rules, _ := deployment["x-kubernetes-validations"].([]any)
 	for _, r := range rules {
 		rule, ok := r.(object)
@@ -186,20 +194,30 @@ func patchApplicationSpec(spec object) error {
 			return fmt.Errorf("spec.deployment: a validation rule is not an object")
 		}
 		text, _ := rule["rule"].(string)
-		if strings.Contains(text, "self.selector") && !strings.HasPrefix(text, selectorGuard) {
-			rule["rule"] = selectorGuard + "(" + text + ")"
+		for _, f := range []string{"selector", "template"} {
+			if guard := "!has(self." + f + ") || "; strings.Contains(text, "self."+f+".") && !strings.Contains(text, guard) {
+				text = guard + "(" + text + ")"
+			}
 		}
+		rule["rule"] = text
 	}
 	replicas, err := field(deployment, "replicas")
 	if err != nil {
 		return err
 	}
 	delete(replicas, "default")
+
+	route, err := field(spec, "route")
+	if err != nil {
+		return err
+	}
+	for name, p := range route["properties"].(object) {
+		if c, ok := p.(object); ok && name != "metadata" {
+			dropDescriptions(c)
+		}
+	}
 	return nil
 }
-
-// selectorGuard makes a rule about the selector hold when it is left out.
-const selectorGuard = "!has(self.selector) || "
 
 // field walks schema properties by name; it fails if one is missing, so a
 // change in the generated CRD cannot silently skip a patch.

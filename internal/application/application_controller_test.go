@@ -1,21 +1,30 @@
 package application
 
 import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -32,11 +41,11 @@ func minimal(ns, name string) *appsv1beta1.Application {
 	return &appsv1beta1.Application{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1beta1.ApplicationSpec{
-			Deployment: appsv1beta1.MyDeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Deployment: appsv1beta1.ApplicationDeploymentSpec{Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
 					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}},
 			}}},
-			Service: &corev1.ServiceSpec{},
+			Service: &appsv1beta1.ApplicationServiceSpec{},
 		},
 	}
 }
@@ -103,7 +112,7 @@ var _ = Describe("Application", func() {
 
 	It("creates its MyDeployment, Service and Ingress, owned, with the defaults filled in, and updates them", func() {
 		app := minimal(ns, "shop")
-		app.Spec.Ingress = &networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}}}
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}}}}
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 
 		md := childOf(app, &appsv1beta1.MyDeployment{})
@@ -141,6 +150,45 @@ var _ = Describe("Application", func() {
 			Should(Equal(getApp(app).Generation))
 	})
 
+	It("expands the five-line form to one container named after it, whose port the Service and the Ingress use", func() {
+		app := &appsv1beta1.Application{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "five"},
+			Spec: appsv1beta1.ApplicationSpec{
+				Deployment: appsv1beta1.ApplicationDeploymentSpec{Image: "nginx:1.27", Replicas: ptr.To(int32(2)), Port: 8080},
+				Service:    &appsv1beta1.ApplicationServiceSpec{},
+				Ingress: &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{
+					Rules: []networkingv1.IngressRule{{Host: "five.example.com"}}}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+		expectControlledBy(md, app)
+		Expect(*md.Spec.Replicas).To(Equal(int32(2)))
+		Expect(md.Spec.Selector.MatchLabels).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "five"}))
+		Expect(md.Spec.Template.Labels).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "five"}))
+		Expect(md.Spec.Template.Spec.Containers).To(HaveLen(1))
+		c := md.Spec.Template.Spec.Containers[0]
+		Expect(c.Name).To(Equal("five"))
+		Expect(c.Image).To(Equal("nginx:1.27"))
+		Expect(c.Ports).To(Equal([]corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}))
+
+		svc := childOf(app, &corev1.Service{})
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		Expect(svc.Spec.Ports[0]).To(And(HaveField("Name", "http"), HaveField("Port", int32(8080)),
+			HaveField("TargetPort", intstr.FromString("http"))))
+		ing := childOf(app, &networkingv1.Ingress{})
+		Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service).To(Equal(&networkingv1.IngressServiceBackend{
+			Name: "five", Port: networkingv1.ServiceBackendPort{Name: "http"}}))
+
+		By("a typed client's update of the stored five-line form (no template in it) changes the image")
+		Expect(getApp(app).Spec.Deployment.Template).To(BeNil())
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Deployment.Image = "nginx:1.28" })
+		Eventually(func() string {
+			return childOf(app, &appsv1beta1.MyDeployment{}).Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(Equal("nginx:1.28"))
+	})
+
 	It("puts back drift in its fields and keeps other writers' fields", func() {
 		app := minimal(ns, "drift")
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
@@ -164,6 +212,195 @@ var _ = Describe("Application", func() {
 			return childOf(app, &corev1.Service{}).Spec.SessionAffinity
 		}, timeout, interval).Should(Equal(corev1.ServiceAffinityClientIP))
 		Expect(childOf(app, &corev1.Service{}).Annotations).To(HaveKeyWithValue("cloud.example.com/lb", "internal"))
+	})
+
+	It("puts back a Service port and an Ingress rule another field manager edited, and keeps that manager's annotation", func() {
+		app := minimal(ns, "edited")
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{Host: "edited.example.com"}}}}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		svc := childOf(app, &corev1.Service{})
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		Expect(svc.Spec.Ports[0].Port).To(Equal(int32(80)))
+		childOf(app, &networkingv1.Ingress{})
+
+		By("kubectl patch: the Service's port 80 becomes 81 (a new item of the ports list, keyed by port), plus an annotation")
+		Expect(k8sClient.Patch(ctx, svc, client.RawPatch(types.JSONPatchType, []byte(`[
+			{"op": "replace", "path": "/spec/ports/0/port", "value": 81},
+			{"op": "add", "path": "/metadata/annotations", "value": {"example.com/note": "theirs"}}]`)),
+			client.FieldOwner("kubectl-patch"))).To(Succeed())
+		By("kubectl edit: the Ingress rule's host changes, plus an annotation")
+		ing := childOf(app, &networkingv1.Ingress{})
+		Expect(k8sClient.Patch(ctx, ing, client.RawPatch(types.MergePatchType, []byte(`{
+			"metadata": {"annotations": {"example.com/note": "theirs"}},
+			"spec": {"rules": [{"host": "other.example.com"}]}}`)),
+			client.FieldOwner("kubectl-edit"))).To(Succeed())
+
+		ports := func() []int32 {
+			var out []int32
+			for _, p := range childOf(app, &corev1.Service{}).Spec.Ports {
+				out = append(out, p.Port)
+			}
+			return out
+		}
+		Eventually(ports, timeout, interval).Should(Equal([]int32{80}), "80 put back, 81 removed")
+		Eventually(func() string { return childOf(app, &networkingv1.Ingress{}).Spec.Rules[0].Host }, timeout, interval).
+			Should(Equal("edited.example.com"))
+		Consistently(ports, "2s", interval).Should(Equal([]int32{80}))
+		Expect(childOf(app, &networkingv1.Ingress{}).Spec.Rules).To(HaveLen(1))
+		Expect(childOf(app, &corev1.Service{}).Annotations).To(HaveKeyWithValue("example.com/note", "theirs"))
+		Expect(childOf(app, &networkingv1.Ingress{}).Annotations).To(HaveKeyWithValue("example.com/note", "theirs"))
+	})
+
+	It("applies each child's labels and annotations, changes and removes them, and leaves another manager's alone", func() {
+		app := minimal(ns, "labelled")
+		app.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{
+			Labels:      map[string]string{"team": "shop"},
+			Annotations: map[string]string{"example.com/owner": "team-a"},
+		}
+		app.Spec.Service.Metadata = &appsv1beta1.ChildMetadata{
+			Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}}
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{
+			Metadata: &appsv1beta1.ChildMetadata{
+				Labels:      map[string]string{"exposure": "public"},
+				Annotations: map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}},
+			IngressSpec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "labelled.example.com"}}},
+		}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+		Expect(md.Labels).To(Equal(map[string]string{"team": "shop", appsv1beta1.ApplicationNameLabel: "labelled"}))
+		Expect(md.Annotations).To(HaveKeyWithValue("example.com/owner", "team-a"))
+		Expect(md.Spec.Template.Labels).NotTo(HaveKey("team"), "the MyDeployment's labels are not its pods'")
+		svc := childOf(app, &corev1.Service{})
+		Expect(svc.Annotations).To(HaveKeyWithValue("service.beta.kubernetes.io/aws-load-balancer-internal", "true"))
+		ing := childOf(app, &networkingv1.Ingress{})
+		Expect(ing.Labels).To(HaveKeyWithValue("exposure", "public"))
+		Expect(ing.Annotations).To(HaveKeyWithValue("cert-manager.io/cluster-issuer", "letsencrypt"))
+
+		By("another manager annotates the Service and the Ingress")
+		for _, obj := range []client.Object{svc, ing} {
+			Expect(k8sClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType,
+				[]byte(`{"metadata": {"annotations": {"example.com/note": "theirs"}}}`)), client.FieldOwner("someone"))).To(Succeed())
+		}
+
+		By("the Application changes one annotation, removes the Ingress's metadata and renames a label")
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Service.Metadata.Annotations["service.beta.kubernetes.io/aws-load-balancer-internal"] = "false"
+			a.Spec.Ingress.Metadata = nil
+			a.Spec.Deployment.Metadata.Labels = map[string]string{"tier": "front"}
+		})
+		Eventually(func() map[string]string { return childOf(app, &corev1.Service{}).Annotations }, timeout, interval).
+			Should(Equal(map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "false", "example.com/note": "theirs"}))
+		Eventually(func() map[string]string { return childOf(app, &networkingv1.Ingress{}).Annotations }, timeout, interval).
+			Should(Equal(map[string]string{"example.com/note": "theirs"}), "ours removed, theirs kept")
+		Eventually(func() map[string]string { return childOf(app, &networkingv1.Ingress{}).Labels }, timeout, interval).
+			Should(Equal(map[string]string{appsv1beta1.ApplicationNameLabel: "labelled"}))
+		Eventually(func() map[string]string { return childOf(app, &appsv1beta1.MyDeployment{}).Labels }, timeout, interval).
+			Should(Equal(map[string]string{"tier": "front", appsv1beta1.ApplicationNameLabel: "labelled"}))
+	})
+
+	It("makes and removes an HPA and a PodDisruptionBudget; with the HPA it hands over the replicas and stops setting them", func() {
+		app := minimal(ns, "scaled-app")
+		app.Spec.Deployment.Replicas = ptr.To(int32(3))
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, timeout, interval).Should(Equal(int32(3)))
+
+		By("autoscaling and a disruption budget are added")
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Autoscaling = &appsv1beta1.ApplicationAutoscaling{MinReplicas: ptr.To(int32(2)), MaxReplicas: 5,
+				TargetCPUUtilizationPercentage: ptr.To(int32(60)), TargetMemoryUtilizationPercentage: ptr.To(int32(70))}
+			a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		})
+		hpa := childOf(app, &autoscalingv2.HorizontalPodAutoscaler{})
+		expectControlledBy(hpa, app)
+		Expect(hpa.Spec.ScaleTargetRef).To(Equal(autoscalingv2.CrossVersionObjectReference{
+			APIVersion: "apps.mydeployment.io/v1beta1", Kind: "MyDeployment", Name: "scaled-app"}))
+		Expect(*hpa.Spec.MinReplicas).To(Equal(int32(2)))
+		Expect(hpa.Spec.MaxReplicas).To(Equal(int32(5)))
+		Expect(hpa.Spec.Metrics).To(HaveLen(2))
+		Expect(hpa.Spec.Metrics[0].Resource.Name).To(Equal(corev1.ResourceCPU))
+		Expect(*hpa.Spec.Metrics[0].Resource.Target.AverageUtilization).To(Equal(int32(60)))
+		Expect(hpa.Spec.Metrics[1].Resource.Name).To(Equal(corev1.ResourceMemory))
+		pdb := childOf(app, &policyv1.PodDisruptionBudget{})
+		expectControlledBy(pdb, app)
+		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(map[string]string{appsv1beta1.AppNameLabel: "scaled-app"}))
+		Expect(pdb.Spec.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(1))))
+
+		By("the replicas stay 3 (handed over, not defaulted to 1), and the HPA's scale is not fought")
+		Consistently(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, "2s", interval).
+			Should(Equal(int32(3)))
+		md := childOf(app, &appsv1beta1.MyDeployment{})
+		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 4}}
+		Expect(k8sClient.SubResource("scale").Update(ctx, md, client.WithSubResourceBody(scale))).To(Succeed())
+		updateApp(app, func(a *appsv1beta1.Application) {
+			a.Spec.Deployment.Template.Spec.Containers[0].Image = "nginx:1.28"
+			a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{MinAvailable: ptr.To(intstr.FromString("50%"))}
+		})
+		Eventually(func() string {
+			return childOf(app, &appsv1beta1.MyDeployment{}).Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(Equal("nginx:1.28"))
+		Consistently(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, "2s", interval).
+			Should(Equal(int32(4)))
+		Eventually(func() *intstr.IntOrString { return childOf(app, &policyv1.PodDisruptionBudget{}).Spec.MinAvailable },
+			timeout, interval).Should(Equal(ptr.To(intstr.FromString("50%"))))
+		Expect(childOf(app, &policyv1.PodDisruptionBudget{}).Spec.MaxUnavailable).To(BeNil(), "ours, removed with the Application's")
+
+		By("both removed from the spec: both deleted")
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Autoscaling, a.Spec.DisruptionBudget = nil, nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &autoscalingv2.HorizontalPodAutoscaler{}))
+		}, timeout, interval).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &policyv1.PodDisruptionBudget{}))
+		}, timeout, interval).Should(BeTrue())
+		Eventually(reasons(app), timeout, interval).Should(ContainElements(
+			"Deleted Deleted HorizontalPodAutoscaler scaled-app: no longer in the spec",
+			"Deleted Deleted PodDisruptionBudget scaled-app: no longer in the spec"))
+		Eventually(func() int32 { return *childOf(app, &appsv1beta1.MyDeployment{}).Spec.Replicas }, timeout, interval).
+			Should(Equal(int32(3)), "spec.deployment.replicas applies again")
+	})
+
+	It("reports a route while the Gateway API CRDs are absent, and makes the HTTPRoute once they are installed", func() {
+		app := minimal(ns, "routed")
+		app.Spec.Route = &appsv1beta1.ApplicationRouteSpec{HTTPRouteSpec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "public"}}},
+			Hostnames:       []gatewayv1.Hostname{"routed.example.com"},
+		}}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(readyCondition(app), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", appsv1beta1.ReasonRouteCRDAbsent),
+			HaveField("Message", ContainSubstring("the Gateway API CRDs are not installed"))))
+		Expect(getApp(app).Status.Children.HTTPRoute).To(Equal("waiting for the Gateway API CRDs"))
+		childOf(app, &corev1.Service{}) // the rest goes on
+
+		By("the Gateway API CRDs are installed after the manager started")
+		dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = envtest.InstallCRDs(testEnv.Config, envtest.CRDInstallOptions{Paths: []string{
+			filepath.Join(strings.TrimSpace(string(dir)), "config", "crd", "standard", "gateway.networking.k8s.io_httproutes.yaml")}})
+		Expect(err).NotTo(HaveOccurred())
+
+		route := &gatewayv1.HTTPRoute{}
+		Eventually(func() error { return k8sClient.Get(ctx, key(app), route) }, 3*CRDPoll, interval).Should(Succeed())
+		expectControlledBy(route, app)
+		Expect(route.Spec.ParentRefs).To(HaveLen(1))
+		Expect(route.Spec.ParentRefs[0].Name).To(Equal(gatewayv1.ObjectName("public")))
+		Expect(route.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{"routed.example.com"}))
+		Expect(route.Spec.Rules).To(HaveLen(1))
+		Expect(route.Spec.Rules[0].BackendRefs).To(HaveLen(1))
+		ref := route.Spec.Rules[0].BackendRefs[0]
+		Expect(ref.Name).To(Equal(gatewayv1.ObjectName("routed")))
+		Expect(ref.Port).To(Equal(ptr.To(gatewayv1.PortNumber(80))))
+		Eventually(func() []string { return getApp(app).Status.URLs }, timeout, interval).
+			Should(Equal([]string{"http://routed.example.com/"}))
+		Eventually(readyCondition(app), timeout, interval).Should(HaveField("Reason", Not(Equal(appsv1beta1.ReasonRouteCRDAbsent))))
+		Expect(getApp(app).Status.Children.HTTPRoute).To(Equal("http://routed.example.com/; not accepted by a Gateway yet"))
+
+		By("the route leaves the spec: the HTTPRoute is deleted")
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Route = nil })
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key(app), &gatewayv1.HTTPRoute{})) },
+			timeout, interval).Should(BeTrue())
 	})
 
 	It("leaves the MyDeployment's replicas to whoever scales it when the Application does not set them", func() {
@@ -201,7 +438,7 @@ var _ = Describe("Application", func() {
 
 	It("deletes the Ingress and the Service when they leave the spec", func() {
 		app := minimal(ns, "shrink")
-		app.Spec.Ingress = &networkingv1.IngressSpec{}
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{}
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 		ing := childOf(app, &networkingv1.Ingress{})
 		Expect(ing.Spec.DefaultBackend.Service.Name).To(Equal("shrink"))
@@ -225,10 +462,10 @@ var _ = Describe("Application", func() {
 	It("reports its children's state: replicas, cluster IP, ready endpoints, URLs, Ready", func() {
 		app := minimal(ns, "live")
 		app.Spec.Deployment.Replicas = ptr.To(int32(2))
-		app.Spec.Ingress = &networkingv1.IngressSpec{
+		app.Spec.Ingress = &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{
 			TLS:   []networkingv1.IngressTLS{{Hosts: []string{"live.example.com"}}},
 			Rules: []networkingv1.IngressRule{{Host: "live.example.com"}, {}},
-		}
+		}}
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 		Eventually(readyCondition(app), timeout, interval).Should(HaveField("Reason", appsv1beta1.ReasonDeploymentNotAvailable))
 
@@ -285,6 +522,11 @@ var _ = Describe("Application", func() {
 		Expect(st.UpdatedReplicas).To(Equal(int32(2)))
 		Expect(meta.FindStatusCondition(st.Conditions, appsv1beta1.ApplicationAvailable).Status).To(Equal(metav1.ConditionTrue))
 		Expect(meta.FindStatusCondition(st.Conditions, appsv1beta1.ApplicationProgressing).Reason).To(Equal(appsv1beta1.ReasonNewRevisionAvailable))
+		Expect(st.Children).To(Equal(&appsv1beta1.ApplicationChildrenStatus{
+			MyDeployment: "2/2 pods available, 2 up to date",
+			Service:      "ClusterIP " + svc.Spec.ClusterIP + ", 1 ready endpoints",
+			Ingress:      "http://192.0.2.10/ https://live.example.com/",
+		}), "one line per child")
 	})
 
 	It("leaves alone a Service of the same name it does not own, with a condition and one event", func() {

@@ -1,6 +1,7 @@
 package application
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -43,6 +45,9 @@ type outcome struct {
 	live    client.Object
 	// notOwned: an object of that name exists and is not ours.
 	notOwned bool
+	// crdAbsent: the spec asks for the child and its kind is not served
+	// (the Gateway API CRDs, for an HTTPRoute).
+	crdAbsent bool
 	// err: the API server refused a read or a write.
 	err error
 }
@@ -85,13 +90,20 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		return out
 	}
 
-	u, err := applyObject(r.Scheme(), c.desired)
-	if err != nil {
-		out.err = err
-		return out
+	u, err := r.apply(ctx, c.desired)
+	if apierrors.IsInvalid(err) && exists {
+		// Perhaps refused for an item another manager added (their port 81
+		// named http beside our 80): remove those, then apply again.
+		if removed, rerr := r.repairLive(ctx, c.desired); rerr != nil {
+			err = fmt.Errorf("%w (and %v)", err, rerr)
+		} else if removed {
+			u, err = r.apply(ctx, c.desired)
+		}
 	}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err == nil {
+		_, err = r.removeForeignItems(ctx, u, c.desired)
+	}
+	if err != nil {
 		out.err = fmt.Errorf("applying %s %s: %w", c.kind, app.Name, err)
 		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
 		return out
@@ -111,6 +123,67 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 			fmt.Sprintf("Updated %s %s", c.kind, app.Name))
 	}
 	return out
+}
+
+// apply applies desired with the Application's field manager, taking
+// fields another manager set, and returns the object as applied.
+func (r *Reconciler) apply(ctx context.Context, desired client.Object) (*unstructured.Unstructured, error) {
+	u, err := applyObject(r.Scheme(), desired)
+	if err != nil {
+		return nil, err
+	}
+	return u, r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// removeForeignItems removes from u the list items another field manager
+// added to the lists under its spec that desired fills (see foreignItems),
+// with one JSON patch that tests each first; u becomes the patched object.
+// It reports whether it removed any; nothing to remove: no request.
+func (r *Reconciler) removeForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object) (bool, error) {
+	return r.replaceForeignItems(ctx, u, desired, false)
+}
+
+// replaceForeignItems is removeForeignItems that, with complete, also
+// appends desired's items missing from those lists (see missingItems).
+func (r *Reconciler) replaceForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object, complete bool) (bool, error) {
+	want, err := applyObject(r.Scheme(), desired)
+	if err != nil {
+		return false, err
+	}
+	items, err := foreignItems(u, want.Object, FieldManager)
+	if err != nil || len(items) == 0 {
+		return false, err
+	}
+	var adds []jsonPatchOp
+	if complete {
+		adds = missingItems(u, want.Object, items)
+	}
+	patch, err := removalPatch(items, adds)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return false, fmt.Errorf("removing what another field manager added: %w", err)
+	}
+	return true, nil
+}
+
+// repairLive is replaceForeignItems, completing the lists, on the child as
+// the API server has it (the cache strips managedFields): for an apply the
+// API server refused because of another manager's items, which may be the
+// only items of a list it requires (a Service's one port, edited).
+func (r *Reconciler) repairLive(ctx context.Context, desired client.Object) (bool, error) {
+	gvk, err := apiutil.GVKForObject(desired, r.Scheme())
+	if err != nil {
+		return false, err
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return false, err
+	}
+	return r.replaceForeignItems(ctx, live, desired, true)
 }
 
 // applyObject is obj as a server-side apply body: its apiVersion and kind,
@@ -152,4 +225,52 @@ func changed(before, after client.Object) bool {
 		}
 	}
 	return false
+}
+
+// ReplicasHandoffManager holds a MyDeployment's replicas, at the value they
+// had, when its Application gains autoscaling: our apply then leaves
+// replicas out, and, owned by nobody, they would fall back to the
+// MyDeployment's default (1) until the HPA's next sync. The HPA's first
+// scale takes them from this manager.
+const ReplicasHandoffManager = "application-controller-replicas-handoff"
+
+// handOffReplicas, for an Application with autoscaling whose MyDeployment's
+// replicas our apply still owns, applies them at their current value under
+// ReplicasHandoffManager, before the apply without them. It reads the
+// MyDeployment from the API server (the cache strips managedFields); an
+// absent MyDeployment, or one not ours, needs nothing.
+func (r *Reconciler) handOffReplicas(ctx context.Context, app *appsv1beta1.Application) error {
+	md := &appsv1beta1.MyDeployment{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, md)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(md, app)) || (err == nil && md.Spec.Replicas == nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading MyDeployment %s: %w", app.Name, err)
+	}
+	replicas := fieldpath.MakePathOrDie("spec", "replicas")
+	owned := false
+	for _, mf := range md.ManagedFields {
+		if mf.Manager != FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		s := &fieldpath.Set{}
+		if err := s.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+			return fmt.Errorf("reading the fields of manager %s: %w", mf.Manager, err)
+		}
+		owned = owned || s.Has(replicas)
+	}
+	if !owned {
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": app.Name, "namespace": app.Namespace},
+		"spec":     map[string]any{"replicas": int64(*md.Spec.Replicas)},
+	}}
+	u.SetGroupVersionKind(appsv1beta1.GroupVersion.WithKind("MyDeployment"))
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(ReplicasHandoffManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("handing MyDeployment %s's replicas to its HPA: %w", app.Name, err)
+	}
+	return nil
 }

@@ -2,12 +2,14 @@ package application
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -31,6 +33,7 @@ func TestDeploymentSpecDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 			app.Spec.Deployment.Selector = tc.selector
+			app.Spec.Deployment.Template = &corev1.PodTemplateSpec{}
 			app.Spec.Deployment.Template.Labels = tc.labels
 			got := DeploymentSpec(app)
 			if !reflect.DeepEqual(got.Selector.MatchLabels, tc.wantSelector) || !reflect.DeepEqual(got.Template.Labels, tc.wantTmpl) {
@@ -87,5 +90,63 @@ func TestURLs(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDeploymentSpecFiveLineForm(t *testing.T) {
+	app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	app.Spec.Deployment = appsv1beta1.ApplicationDeploymentSpec{Image: "nginx:1.27", Replicas: ptr.To(int32(3)), Port: 8080,
+		MinReadySeconds: 5}
+	got := DeploymentSpec(app)
+	want := []corev1.Container{{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}
+	if !reflect.DeepEqual(got.Template.Spec.Containers, want) {
+		t.Errorf("containers %+v, want %+v", got.Template.Spec.Containers, want)
+	}
+	if *got.Replicas != 3 || got.MinReadySeconds != 5 {
+		t.Errorf("replicas %d minReadySeconds %d, want 3 and 5: the other fields pass through", *got.Replicas, got.MinReadySeconds)
+	}
+	if app.Spec.Deployment.Template != nil {
+		t.Error("the Application was changed")
+	}
+
+	app.Spec.Deployment.Port = 0
+	if ports := DeploymentSpec(app).Template.Spec.Containers[0].Ports; len(ports) != 0 {
+		t.Errorf("no port given: got ports %+v", ports)
+	}
+
+	app.Spec.Deployment.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "y"}}}}
+	if c := DeploymentSpec(app).Template.Spec.Containers; len(c) != 1 || c[0].Name != "x" {
+		t.Errorf("both forms (refused by the webhook): the template wins, got %+v", c)
+	}
+}
+
+func TestForeignItemsRemovalOrder(t *testing.T) {
+	// An item is removed before its preceding siblings and before anything
+	// that would shift its ancestors: a later index first, deeper first.
+	items := []foreignItem{
+		{tokens: []string{"spec", "ports", "1"}, value: map[string]any{"port": int64(82)}},
+		{tokens: []string{"spec", "template", "spec", "containers", "2", "env", "3"}},
+		{tokens: []string{"spec", "ports", "10"}, value: map[string]any{"port": int64(81)}},
+		{tokens: []string{"spec", "template", "spec", "containers", "1"}},
+	}
+	slices.SortFunc(items, func(a, b foreignItem) int { return -compareTokens(a.tokens, b.tokens) })
+	var got []string
+	for _, it := range items {
+		got = append(got, pointer(it.tokens))
+	}
+	want := []string{"/spec/template/spec/containers/2/env/3", "/spec/template/spec/containers/1", "/spec/ports/10", "/spec/ports/1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+
+	patch, err := removalPatch(items[2:], []jsonPatchOp{{Op: "add", Path: "/spec/ports/-", Value: map[string]any{"port": 80}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPatch := `[{"op":"test","path":"/spec/ports/10","value":{"port":81}},{"op":"test","path":"/spec/ports/1","value":{"port":82}},` +
+		`{"op":"add","path":"/spec/ports/-","value":{"port":80}},` +
+		`{"op":"remove","path":"/spec/ports/10"},{"op":"remove","path":"/spec/ports/1"}]`
+	if string(patch) != wantPatch {
+		t.Errorf("patch %s\nwant %s", patch, wantPatch)
 	}
 }

@@ -1,17 +1,20 @@
 // Package application is the Application controller: it keeps an
-// Application's MyDeployment, Service and Ingress (named after it, owned by
-// it) as its spec says, with server-side apply under one field manager, and
+// Application's MyDeployment, Service, Ingress, HorizontalPodAutoscaler and
+// PodDisruptionBudget (named after it, owned by it) as its spec says, with server-side apply under one field manager, and
 // reports their state in the Application's status.
 package application
 
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,9 +23,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -40,6 +47,16 @@ type Reconciler struct {
 	// tell "absent" from "someone else's".
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// RoutePoll is how often, while the Gateway API's HTTPRoute is not
+	// served, the leader asks discovery whether it is now (see
+	// SetupWithManager).
+	RoutePoll time.Duration
+
+	// routesServed: HTTPRoute is served and watched; until then an
+	// Application's route is an outcome (RouteCRDAbsent), not a request.
+	routesServed atomic.Bool
+	// wake carries the Applications to sync again once HTTPRoute is served.
+	wake chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=applications,verbs=get;list;watch
@@ -48,6 +65,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -67,8 +87,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	orig := app.DeepCopy()
 
+	if app.Spec.Autoscaling != nil {
+		if err := r.handOffReplicas(ctx, app); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	obs := observed{}
 	for _, c := range desiredChildren(app) {
+		if c.kind == "HTTPRoute" && !r.routesServed.Load() {
+			// Nothing to read or delete: the kind does not exist (yet).
+			obs.outcomes = append(obs.outcomes, outcome{kind: c.kind, crdAbsent: c.desired != nil})
+			continue
+		}
 		obs.outcomes = append(obs.outcomes, r.syncChild(ctx, app, c))
 	}
 	if svc := obs.find("Service"); svc != nil && svc.present {
@@ -133,13 +163,28 @@ func (r *Reconciler) event(app *appsv1beta1.Application, related runtime.Object,
 // SetupWithManager registers the controller: Applications, the children
 // they control, and the EndpointSlices of their Services (labelled with the
 // Application's name, copied from the Service by the EndpointSlice
-// controller).
+// controller). HTTPRoutes are watched from the start if the Gateway API
+// CRDs are installed; otherwise a runnable asks discovery every RoutePoll
+// (the leader only; one small request) and, once HTTPRoute is served,
+// watches it and syncs again every Application that asks for a route. It
+// fails if the lookup or the registration fails.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	routes, err := RoutesServed(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	r.wake = make(chan event.GenericEvent)
+	ownedRoutes := func() source.Source {
+		return source.Kind(mgr.GetCache(), &gatewayv1.HTTPRoute{}, handler.TypedEnqueueRequestForOwner[*gatewayv1.HTTPRoute](
+			mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.Application{}, handler.OnlyControllerOwner()))
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1beta1.Application{}).
 		Owns(&appsv1beta1.MyDeployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				name, ok := o.GetLabels()[appsv1beta1.ApplicationNameLabel]
@@ -148,6 +193,57 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				}
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 			})).
-		Named("application").
-		Complete(r)
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{}))
+	if routes {
+		b = b.WatchesRawSource(ownedRoutes())
+		r.routesServed.Store(true)
+	}
+	c, err := b.Named("application").Build(r)
+	if err != nil || routes {
+		return err
+	}
+	log := mgr.GetLogger().WithName(Name)
+	log.Info("the Gateway API's HTTPRoute is not served: Applications' routes are made when its CRDs are installed", "poll", r.RoutePoll)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ticker := time.NewTicker(r.RoutePoll)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ticker.C:
+			}
+			if served, err := RoutesServed(mgr.GetRESTMapper()); err != nil || !served {
+				if err != nil {
+					log.Error(err, "looking for the HTTPRoute kind")
+				}
+				continue
+			}
+			log.Info("the Gateway API's HTTPRoute is served: watching routes")
+			if err := c.Watch(ownedRoutes()); err != nil {
+				return fmt.Errorf("watching HTTPRoutes: %w", err)
+			}
+			r.routesServed.Store(true)
+			return r.wakeRoutes(ctx)
+		}
+	}))
+}
+
+// wakeRoutes syncs again every Application that asks for a route.
+func (r *Reconciler) wakeRoutes(ctx context.Context) error {
+	apps := &appsv1beta1.ApplicationList{}
+	if err := r.List(ctx, apps); err != nil {
+		return fmt.Errorf("listing Applications: %w", err)
+	}
+	for i := range apps.Items {
+		if apps.Items[i].Spec.Route == nil {
+			continue
+		}
+		select {
+		case r.wake <- event.GenericEvent{Object: &apps.Items[i]}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
 }

@@ -38,23 +38,29 @@ var _ = Describe("Application CRD", func() {
 	})
 
 	It("explains spec.service and spec.ingress completely", func() {
-		Eventually(func() (string, error) { return kubectl("explain", "app.spec.service.ports.targetPort") }, timeout, interval).
+		Eventually(func() (string, error) { return kubectl("explain", "mdapp.spec.service.ports.targetPort") }, timeout, interval).
 			Should(ContainSubstring("Number or name of the port to access on the pods targeted by the service"))
-		out, err := kubectl("explain", "app.spec.ingress.rules.http.paths.backend.service")
+		out, err := kubectl("explain", "mdapp.spec.ingress.rules.http.paths.backend.service")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("is the referenced service"))
-		out, err = kubectl("explain", "app.spec.service")
+		out, err = kubectl("explain", "mdapp.spec.service")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("Service, when given, is the spec of a Service named after the"))
 		Expect(out).To(ContainSubstring("sessionAffinity"))
 	})
 
-	It("lists Applications with READY, AVAILABLE, URL and AGE, and in kubectl get all", func() {
+	It("lists Applications with READY, AVAILABLE, URL and AGE as mdapp, and in kubectl get all", func() {
 		ns := newNamespace()
 		Expect(k8sClient.Create(ctx, minimal(ns, "listed"))).To(Succeed())
-		Eventually(func() (string, error) { return kubectl("get", "app", "-n", ns) }, timeout, interval).
+		Eventually(func() (string, error) { return kubectl("get", "mdapp", "-n", ns) }, timeout, interval).
 			Should(MatchRegexp(`NAME\s+READY\s+AVAILABLE\s+URL\s+AGE\nlisted\s+False\s+`))
-		out, err := kubectl("get", "all", "-n", ns)
+		out, err := kubectl("get", "app", "-n", ns)
+		Expect(err).To(HaveOccurred(), "app is Argo CD's short name (and KubeVela's), not ours: %s", out)
+		Expect(out).To(ContainSubstring(`the server doesn't have a resource type "app"`))
+		Eventually(func() (string, error) { return kubectl("describe", "mdapp", "listed", "-n", ns) }, timeout, interval).
+			Should(MatchRegexp(`Children:\n\s+My Deployment:\s+\d/1 pods available, \d up to date\n\s+Service:\s+ClusterIP [0-9.]+, 0 ready endpoints\n`),
+				"one line per child in kubectl describe")
+		out, err = kubectl("get", "all", "-n", ns)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("application.apps.mydeployment.io/listed"))
 	})

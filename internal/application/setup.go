@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
@@ -29,10 +33,14 @@ const Name = "application-controller"
 const CRDPoll = 10 * time.Second
 
 // Cache is what the Application controller needs of the manager's cache:
-// Applications and MyDeployments whole, and Services, Ingresses and
-// EndpointSlices only when they carry ApplicationNameLabel (ours, and our
-// Services' slices, which inherit the Service's labels), so the operator
-// does not hold every Service and EndpointSlice of the cluster.
+// Applications and MyDeployments whole, and Services, Ingresses,
+// EndpointSlices, HorizontalPodAutoscalers and PodDisruptionBudgets only
+// when they carry ApplicationNameLabel (ours, and our Services' slices,
+// which inherit the Service's labels), so the operator does not hold every
+// Service and EndpointSlice of the cluster. HTTPRoutes are not listed:
+// their kind may not be served when the manager starts, and the cache
+// refuses a setting for a kind it cannot map; once served, it holds the
+// HTTPRoutes of the watched namespaces whole.
 func Cache() managercache.Needs {
 	req, err := labels.NewRequirement(appsv1beta1.ApplicationNameLabel, selection.Exists, nil)
 	if err != nil {
@@ -42,11 +50,13 @@ func Cache() managercache.Needs {
 	return managercache.Needs{
 		Controller: Name,
 		Objects: map[client.Object]cache.ByObject{
-			&appsv1beta1.Application{}:   {},
-			&appsv1beta1.MyDeployment{}:  {},
-			&corev1.Service{}:            {Label: ours},
-			&networkingv1.Ingress{}:      {Label: ours},
-			&discoveryv1.EndpointSlice{}: {Label: ours},
+			&appsv1beta1.Application{}:               {},
+			&appsv1beta1.MyDeployment{}:              {},
+			&corev1.Service{}:                        {Label: ours},
+			&networkingv1.Ingress{}:                  {Label: ours},
+			&discoveryv1.EndpointSlice{}:             {Label: ours},
+			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: ours},
+			&policyv1.PodDisruptionBudget{}:          {Label: ours},
 		},
 	}
 }
@@ -55,7 +65,8 @@ func Cache() managercache.Needs {
 // have been composed with Cache. It fails if the controller cannot be
 // registered (the Application kind not served among them).
 func Setup(mgr ctrl.Manager) (*Reconciler, error) {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(Name)}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(Name),
+		RoutePoll: CRDPoll}
 	return r, r.SetupWithManager(mgr)
 }
 
@@ -106,13 +117,23 @@ func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
 	}))
 }
 
+// RoutesServed reports whether the API server serves the Gateway API's
+// HTTPRoute (gateway.networking.k8s.io/v1), as Served does for the
+// Application kind.
+func RoutesServed(mapper meta.RESTMapper) (bool, error) {
+	return served(mapper, gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute"))
+}
+
 // Served reports whether the API server serves the Application kind, as
 // mapper (the manager's, which asks discovery again on a miss) finds it:
 // false when the CRD is not installed (a cluster given only the
 // MyDeployment CRD, or the manager run under a release that had only that
 // one). Any other lookup error is returned.
 func Served(mapper meta.RESTMapper) (bool, error) {
-	gvk := appsv1beta1.GroupVersion.WithKind("Application")
+	return served(mapper, appsv1beta1.GroupVersion.WithKind("Application"))
+}
+
+func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case err == nil:

@@ -3,14 +3,19 @@ package application
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -73,6 +78,12 @@ func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.Appli
 			if reason != appsv1beta1.ReasonChildNotOwned {
 				reason = appsv1beta1.ReasonChildApplyFailed
 			}
+		case o.crdAbsent:
+			problems = append(problems, fmt.Sprintf("%s %s: the Gateway API CRDs are not installed (gateway.networking.k8s.io/v1 %s is not served); it is made once they are",
+				o.kind, app.Name, o.kind))
+			if reason == appsv1beta1.ReasonChildrenReady {
+				reason = appsv1beta1.ReasonRouteCRDAbsent
+			}
 		}
 	}
 	if len(problems) == 0 {
@@ -122,6 +133,11 @@ func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.Appli
 		st.Ingress = &appsv1beta1.ApplicationIngressStatus{LoadBalancer: ing.Status.LoadBalancer.Ingress}
 		st.URLs = URLs(ing)
 	}
+
+	if o := obs.find("HTTPRoute"); o != nil && o.present {
+		st.URLs = mergeURLs(st.URLs, RouteURLs(o.live.(*gatewayv1.HTTPRoute)))
+	}
+	st.Children = childLines(app, obs, st)
 
 	ready := metav1.Condition{Type: appsv1beta1.ApplicationReady, Status: metav1.ConditionTrue, Reason: reason,
 		Message: "every child is present and available", ObservedGeneration: app.Generation}
@@ -231,4 +247,137 @@ func URLs(ing *networkingv1.Ingress) []string {
 	}
 	sort.Strings(urls)
 	return urls
+}
+
+// childLines is one line per child the spec asks for (kubectl describe's
+// status.children): its state from what this sync observed, or why it is
+// not there.
+func childLines(app *appsv1beta1.Application, obs observed, st appsv1beta1.ApplicationStatus) *appsv1beta1.ApplicationChildrenStatus {
+	lines := &appsv1beta1.ApplicationChildrenStatus{}
+	for _, o := range obs.outcomes {
+		var line string
+		switch {
+		case o.notOwned:
+			line = "exists and is not controlled by this Application: left alone"
+		case o.err != nil:
+			line = "not applied: " + o.err.Error()
+		case o.crdAbsent:
+			line = "waiting for the Gateway API CRDs"
+		case !o.present:
+			continue
+		default:
+			line = presentLine(o.live, st)
+		}
+		switch o.kind {
+		case "MyDeployment":
+			lines.MyDeployment = line
+		case "Service":
+			lines.Service = line
+		case "Ingress":
+			lines.Ingress = line
+		case "HTTPRoute":
+			lines.HTTPRoute = line
+		case "HorizontalPodAutoscaler":
+			lines.HorizontalPodAutoscaler = line
+		case "PodDisruptionBudget":
+			lines.PodDisruptionBudget = line
+		}
+	}
+	return lines
+}
+
+// presentLine sums up a child the Application applied.
+func presentLine(live client.Object, st appsv1beta1.ApplicationStatus) string {
+	switch c := live.(type) {
+	case *appsv1beta1.MyDeployment:
+		desired := int32(1)
+		if c.Spec.Replicas != nil {
+			desired = *c.Spec.Replicas
+		}
+		return fmt.Sprintf("%d/%d pods available, %d up to date", c.Status.AvailableReplicas, desired, c.Status.UpdatedReplicas)
+	case *corev1.Service:
+		ready := int32(0)
+		if st.Service != nil {
+			ready = st.Service.ReadyEndpoints
+		}
+		return fmt.Sprintf("%s %s, %d ready endpoints", c.Spec.Type, c.Spec.ClusterIP, ready)
+	case *networkingv1.Ingress:
+		if len(st.URLs) == 0 {
+			return "no URL yet (no host, and no load balancer address)"
+		}
+		return strings.Join(st.URLs, " ")
+	case *gatewayv1.HTTPRoute:
+		return routeLine(c)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		minimum := int32(1)
+		if c.Spec.MinReplicas != nil {
+			minimum = *c.Spec.MinReplicas
+		}
+		return fmt.Sprintf("%d replicas, %d desired, between %d and %d", c.Status.CurrentReplicas, c.Status.DesiredReplicas,
+			minimum, c.Spec.MaxReplicas)
+	case *policyv1.PodDisruptionBudget:
+		return fmt.Sprintf("%d/%d pods healthy, %d disruptions allowed", c.Status.CurrentHealthy, c.Status.DesiredHealthy,
+			c.Status.DisruptionsAllowed)
+	}
+	return "applied"
+}
+
+// RouteURLs are the addresses an HTTPRoute serves: http://hostname/path for
+// each hostname and each rule's path match (Exact or PathPrefix; "/" when
+// a rule matches no path). Sorted, unique; none without hostnames (the
+// Gateway's listeners decide them).
+func RouteURLs(route *gatewayv1.HTTPRoute) []string {
+	paths := map[string]bool{}
+	for _, rule := range route.Spec.Rules {
+		if len(rule.Matches) == 0 {
+			paths["/"] = true
+		}
+		for _, m := range rule.Matches {
+			if m.Path != nil && m.Path.Value != nil && (m.Path.Type == nil || *m.Path.Type != gatewayv1.PathMatchRegularExpression) {
+				paths[*m.Path.Value] = true
+			} else {
+				paths["/"] = true
+			}
+		}
+	}
+	if len(paths) == 0 {
+		paths["/"] = true
+	}
+	var urls []string
+	for _, h := range route.Spec.Hostnames {
+		for p := range paths {
+			urls = append(urls, "http://"+string(h)+p)
+		}
+	}
+	return mergeURLs(nil, urls)
+}
+
+// mergeURLs is a and b, sorted, each once.
+func mergeURLs(a, b []string) []string {
+	out := append(append([]string(nil), a...), b...)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// routeLine sums up an HTTPRoute: its URLs, and for each parent (Gateway)
+// that reported on it, its Accepted and ResolvedRefs conditions.
+func routeLine(route *gatewayv1.HTTPRoute) string {
+	line := strings.Join(RouteURLs(route), " ")
+	if line == "" {
+		line = "no hostnames"
+	}
+	if len(route.Status.Parents) == 0 {
+		return line + "; not accepted by a Gateway yet"
+	}
+	for _, p := range route.Status.Parents {
+		state := func(t string) string {
+			if c := meta.FindStatusCondition(p.Conditions, t); c != nil {
+				return string(c.Status)
+			}
+			return "Unknown"
+		}
+		line += fmt.Sprintf("; %s: Accepted=%s ResolvedRefs=%s", p.ParentRef.Name,
+			state(string(gatewayv1.RouteConditionAccepted)), state(string(gatewayv1.RouteConditionResolvedRefs)))
+	}
+	return line
 }

@@ -21,6 +21,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -55,6 +56,7 @@ var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.TODO())
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(appsv1beta1.AddToScheme(scheme)).To(Succeed())
+	Expect(gatewayv1.Install(scheme)).To(Succeed())
 
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
@@ -80,8 +82,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{Workers: 2, Pods: pods})
 	Expect(err).NotTo(HaveOccurred())
-	_, err = Setup(mgr)
+	r, err := Setup(mgr)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(r.routesServed.Load()).To(BeFalse(), "the Gateway API CRDs are installed by the route test only")
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())

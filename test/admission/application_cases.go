@@ -59,14 +59,24 @@ func ValidApp(ns, name string) *appsv1beta1.Application {
 	return &appsv1beta1.Application{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1beta1.ApplicationSpec{
-			Deployment: appsv1beta1.MyDeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Deployment: appsv1beta1.ApplicationDeploymentSpec{Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
 					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}},
 			}}},
-			Service: &corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}},
-			Ingress: &networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}}},
+			Service: &appsv1beta1.ApplicationServiceSpec{ServiceSpec: corev1.ServiceSpec{
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}}},
+			Ingress: &appsv1beta1.ApplicationIngressSpec{IngressSpec: networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}}}},
 		},
 	}
+}
+
+// FiveLineApp returns ValidApp in the five-line form: image, replicas and
+// port instead of the template.
+func FiveLineApp(ns, name string) *appsv1beta1.Application {
+	app := ValidApp(ns, name)
+	app.Spec.Deployment = appsv1beta1.ApplicationDeploymentSpec{Image: "nginx:1.27", Replicas: ptr.To(int32(2)), Port: 80}
+	return app
 }
 
 func backend(service, port string) networkingv1.IngressBackend {
@@ -97,6 +107,12 @@ func AppCases() []AppCase {
 		{Name: "an Ingress without a Service",
 			Change: func(a *appsv1beta1.Application) { a.Spec.Service = nil },
 			Field:  "spec.service", Why: "an Ingress routes to the Application's Service", By: Webhook},
+		{Name: "a route without a Service",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Service, a.Spec.Ingress = nil, nil
+				a.Spec.Route = &appsv1beta1.ApplicationRouteSpec{}
+			},
+			Field: "spec.service", Why: "an HTTPRoute routes to the Application's Service", By: Webhook},
 		{Name: "duplicate Service port names",
 			Change: func(a *appsv1beta1.Application) {
 				a.Spec.Service.Ports = append(a.Spec.Service.Ports, corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)})
@@ -123,6 +139,45 @@ func AppCases() []AppCase {
 				a.Spec.Deployment.Template.Labels = map[string]string{"app": "shop"}
 			},
 			Field: "spec.deployment.selector", Why: "field is immutable", By: Webhook},
+		{Name: "the five-line form's image with a template",
+			Change: func(a *appsv1beta1.Application) { a.Spec.Deployment.Image = "nginx:1.28" },
+			Field:  "spec.deployment.image", Why: "may not be set with spec.deployment.template", By: Webhook},
+		{Name: "the five-line form's port with a template",
+			Change: func(a *appsv1beta1.Application) { a.Spec.Deployment.Port = 8080 },
+			Field:  "spec.deployment.port", Why: "may not be set with spec.deployment.template", By: Webhook},
+		{Name: "neither an image nor a template",
+			Change: func(a *appsv1beta1.Application) { a.Spec.Deployment.Template = nil },
+			Field:  "spec.deployment.image", Why: "the five-line form needs an image", By: Webhook},
+		{Name: "a name its five-line container cannot have",
+			Change: func(a *appsv1beta1.Application) {
+				a.Name, a.Spec.Service, a.Spec.Ingress = "shop.v2", nil, nil
+				a.Spec.Deployment = appsv1beta1.ApplicationDeploymentSpec{Image: "nginx:1.27"}
+			},
+			Field: "metadata.name", Why: "the name of its container (the five-line form)", By: Webhook},
+		{Name: "a child label that takes the Application's own label",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Service.Metadata = &appsv1beta1.ChildMetadata{Labels: map[string]string{appsv1beta1.ApplicationNameLabel: "other"}}
+			},
+			Field: "spec.service.metadata.labels[" + appsv1beta1.ApplicationNameLabel + "]", Why: "set by the Application on each child", By: Webhook},
+		{Name: "a child annotation with an invalid key",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Ingress.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{"not a key": "x"}}
+			},
+			Field: "spec.ingress.metadata.annotations", Why: "name part must consist of", By: Webhook},
+		{Name: "autoscaling with minReplicas above maxReplicas",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Autoscaling = &appsv1beta1.ApplicationAutoscaling{MinReplicas: ptr.To(int32(5)), MaxReplicas: 2}
+			},
+			Field: "spec.autoscaling.minReplicas", Why: "must not be greater than maxReplicas", By: CRD},
+		{Name: "a disruption budget with both minAvailable and maxUnavailable",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{
+					MinAvailable: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+			},
+			Field: "spec.disruptionBudget", Why: "give one of minAvailable and maxUnavailable", By: CRD},
+		{Name: "a disruption budget with neither",
+			Change: func(a *appsv1beta1.Application) { a.Spec.DisruptionBudget = &appsv1beta1.ApplicationDisruptionBudget{} },
+			Field:  "spec.disruptionBudget", Why: "give one of minAvailable and maxUnavailable", By: CRD},
 		{Name: "negative replicas",
 			Change: func(a *appsv1beta1.Application) { a.Spec.Deployment.Replicas = ptr.To(int32(-1)) },
 			Field:  "spec.deployment.replicas", Why: "greater than or equal to 0", By: CRD},

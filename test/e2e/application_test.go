@@ -59,11 +59,11 @@ var _ = Describe("Application on a local cluster", Ordered, func() {
 			return out
 		}
 	}
-	// ready is what `kubectl get app` would have a user wait for: Ready=True
+	// ready is what `kubectl get mdapp` would have a user wait for: Ready=True
 	// for the current generation.
-	ready := get("app", `{.status.conditions[?(@.type=="Ready")].status}/{.status.observedGeneration}/{.metadata.generation}`)
+	ready := get("mdapp", `{.status.conditions[?(@.type=="Ready")].status}/{.status.observedGeneration}/{.metadata.generation}`)
 	readyNow := func() string {
-		g := get("app", "{.metadata.generation}")()
+		g := get("mdapp", "{.metadata.generation}")()
 		return "True/" + g + "/" + g
 	}
 	// live lists one field per pod that is not terminating.
@@ -91,12 +91,12 @@ var _ = Describe("Application on a local cluster", Ordered, func() {
 		return out
 	}
 
-	It("runs the sample: Ready, with its pods as the Service's endpoints, and kubectl get app says so", func() {
+	It("runs the five-line sample: Ready, with its pods as the Service's endpoints, and kubectl get mdapp says so", func() {
 		kubectl("apply", "-f", filepath.Join(projectDir, "config", "samples", "apps_v1beta1_application.yaml"))
 		Eventually(ready, 2*time.Minute, time.Second).Should(Equal(readyNow()))
-		Expect(get("app", `{.status.availableReplicas}/{.status.service.readyEndpoints}/{.status.conditions[?(@.type=="Available")].status}`)()).
+		Expect(get("mdapp", `{.status.availableReplicas}/{.status.service.readyEndpoints}/{.status.conditions[?(@.type=="Available")].status}`)()).
 			To(Equal("1/1/True"))
-		Expect(get("app", "{.status.service.clusterIP}")()).To(And(Not(BeEmpty()), Equal(get("svc", "{.spec.clusterIP}")())))
+		Expect(get("mdapp", "{.status.service.clusterIP}")()).To(And(Not(BeEmpty()), Equal(get("svc", "{.spec.clusterIP}")())))
 		podIPs := live("{.status.podIP}")
 		Expect(podIPs).To(HaveLen(1))
 		Expect(podIPs[0]).NotTo(BeEmpty(), "kwok gave the pod an IP")
@@ -110,40 +110,43 @@ var _ = Describe("Application on a local cluster", Ordered, func() {
 		host, path := get("ingress", "{.spec.rules[0].host}")(), get("ingress", "{.spec.rules[0].http.paths[0].path}")()
 		Expect(host).NotTo(BeEmpty(), "the sample's Ingress rule names a host")
 		url := "http://" + host + path
-		Expect(get("app", "{.status.urls}")()).To(Equal(`["` + url + `"]`))
-		table := utils.GetNonEmptyLines(kubectl("get", "app"))
+		Expect(get("mdapp", "{.status.urls}")()).To(Equal(`["` + url + `"]`))
+		table := utils.GetNonEmptyLines(kubectl("get", "mdapp"))
 		Expect(table).To(HaveLen(2))
 		Expect(strings.Fields(table[0])).To(Equal([]string{"NAME", "READY", "AVAILABLE", "URL", "AGE"}))
 		Expect(strings.Fields(table[1])[:4]).To(Equal([]string{name, "True", "1", url}))
 
-		uid := get("app", "{.metadata.uid}")()
+		out, err := utils.Kubectl("-n", ns, "get", "app")
+		Expect(err).To(HaveOccurred(), "app is Argo CD's short name, not ours: %s", out)
+
+		uid := get("mdapp", "{.metadata.uid}")()
 		for _, kind := range []string{"md", "svc", "ingress"} {
 			Expect(get(kind, `{.metadata.ownerReferences[?(@.controller==true)].uid}`)()).To(Equal(uid), kind+" is controlled by the Application")
 		}
 	})
 
 	It("rolls an image change through its MyDeployment", func() {
-		kubectl("scale", "app", name, "--replicas=3")
-		Eventually(get("app", "{.status.availableReplicas}/{.status.service.readyEndpoints}"), 2*time.Minute, time.Second).
-			Should(Equal("3/3"), "kubectl scale app passes through to the MyDeployment")
+		kubectl("scale", "mdapp", name, "--replicas=3")
+		Eventually(get("mdapp", "{.status.availableReplicas}/{.status.service.readyEndpoints}"), 2*time.Minute, time.Second).
+			Should(Equal("3/3"), "kubectl scale mdapp passes through to the MyDeployment")
 		Expect(get("md", "{.spec.replicas}")()).To(Equal("3"))
 		Eventually(endpoints, time.Minute, time.Second).Should(Equal(live("{.status.podIP}")))
 
-		kubectl("patch", "app", name, "--type=json", "-p",
-			`[{"op":"replace","path":"/spec/deployment/template/spec/containers/0/image","value":"nginx:1.28"}]`)
+		kubectl("patch", "mdapp", name, "--type=json", "-p",
+			`[{"op":"replace","path":"/spec/deployment/image","value":"nginx:1.28"}]`)
 		Eventually(get("md", "{.spec.template.spec.containers[0].image}"), time.Minute, time.Second).Should(Equal("nginx:1.28"))
 		Eventually(func() []string { return live("{.spec.containers[0].image}") }, 2*time.Minute, time.Second).
 			Should(Equal([]string{"nginx:1.28", "nginx:1.28", "nginx:1.28"}))
 		Eventually(get("md", `{.status.updatedReplicas}/{.status.availableReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`),
 			time.Minute, time.Second).Should(Equal("3/3/NewRevisionAvailable"))
 		Eventually(ready, time.Minute, time.Second).Should(Equal(readyNow()))
-		Eventually(get("app", `{.status.updatedReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`), time.Minute, time.Second).
+		Eventually(get("mdapp", `{.status.updatedReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`), time.Minute, time.Second).
 			Should(Equal("3/NewRevisionAvailable"), "Progressing mirrors the MyDeployment's")
 		Eventually(endpoints, time.Minute, time.Second).Should(Equal(live("{.status.podIP}")), "the new pods are the endpoints")
 	})
 
 	It("deletes its MyDeployment, Service and Ingress with it", func() {
-		kubectl("delete", "app", name, "--wait=true")
+		kubectl("delete", "mdapp", name, "--wait=true")
 		Eventually(func() []string {
 			return utils.GetNonEmptyLines(kubectl("get", "md,svc,ingress,pods,endpointslices", "-o", "name"))
 		}, 2*time.Minute, time.Second).Should(BeEmpty())

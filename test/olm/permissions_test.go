@@ -69,7 +69,9 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 			// readiness gate and resize under update-mode InPlaceIfPossible)
 			// and revisions;
 			// Application's children (MyDeployments it creates, Services,
-			// Ingresses) and the EndpointSlices it reads.
+			// Ingresses, HTTPRoutes, HorizontalPodAutoscalers,
+			// PodDisruptionBudgets) and
+			// the EndpointSlices it reads.
 			`"" pods,services create,delete,get,list,patch,watch`,
 			`"" pods/eviction create`,
 			`"" pods/resize,pods/status patch`,
@@ -80,6 +82,9 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 			"apps.mydeployment.io applications/status,mydeployments/status patch",
 			"discovery.k8s.io endpointslices get,list,watch",
 			"networking.k8s.io ingresses create,delete,get,list,patch,watch",
+			"autoscaling horizontalpodautoscalers create,delete,get,list,patch,watch",
+			"policy poddisruptionbudgets create,delete,get,list,patch,watch",
+			"gateway.networking.k8s.io httproutes create,delete,get,list,patch,watch",
 			"events.k8s.io events create,patch",
 			// Leader election: the lease and its events (core events).
 			"coordination.k8s.io leases create,delete,get,list,patch,update,watch",

@@ -155,8 +155,26 @@ func withExample(t *testing.T, kind string, edit func(ex map[string]any)) *apima
 	return b
 }
 
+// fullForm rewrites an Application example's five-line deployment (image,
+// replicas, port) as the full form it expands to, so a case can edit the
+// template.
+func fullForm(ex map[string]any) {
+	d := spec(ex)["deployment"].(map[string]any)
+	if _, full := d["template"]; full {
+		return
+	}
+	labels := map[string]any{"app": "application-sample"}
+	spec(ex)["deployment"] = map[string]any{
+		"replicas": d["replicas"],
+		"selector": map[string]any{"matchLabels": labels},
+		"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+			"containers": []any{map[string]any{"name": "application-sample", "image": d["image"],
+				"ports": []any{map[string]any{"name": "http", "containerPort": d["port"]}}}}}},
+	}
+}
+
 func TestExamplesRollOutChecksTheApplication(t *testing.T) {
-	deployment := func(ex map[string]any) map[string]any { return spec(ex)["deployment"].(map[string]any) }
+	deployment := func(ex map[string]any) map[string]any { fullForm(ex); return spec(ex)["deployment"].(map[string]any) }
 	container := func(ex map[string]any) map[string]any {
 		return deployment(ex)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	}

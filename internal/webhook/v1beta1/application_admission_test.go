@@ -28,6 +28,10 @@ var _ = Describe("Admission of invalid Applications", func() {
 		Expect(k8sClient.Create(ctx, admission.ValidApp(ns, "shop"))).To(Succeed())
 	})
 
+	It("accepts the valid Application in the five-line form", func() {
+		Expect(k8sClient.Create(ctx, admission.FiveLineApp(ns, "shop"))).To(Succeed())
+	})
+
 	for _, c := range admission.AppCases() {
 		It("refuses: "+c.Name, func() {
 			refusal, err := c.Submit(ctx, k8sClient, ns)

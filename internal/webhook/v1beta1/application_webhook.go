@@ -8,7 +8,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -59,8 +61,13 @@ func (v *ApplicationValidator) ValidateDelete(context.Context, *appsv1beta1.Appl
 
 func (v *ApplicationValidator) validate(ctx context.Context, oldApp, app *appsv1beta1.Application) (admission.Warnings, error) {
 	errs := validateApplicationName(app)
+	errs = append(errs, validateForm(app)...)
+	errs = append(errs, validateMetadata(app)...)
 	errs = append(errs, validatePorts(app)...)
 	errs = append(errs, validateIngress(app)...)
+	if app.Spec.Route != nil && app.Spec.Service == nil {
+		errs = append(errs, field.Required(field.NewPath("spec", "service"), "an HTTPRoute routes to the Application's Service"))
+	}
 	if oldApp != nil {
 		was, is := application.DeploymentSpec(oldApp).Selector, application.DeploymentSpec(app).Selector
 		if !apiequality.Semantic.DeepEqual(was, is) {
@@ -69,13 +76,16 @@ func (v *ApplicationValidator) validate(ctx context.Context, oldApp, app *appsv1
 		}
 	}
 	var warnings admission.Warnings
-	if len(validateApplicationName(app)) == 0 {
+	if len(validateApplicationName(app)) == 0 && len(validateForm(app)) == 0 {
 		w, mdErrs := v.validateDeployment(ctx, oldApp, app)
 		warnings = w
 		errs = append(errs, mdErrs...)
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("Application").GroupKind(), app.Name, errs)
+	}
+	if app.Spec.Autoscaling != nil && app.Spec.Deployment.Replicas != nil {
+		warnings = append(warnings, "spec.deployment.replicas is ignored with spec.autoscaling: the HorizontalPodAutoscaler sets the replicas")
 	}
 	return warnings, nil
 }
@@ -97,6 +107,61 @@ func validateApplicationName(app *appsv1beta1.Application) field.ErrorList {
 	return nil
 }
 
+// validateForm: spec.deployment is in one form, the five-line one (image,
+// replicas, port) or the full one (template); in the five-line form the
+// name is the container's, so a DNS-1123 label.
+func validateForm(app *appsv1beta1.Application) field.ErrorList {
+	d := app.Spec.Deployment
+	path := field.NewPath("spec", "deployment")
+	var errs field.ErrorList
+	if d.Template != nil {
+		const both = "may not be set with spec.deployment.template: give the five-line form (image, replicas, port) or the full form (template), not both"
+		if d.Image != "" {
+			errs = append(errs, field.Forbidden(path.Child("image"), both))
+		}
+		if d.Port != 0 {
+			errs = append(errs, field.Forbidden(path.Child("port"), both))
+		}
+		return errs
+	}
+	if d.Image == "" {
+		errs = append(errs, field.Required(path.Child("image"),
+			"the five-line form needs an image (or give the full form: spec.deployment.template)"))
+	}
+	if msgs := validation.IsDNS1123Label(app.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), app.Name,
+			"the name of its container (the five-line form): "+strings.Join(msgs, "; ")))
+	}
+	return errs
+}
+
+// validateMetadata: the labels and annotations given for each child are
+// valid ones, and no label takes ApplicationNameLabel, which the
+// Application sets itself.
+func validateMetadata(app *appsv1beta1.Application) field.ErrorList {
+	var errs field.ErrorList
+	check := func(m *appsv1beta1.ChildMetadata, path *field.Path) {
+		if m == nil {
+			return
+		}
+		errs = append(errs, metav1validation.ValidateLabels(m.Labels, path.Child("labels"))...)
+		if _, ok := m.Labels[appsv1beta1.ApplicationNameLabel]; ok {
+			errs = append(errs, field.Forbidden(path.Child("labels").Key(appsv1beta1.ApplicationNameLabel),
+				"set by the Application on each child"))
+		}
+		errs = append(errs, apimachineryvalidation.ValidateAnnotations(m.Annotations, path.Child("annotations"))...)
+	}
+	spec := field.NewPath("spec")
+	check(app.Spec.Deployment.Metadata, spec.Child("deployment", "metadata"))
+	if app.Spec.Service != nil {
+		check(app.Spec.Service.Metadata, spec.Child("service", "metadata"))
+	}
+	if app.Spec.Ingress != nil {
+		check(app.Spec.Ingress.Metadata, spec.Child("ingress", "metadata"))
+	}
+	return errs
+}
+
 // validatePorts: container port names unique across the pod (the Service's
 // ports may default from them), Service port names unique, and a named
 // targetPort one of the containers' port names.
@@ -104,7 +169,7 @@ func validatePorts(app *appsv1beta1.Application) field.ErrorList {
 	var errs field.ErrorList
 	containerPorts := map[string]bool{}
 	containers := field.NewPath("spec", "deployment", "template", "spec", "containers")
-	for i, c := range app.Spec.Deployment.Template.Spec.Containers {
+	for i, c := range application.DeploymentSpec(app).Template.Spec.Containers {
 		for j, p := range c.Ports {
 			if p.Name == "" {
 				continue
