@@ -17,6 +17,7 @@ limitations under the License.
 package e2e
 
 import (
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -143,6 +144,49 @@ var _ = Describe("Application on a local cluster", Ordered, func() {
 		Eventually(get("mdapp", `{.status.updatedReplicas}/{.status.conditions[?(@.type=="Progressing")].reason}`), time.Minute, time.Second).
 			Should(Equal("3/NewRevisionAvailable"), "Progressing mirrors the MyDeployment's")
 		Eventually(endpoints, time.Minute, time.Second).Should(Equal(live("{.status.podIP}")), "the new pods are the endpoints")
+	})
+
+	It("makes its HTTPRoute once the Gateway API CRDs are installed, and shows the route's URL", func() {
+		const routed = "routed"
+		app := `apiVersion: apps.mydeployment.io/v1beta1
+kind: Application
+metadata:
+  name: routed
+spec:
+  deployment: {image: "nginx:1.27", replicas: 1, port: 80}
+  service: {}
+  route:
+    parentRefs: [{name: gateway}]
+    hostnames: [routed.example.com]
+`
+		getRouted := func(kind, jsonpath string) func() string {
+			return func() string {
+				out, _ := utils.Kubectl("-n", ns, "get", kind, routed, "-o", "jsonpath="+jsonpath)
+				return out
+			}
+		}
+		out, err := utils.KubectlStdin(app, "-n", ns, "apply", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), out)
+		By("no Gateway API on the cluster: a condition that says so, and the rest of the app runs")
+		Eventually(getRouted("mdapp", `{.status.conditions[?(@.type=="Ready")].reason}`), time.Minute, time.Second).
+			Should(Equal("RouteCRDAbsent"))
+		Eventually(getRouted("mdapp", "{.status.availableReplicas}"), 2*time.Minute, time.Second).Should(Equal("1"))
+
+		By("the HTTPRoute CRD installed while the manager runs")
+		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+		cmd.Dir = projectDir
+		dir, err := utils.Run(cmd)
+		Expect(err).NotTo(HaveOccurred(), dir)
+		crd := filepath.Join(strings.TrimSpace(dir), "config", "crd", "standard", "gateway.networking.k8s.io_httproutes.yaml")
+		out, err = utils.Kubectl("apply", "--server-side", "-f", crd)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(getRouted("httproute", "{.spec.hostnames[0]}/{.spec.rules[0].backendRefs[0].name}/{.metadata.ownerReferences[0].kind}"),
+			2*time.Minute, time.Second).Should(Equal("routed.example.com/routed/Application"))
+		Eventually(getRouted("mdapp", "{.status.urls}"), time.Minute, time.Second).Should(ContainSubstring("http://routed.example.com/"))
+		table := utils.GetNonEmptyLines(kubectl("get", "mdapp", routed))
+		Expect(table).To(HaveLen(2))
+		Expect(strings.Fields(table[1])[3]).To(HavePrefix("http://routed.example.com/"), "the URL column shows the route's")
+		kubectl("delete", "mdapp", routed, "--wait=true")
 	})
 
 	It("deletes its MyDeployment, Service and Ingress with it", func() {
