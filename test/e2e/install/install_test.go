@@ -154,7 +154,7 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		Eventually(utils.JSONPath(`{.status.readyReplicas}/{.status.updatedReplicas}/{.status.conditions[?(@.type=="Available")].status}`,
 			"-n", samples, "md", "mydeployment-sample"), 2*time.Minute, time.Second).Should(Equal("3/3/True"))
 		Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}/{.status.service.readyEndpoints}`,
-			"-n", samples, "app", "application-sample"), 2*time.Minute, time.Second).Should(Equal("True/1"))
+			"-n", samples, "mdapp", "application-sample"), 2*time.Minute, time.Second).Should(Equal("True/1"))
 	})
 
 	It("makes a new certificate when its Secret loses it: the new CA is injected and the webhook serves on", func() {

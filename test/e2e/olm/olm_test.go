@@ -236,7 +236,7 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 	It("serves Applications after the upgrade: the sample becomes Available and Ready, and the webhook guards them", func() {
 		ns := targets[1]
 		kubectl("-n", ns, "apply", "-f", filepath.Join(projectDir, "config", "samples", "apps_v1beta1_application.yaml"))
-		app := func(path string) func() string { return jsonpath(path, "-n", ns, "app", "application-sample") }
+		app := func(path string) func() string { return jsonpath(path, "-n", ns, "mdapp", "application-sample") }
 		Eventually(app(`{.status.conditions[?(@.type=="Available")].status}`), 2*time.Minute, time.Second).Should(Equal("True"))
 		md := func(path string) string { return jsonpath(path, "-n", ns, "md", "application-sample")() }
 		Expect(md("{.status.availableReplicas}")).To(Equal("1"))
