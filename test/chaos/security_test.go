@@ -128,7 +128,8 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 		// updated in place (patch pods/status for their readiness gate,
 		// pods/resize) under update-mode InPlaceIfPossible. The
 		// Application reconciler applies its MyDeployment (create, patch),
-		// Service and Ingress, deletes a child left out of its spec, and
+		// Service, Ingress, HTTPRoute, HorizontalPodAutoscaler and
+		// PodDisruptionBudget, deletes a child left out of its spec, and
 		// reads EndpointSlices for its status.
 		"ClusterRole/mydeployment-operator-manager-role": {
 			{"", "pods,services", "create,delete,get,list,patch,watch"},
@@ -144,9 +145,12 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 			{"apps.mydeployment.io", "applications/finalizers,mydeployments/finalizers", "update"},
 			{"apps.mydeployment.io", "applications/status,mydeployments/status", "patch"},
 			{"apps.mydeployment.io", "mydeployments", "create,get,list,patch,watch"},
+			{"autoscaling", "horizontalpodautoscalers", "create,delete,get,list,patch,watch"},
 			{"discovery.k8s.io", "endpointslices", "get,list,watch"},
 			{"events.k8s.io", "events", "create,patch"},
+			{"gateway.networking.k8s.io", "httproutes", "create,delete,get,list,patch,watch"},
 			{"networking.k8s.io", "ingresses", "create,delete,get,list,patch,watch"},
+			{"policy", "poddisruptionbudgets", "create,delete,get,list,patch,watch"},
 		},
 		// The self-managed webhook certificate's Secret, in the manager's
 		// namespace only: written by name, watched through a cache of the
