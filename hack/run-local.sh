@@ -68,7 +68,7 @@ echo
 "$BIN/kubectl" get svc,ingress application-sample -o wide
 "$BIN/kubectl" get endpointslices -l kubernetes.io/service-name=application-sample
 [ "${avail:-0}" = "$want" ] || { echo "the MyDeployment sample did not become available"; exit 1; }
-[ "$app" = True ] || { echo "the Application sample did not become Ready:"; "$BIN/kubectl" describe app application-sample; exit 1; }
+[ "$app" = True ] || { echo "the Application sample did not become Ready:"; "$BIN/kubectl" describe mdapp application-sample; exit 1; }
 echo
 echo "The sample's $want pods are Ready. Try: KUBECONFIG=$KUBECONFIG bin/kubectl scale md mydeployment-sample --replicas=5"
 echo "The Application's pods are its Service's endpoints; its URL is its Ingress rule's: $("$BIN/kubectl" get mdapp application-sample -o jsonpath='{.status.urls[0]}')"
