@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -204,29 +203,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	log := mgr.GetLogger().WithName(Name)
 	log.Info("the Gateway API's HTTPRoute is not served: Applications' routes are made when its CRDs are installed", "poll", r.RoutePoll)
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ticker := time.NewTicker(r.RoutePoll)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-ticker.C:
-			}
-			if served, err := RoutesServed(mgr.GetRESTMapper()); err != nil || !served {
-				if err != nil {
-					log.Error(err, "looking for the HTTPRoute kind")
-				}
-				continue
-			}
-			log.Info("the Gateway API's HTTPRoute is served: watching routes")
-			if err := c.Watch(ownedRoutes()); err != nil {
-				return fmt.Errorf("watching HTTPRoutes: %w", err)
-			}
-			r.routesServed.Store(true)
-			return r.wakeRoutes(ctx)
+	return whenServed(mgr, r.RoutePoll, RoutesServed, "HTTPRoute", func(ctx context.Context) error {
+		log.Info("the Gateway API's HTTPRoute is served: watching routes")
+		if err := c.Watch(ownedRoutes()); err != nil {
+			return fmt.Errorf("watching HTTPRoutes: %w", err)
 		}
-	}))
+		r.routesServed.Store(true)
+		return r.wakeRoutes(ctx)
+	})
 }
 
 // wakeRoutes syncs again every Application that asks for a route.

@@ -91,6 +91,21 @@ func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
 	log := mgr.GetLogger().WithName(Name)
 	log.Info("the Application kind is not served: the Application controller starts when its CRD is installed",
 		"poll", poll)
+	return whenServed(mgr, poll, Served, "Application", func(context.Context) error {
+		log.Info("the Application CRD is installed: starting the Application controller")
+		if _, err := Setup(mgr); err != nil {
+			return fmt.Errorf("starting the Application controller: %w", err)
+		}
+		return nil
+	})
+}
+
+// whenServed adds a runnable to mgr that asks served every poll whether
+// kind is served, and once it is runs then and ends (its error ends the
+// manager). A failed lookup is logged and tried again at the next poll.
+func whenServed(mgr ctrl.Manager, poll time.Duration, served func(meta.RESTMapper) (bool, error), kind string,
+	then func(context.Context) error) error {
+	log := mgr.GetLogger().WithName(Name)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ticker := time.NewTicker(poll)
 		defer ticker.Stop()
@@ -100,19 +115,14 @@ func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
 				return nil
 			case <-ticker.C:
 			}
-			served, err := Served(mgr.GetRESTMapper())
+			ok, err := served(mgr.GetRESTMapper())
 			if err != nil {
-				log.Error(err, "looking for the Application kind")
+				log.Error(err, "looking for the "+kind+" kind")
 				continue
 			}
-			if !served {
-				continue
+			if ok {
+				return then(ctx)
 			}
-			log.Info("the Application CRD is installed: starting the Application controller")
-			if _, err := Setup(mgr); err != nil {
-				return fmt.Errorf("starting the Application controller: %w", err)
-			}
-			return nil
 		}
 	}))
 }
