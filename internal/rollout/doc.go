@@ -23,6 +23,10 @@
 // replacement, evicted (Plan.Evict), or a scale, deleted (Plan.Delete).
 // Without them the plans are exactly Deployment's.
 //
+// Each strategy is a file behind one dispatch (step, in strategy.go, which
+// lists them and says how a new one is added); Compute wraps the step in
+// what every plan does (finished pods, MaxBurst, the size record).
+//
 // Everything here is deterministic and free of I/O: no client, no clock read
 // (the caller passes "now"), and the same input, in any pod order, always
 // yields the same plan.

@@ -4,10 +4,25 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
+
+// Partition (RollingUpdate, Partition > 0, CurrentRevision neither empty
+// nor UpdateRevision): the rolling step has two sides with a target
+// each, Replicas-held pods of the update revision and held pods of old
+// revisions, held = Partition (only the old pods that exist if
+// CurrentRevision is not in Revisions). Each side short of its target gets
+// pods created (the held side of CurrentRevision), within
+// Replicas+MaxSurge; each side beyond it has pods removed as old pods are
+// above, within the same availability budget, held back by the other
+// side's unavailable pods. So lowering the partition moves pods forward,
+// raising it moves updated pods back, and no step takes the held side
+// below its target. Old pods of revisions other than CurrentRevision go
+// first. A scaling-down event keeps the partition's meaning instead of
+// Deployment's proportional scaling: each side is brought to its share,
+// old pods first, to Replicas in all, ignoring MaxUnavailable as a scale
+// does; a scaling-up event is the rolling step creating towards the shares.
+// Once both sides are at their targets the plan is empty
+// (ReasonPartitionHeld). Paused, the proportional scaling above applies.
 
 // heldTarget is how many active old-revision pods the partition holds:
 // Input.Partition (at most Replicas) when pods of CurrentRevision can be
@@ -27,33 +42,6 @@ func (s podSet) heldTarget(in Input) int {
 	}
 }
 
-// isDoomed says the pod is to be replaced whatever its revision: labelled
-// specified-delete, or its in-place update failed.
-func isDoomed(pod *corev1.Pod) bool {
-	return optin.SpecifiedDelete(pod) || inplace.Failed(pod)
-}
-
-// specified splits pods into the doomed ones (isDoomed: to go first) and
-// the others, each in the given order.
-func specified(pods []*corev1.Pod) (doomed, keep []*corev1.Pod) {
-	return splitFunc(pods, isDoomed)
-}
-
-// rollingOrder is the order in which a rolling step removes pods of one
-// side: unavailable before available (removing those costs no
-// availability), each most deletable first; on the held side of a
-// partition, pods of revisions other than the current one before those of
-// it, so that the held pods converge on the current revision.
-func (s podSet) rollingOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
-	unavailable, available := s.byAvailability(pods)
-	if held {
-		notCurrent := func(p *corev1.Pod) bool { return revisionOf(p) != s.current }
-		unavailable = stableFirst(unavailable, notCurrent)
-		available = stableFirst(available, notCurrent)
-	}
-	return slices.Concat(unavailable, available)
-}
-
 // scaleOrder is rollingOrder without the availability split: a scale
 // ignores availability, as a ReplicaSet's does.
 func (s podSet) scaleOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
@@ -62,64 +50,6 @@ func (s podSet) scaleOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
 		out = stableFirst(out, func(p *corev1.Pod) bool { return isDoomed(p) || revisionOf(p) != s.current })
 	}
 	return out
-}
-
-// stableFirst moves the pods for which first is true to the front, keeping
-// the order within each part.
-func stableFirst(pods []*corev1.Pod, first func(*corev1.Pod) bool) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(pods))
-	for _, p := range pods {
-		if first(p) {
-			out = append(out, p)
-		}
-	}
-	for _, p := range pods {
-		if !first(p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// remover picks the pods a rolling step removes, spending one budget of
-// available pods for the whole step.
-type remover struct {
-	s       podSet
-	budget  int
-	removed map[*corev1.Pod]bool
-}
-
-// take removes up to n pods of candidates, in their order, skipping those
-// already removed and, once the budget is spent, available ones.
-func (r *remover) take(candidates []*corev1.Pod, n int) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, pod := range candidates {
-		if len(out) >= n {
-			break
-		}
-		if r.removed[pod] {
-			continue
-		}
-		if IsAvailable(pod, r.s.minReadySeconds, r.s.now) {
-			if r.budget == 0 {
-				continue
-			}
-			r.budget--
-		}
-		r.removed[pod] = true
-		out = append(out, pod)
-	}
-	return out
-}
-
-// left is pods minus those removed so far.
-func (r *remover) left(pods []*corev1.Pod) []*corev1.Pod {
-	return slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return r.removed[p] })
-}
-
-// unavailable counts the pods of pods not available.
-func (s podSet) unavailable(pods []*corev1.Pod) int {
-	return len(pods) - s.available(pods)
 }
 
 // planPartitionScale is a scale-down while partitioned (a scaling event,
@@ -150,34 +80,4 @@ func planPartitionScale(s podSet, l limits) (Plan, *Size, bool) {
 		sized = l.sizedFor
 	}
 	return p, sized, true
-}
-
-// mergeRemovals is Delete and Evict as one Delete list for a plan that
-// does not respect budgets: finished pods, then old-revision pods, then
-// update-revision pods, deletions before evictions within each.
-func mergeRemovals(del, evict []*corev1.Pod, update string) []*corev1.Pod {
-	if len(evict) == 0 {
-		return del
-	}
-	group := func(p *corev1.Pod) int {
-		switch {
-		case isFinished(p):
-			return 0
-		case revisionOf(p) != update:
-			return 1
-		default:
-			return 2
-		}
-	}
-	out := make([]*corev1.Pod, 0, len(del)+len(evict))
-	for g := range 3 {
-		for _, list := range [][]*corev1.Pod{del, evict} {
-			for _, p := range list {
-				if group(p) == g {
-					out = append(out, p)
-				}
-			}
-		}
-	}
-	return out
 }

@@ -217,89 +217,8 @@ const (
 // at most MaxBurst deleted (finished ones first); a bigger step is cut and
 // the next plan goes on from what this one did.
 //
-// RollingUpdate in a scaling event (SizedFor.Replicas differs from
-// Replicas), not paused: first Deployment's scale(). With several active
-// revisions and the update revision not saturated (Replicas pods, all
-// available), the active pods are scaled proportionally: towards
-// Replicas+MaxSurge (0 for Replicas 0), each revision by its share
-// round(pods*(Replicas+MaxSurge)/SizedFor.MaxReplicas), taken in order of
-// size, bigger first (ties: newer first when growing, older first when
-// shrinking), the rounding leftover to the first; no revision shrinks in a
-// scale-up or grows in a scale-down. An old revision that is
-// the only one with active pods is scaled to Replicas. Scaling ignores
-// MaxUnavailable, as Deployment's does. When scaling changes nothing, the
-// rollout step below is planned at once.
-//
-// RollingUpdate, not paused, with active old-revision pods (Deployment's
-// rolloutRolling): pods of the update revision are created up to
-// min(Replicas+MaxSurge-active, Replicas-updated); old pods are deleted as
-// reconcileOldReplicaSets does, unavailable ones first; update-revision pods
-// beyond Replicas are deleted, unavailable ones first. Promises: active pods
-// plus Create never exceed Replicas+MaxSurge unless they already did before
-// (then Create is empty), and the available pods deleted never bring
-// availability below Replicas-MaxUnavailable (none is deleted if it already
-// was below).
-//
-// Recreate, not paused (rolloutRecreate): while any old-revision pod that is
-// not finished exists, active or terminating, the active ones are deleted and
-// nothing is created; update-revision pods beyond Replicas are deleted.
-//
-// Paused: no rollout step, only scaling, as Deployment's sync does.
-// RollingUpdate: the scale() above, whether or not a scaling event is on,
-// and with the update revision saturated its old pods are deleted. Recreate:
-// pods missing up to Replicas are created of the update revision once no old
-// pod may run, surplus pods deleted old-revision first.
-//
-// Otherwise (no active old pods, or Recreate with no old pod left) the
-// update-revision pods are scaled to Replicas as a ReplicaSet would: the
-// surplus goes by ranking alone, whatever MaxUnavailable says.
-//
-// Partition (RollingUpdate, Partition > 0, CurrentRevision neither empty
-// nor UpdateRevision): the rolling step above has two sides with a target
-// each, Replicas-held pods of the update revision and held pods of old
-// revisions, held = Partition (only the old pods that exist if
-// CurrentRevision is not in Revisions). Each side short of its target gets
-// pods created (the held side of CurrentRevision), within
-// Replicas+MaxSurge; each side beyond it has pods removed as old pods are
-// above, within the same availability budget, held back by the other
-// side's unavailable pods. So lowering the partition moves pods forward,
-// raising it moves updated pods back, and no step takes the held side
-// below its target. Old pods of revisions other than CurrentRevision go
-// first. A scaling-down event keeps the partition's meaning instead of
-// Deployment's proportional scaling: each side is brought to its share,
-// old pods first, to Replicas in all, ignoring MaxUnavailable as a scale
-// does; a scaling-up event is the rolling step creating towards the shares.
-// Once both sides are at their targets the plan is empty
-// (ReasonPartitionHeld). Paused, the proportional scaling above applies.
-//
-// Specified delete: an active pod labelled specified-delete ranks first
-// for every deletion, so a scale-down takes it first. Otherwise it does not
-// count towards its side's target (except in a scaling-down event: a
-// pod beyond Replicas may be its replacement), so a RollingUpdate replaces it: its
-// replacement (of the update revision, or of CurrentRevision for a held
-// pod) is created first where Replicas+MaxSurge allows, then it is removed
-// within MaxUnavailable, before any other pod of its side. Recreate, with no
-// old pod left, removes it first and creates its replacement once it is no
-// longer active, so that a removal that fails leaves no pod too many.
-//
-// In place (Input.InPlace): in a RollingUpdate step, the old pods that
-// leave their side and can move in place (their revision is listed, they
-// carry the gate) are updated in place rather than replaced: no pod is
-// created for them, so they need no surge, and starting one spends the
-// availability budget as removing it would (it is unavailable until it
-// runs the new template), so at most MaxUnavailable are under way at once,
-// held back by unavailable update-revision pods as removals are. With
-// MaxUnavailable 0 no pod may become unavailable, so one pod of the update
-// revision is created first (within MaxSurge), pods move one at a time, and
-// the surplus updated pod is removed at the end; under a partition
-// it replaces the pods instead (surge pods would crowd the updated side's
-// share). A pod
-// whose in-place update failed (inplace.Failed) is replaced as a
-// specified-delete pod is.
-//
-// RespectPDB: the pods a rollout step or a specified delete replaces are
-// in Plan.Evict instead of Plan.Delete; scale-downs, surplus and finished
-// pods stay in Delete.
+// Between those, one strategy plans the step: step (strategy.go) picks it,
+// and each strategy's function says what it promises.
 //
 // Within a group, victims are chosen by the package's deletion ranking;
 // RollingUpdate takes unavailable pods before available ones whatever their
@@ -307,29 +226,7 @@ const (
 func Compute(in Input) Plan {
 	s := newPodSet(in)
 	l := newLimits(in, len(s.finished))
-	var p Plan
-	var sized *Size // what the pods are sized for, when not l.size()
-	scaled := false
-	switch {
-	case in.Paused:
-		p, sized = planPaused(s, l)
-		scaled = true
-	case l.scalingEvent && s.held > 0:
-		p, sized, scaled = planPartitionScale(s, l)
-	case l.scalingEvent:
-		p, sized, scaled = planScalingEvent(s, l)
-	}
-	rolling := false
-	if !scaled {
-		switch {
-		case l.recreate && s.oldUnfinished > 0:
-			p = planRecreate(s, l)
-		case !l.recreate && (len(s.old) > 0 || s.specified > 0 || s.held > 0):
-			p, rolling = planRolling(s, l), true
-		default:
-			p = planScale(s, l)
-		}
-	}
+	p, sized, scaled, rolling := step(in, s, l)
 	p.Delete = slices.Concat(s.finished, p.Delete)
 	p = p.cut(l.maxBurst)
 	if !in.RespectPDB {

@@ -4,8 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 )
 
 // planRolling is one RollingUpdate step while pods are to be replaced:
@@ -23,15 +21,10 @@ func planRolling(s podSet, l limits) Plan {
 	target := l.replicas - s.held
 
 	// Old pods beyond the held share leave their side: those that can
-	// move in place are not replaced by new pods (they become updated
-	// ones), the others are.
+	// move in place (inplace.go) are not replaced by new pods (they
+	// become updated ones), the others are.
 	leaving := s.leavingOrder(keepOld, s.held > 0)[:max(0, len(keepOld)-s.held)]
-	moving, replaced := splitFunc(leaving, s.movable)
-	if l.maxUnavailable == 0 && s.held > 0 {
-		// No pod may become unavailable, and surge pods (below) would
-		// crowd the updated side's share: replace them.
-		moving, replaced = nil, leaving
-	}
+	moving, replaced := s.splitLeaving(l, leaving)
 
 	create, createHeld := s.rollingCreates(l, active, len(keepNew), len(keepOld), len(moving), target)
 
@@ -73,10 +66,7 @@ func planRolling(s podSet, l limits) Plan {
 	}
 	// In place first: no pod needs creating before it. Each one started
 	// spends the same bound as a removal (it is unavailable until done).
-	var inPlace []*corev1.Pod
-	if n := min(len(moving), maxScaledDown-len(replacedOld)); n > 0 {
-		inPlace = r.take(s.rollingOrder(moving, false), n)
-	}
+	inPlace := r.startInPlace(moving, maxScaledDown-len(replacedOld))
 	if n := min(len(replaced), maxScaledDown-len(replacedOld)-len(inPlace)); n > 0 {
 		replacedOld = append(replacedOld, r.take(s.rollingOrder(replaced, s.held > 0), n)...)
 	}
@@ -106,13 +96,7 @@ func (s podSet) rollingCreates(l limits, active, keepNew, keepOld, moving, targe
 	if keepNew+moving < target {
 		create = max(0, min(room, target-keepNew-moving))
 	}
-	if l.maxUnavailable == 0 && moving > 0 {
-		// No pod may become unavailable, not even to restart in place:
-		// one surge pod makes the room, pods move one at a time, and the
-		// surplus updated pod goes at the end as any beyond Replicas does.
-		// (More surge pods would only be removed again, unused.)
-		create = max(create, min(room, 1-(keepNew+moving-target)))
-	}
+	create = max(create, inPlaceSurge(l, room, keepNew, moving, target))
 	if keepOld < s.held && s.currentCreatable {
 		createHeld = max(0, min(room-create, s.held-keepOld))
 	}
@@ -140,48 +124,4 @@ func (s podSet) rollingReason(p Plan, atShares bool) Reason {
 // or when no room is left to create first, within maxUnavailable.
 func (s podSet) mayReplace(doomed, keep []*corev1.Pod, target, creating int) bool {
 	return len(doomed) > 0 && (len(keep) >= target || creating == 0)
-}
-
-// maxScaledDown is reconcileOldReplicaSets' bound for removing candidates:
-// the pods left after the step, less the unavailable ones that stay, must
-// not fall below Replicas-MaxUnavailable.
-func (r *remover) maxScaledDown(s podSet, active int, l limits, candidates []*corev1.Pod) int {
-	staying := r.left(slices.Concat(s.updated, s.old))
-	staying = slices.DeleteFunc(staying, func(p *corev1.Pod) bool { return slices.Contains(candidates, p) })
-	return active - len(r.removed) - l.minAvailable - s.unavailable(staying)
-}
-
-// movable says an old pod can move to the update revision in place: its
-// revision is one Input.InPlace lists and it carries the readiness gate.
-func (s podSet) movable(pod *corev1.Pod) bool {
-	return s.inPlace[revisionOf(pod)] && inplace.HasGate(pod)
-}
-
-// leavingOrder is the order in which old pods leave their side: rollingOrder
-// (unavailable before available; on the held side of a partition, pods of
-// revisions other than the current one first, so the held pods converge
-// on it), and within that, pods that can move in place first (they need
-// no surge). With nothing movable it is rollingOrder.
-func (s podSet) leavingOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
-	unavailable, available := s.byAvailability(pods)
-	order := func(pods []*corev1.Pod) []*corev1.Pod {
-		pods = stableFirst(pods, s.movable)
-		if held {
-			pods = stableFirst(pods, func(p *corev1.Pod) bool { return revisionOf(p) != s.current })
-		}
-		return pods
-	}
-	return slices.Concat(order(unavailable), order(available))
-}
-
-// splitFunc splits pods by f, each part in the given order.
-func splitFunc(pods []*corev1.Pod, f func(*corev1.Pod) bool) (yes, no []*corev1.Pod) {
-	for _, p := range pods {
-		if f(p) {
-			yes = append(yes, p)
-		} else {
-			no = append(no, p)
-		}
-	}
-	return yes, no
 }

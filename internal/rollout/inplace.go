@@ -1,0 +1,84 @@
+package rollout
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+)
+
+// In place (Input.InPlace) is how a RollingUpdate step moves the old pods
+// that leave their side: those that can move in place (their revision is
+// listed, they carry the gate) are updated in place rather than replaced.
+// No pod is created for them, so they need no surge, and starting one
+// spends the availability budget as removing it would (it is unavailable
+// until it runs the new template), so at most MaxUnavailable are under way
+// at once, held back by unavailable update-revision pods as removals are.
+// With MaxUnavailable 0 no pod may become unavailable, so one pod of the
+// update revision is created first (within MaxSurge), pods move one at a
+// time, and the surplus updated pod is removed at the end; under a
+// partition it replaces the pods instead (surge pods would crowd the
+// updated side's share). A pod whose in-place update failed
+// (inplace.Failed) is replaced as a specified-delete pod is.
+//
+// planRolling asks this file three things: which leaving pods move
+// (splitLeaving), how many surge pods moving needs (inPlaceSurge), and
+// which moves start within the budget (startInPlace).
+
+// splitLeaving splits the old pods leaving their side into those that move
+// in place and those replaced by new pods.
+func (s podSet) splitLeaving(l limits, leaving []*corev1.Pod) (moving, replaced []*corev1.Pod) {
+	if l.maxUnavailable == 0 && s.held > 0 {
+		// No pod may become unavailable, and surge pods (inPlaceSurge)
+		// would crowd the updated side's share: replace them.
+		return nil, leaving
+	}
+	return splitFunc(leaving, s.movable)
+}
+
+// inPlaceSurge is how many pods of the update revision a step must create
+// for moving pods to start: none, unless MaxUnavailable is 0. Then no pod
+// may become unavailable, not even to restart in place: one surge pod
+// makes the room, pods move one at a time, and the surplus updated pod
+// goes at the end as any beyond Replicas does. (More surge pods would only
+// be removed again, unused.) room is what Replicas+MaxSurge leaves; keepNew
+// the updated side's pods that stay, target its share.
+func inPlaceSurge(l limits, room, keepNew, moving, target int) int {
+	if l.maxUnavailable > 0 || moving == 0 {
+		return 0
+	}
+	return min(room, 1-(keepNew+moving-target))
+}
+
+// startInPlace takes up to n of the moving pods to start now, in rolling
+// order, each spending the availability budget as a removal does.
+func (r *remover) startInPlace(moving []*corev1.Pod, n int) []*corev1.Pod {
+	if n <= 0 || len(moving) == 0 {
+		return nil
+	}
+	return r.take(r.s.rollingOrder(moving, false), min(n, len(moving)))
+}
+
+// movable says an old pod can move to the update revision in place: its
+// revision is one Input.InPlace lists and it carries the readiness gate.
+func (s podSet) movable(pod *corev1.Pod) bool {
+	return s.inPlace[revisionOf(pod)] && inplace.HasGate(pod)
+}
+
+// leavingOrder is the order in which old pods leave their side: rollingOrder
+// (unavailable before available; on the held side of a partition, pods of
+// revisions other than the current one first, so the held pods converge
+// on it), and within that, pods that can move in place first (they need
+// no surge). With nothing movable it is rollingOrder.
+func (s podSet) leavingOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
+	unavailable, available := s.byAvailability(pods)
+	order := func(pods []*corev1.Pod) []*corev1.Pod {
+		pods = stableFirst(pods, s.movable)
+		if held {
+			pods = stableFirst(pods, func(p *corev1.Pod) bool { return revisionOf(p) != s.current })
+		}
+		return pods
+	}
+	return slices.Concat(order(unavailable), order(available))
+}
