@@ -68,6 +68,16 @@ func Updating(pod *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionFalse
 }
 
+// UnderWay says an in-place update of the pod began and has neither
+// finished nor failed: its Gate condition is False with ReasonUpdating.
+// Until its spec patch, such a pod still carries the labels of the
+// revision it leaves (and runs that revision's template): the patch that
+// changes its images carries its new revision labels too.
+func UnderWay(pod *corev1.Pod) bool {
+	c := Condition(pod)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonUpdating
+}
+
 // Failed says the pod's in-place update failed (the controller said so on
 // its Gate condition): the pod is to be replaced.
 func Failed(pod *corev1.Pod) bool {
@@ -85,16 +95,20 @@ const (
 	// StepMarkReady: set the Gate condition True; the pod was just created
 	// (no condition yet) or runs its new template.
 	StepMarkReady
-	// StepPatch: write the new images (pod patch) and resources (resize):
-	// the pod has left Service endpoints (not Ready).
+	// StepPatch: write the new images with the target revision's labels
+	// and the template's label and annotation changes (one pod patch), and
+	// the new resources (pods/resize): the pod has left Service endpoints
+	// (not Ready).
 	StepPatch
 	// StepFail: mark the update failed (Gate False, ReasonFailed, with
 	// Why); the planner then replaces the pod.
 	StepFail
 )
 
-// Next is the next step of pod, a pod of the update revision, whose
-// template is target. The pod must keep its containers' spec and status as
+// Next is the next step of pod towards target, the template of the
+// revision it is to run: the update revision's for a pod of it or on its
+// way to it (UnderWay), its own revision's otherwise (an update that is
+// not to go on ends where it stands: Ready again, or failed). The pod must keep its containers' spec and status as
 // the API returns them (images, resources, readiness). Started is when the
 // update began (the Gate condition's transition); an update not done
 // within timeout fails, as does a resize the kubelet reports Infeasible.
@@ -113,7 +127,7 @@ func Next(pod *corev1.Pod, target *corev1.PodTemplateSpec, now time.Time, timeou
 	if r := podCondition(pod, corev1.PodResizePending); r != nil && r.Reason == corev1.PodReasonInfeasible {
 		return StepFail, "the kubelet refused the resize as Infeasible: " + r.Message
 	}
-	specDone := specMatches(pod, target)
+	specDone := SpecMatches(pod, target)
 	switch {
 	case !specDone && podReady(pod):
 		// Still in Service endpoints: the kubelet has not yet seen the gate.
@@ -139,9 +153,9 @@ func waitingFor(pod *corev1.Pod, specDone bool) string {
 	return "its containers did not report the new images and resources and become ready"
 }
 
-// specMatches says the pod's containers have the target's images and
+// SpecMatches says the pod's containers have the target's images and
 // resources.
-func specMatches(pod *corev1.Pod, target *corev1.PodTemplateSpec) bool {
+func SpecMatches(pod *corev1.Pod, target *corev1.PodTemplateSpec) bool {
 	return containersMatch(pod.Spec.Containers, target.Spec.Containers) &&
 		containersMatch(pod.Spec.InitContainers, target.Spec.InitContainers)
 }

@@ -144,6 +144,7 @@ func join(lists ...[]*corev1.Pod) []*corev1.Pod { return slices.Concat(lists...)
 
 // describe renders a plan compactly for failure messages.
 func describe(p Plan) string {
-	return fmt.Sprintf("create=%v delete=%v evict=%v inPlace=%v requeue=%v reason=%s sizedFor=%+v record=%v recordFirst=%v",
-		p.Create, names(p.Delete), names(p.Evict), names(p.UpdateInPlace), p.RequeueAfter, p.Reason, p.SizedFor, p.RecordSize, p.RecordFirst)
+	return fmt.Sprintf("create=%v delete=%v evict=%v inPlace=%v moving=%v requeue=%v reason=%s sizedFor=%+v record=%v recordFirst=%v",
+		p.Create, names(p.Delete), names(p.Evict), names(p.UpdateInPlace), names(p.MovingInPlace), p.RequeueAfter, p.Reason, p.SizedFor,
+		p.RecordSize, p.RecordFirst)
 }

@@ -22,9 +22,26 @@ import (
 // updated side's share). A pod whose in-place update failed
 // (inplace.Failed) is replaced as a specified-delete pod is.
 //
+// A start is one write, the pod's gate False; the pod keeps the labels of
+// its old revision until the controller's next write to it, the spec
+// patch that carries the new images and the new revision's labels at once
+// (so its labels say what it runs at every moment). Between the two, the
+// pod is on its way (underWay): newPodSet puts it on the updated side,
+// where it counts as an update-revision pod that is not available. So it
+// is not started again, it is not removed as an "unavailable old pod
+// first", no surge pod is created for it, and it holds back further
+// starts and removals as any unavailable updated pod does. If the update
+// revision changes meanwhile, it is on its way to the new one as long as
+// its revision can reach that one in place; otherwise it is an old pod
+// again, and the controller ends its update where it stands (the gate
+// True again, nothing restarted) unless the step removes it. Paused, no
+// pod is on its way: an update begun ends the same way (the pod's spec
+// was not touched), and the rollout goes on from there once resumed.
+//
 // planRolling asks this file three things: which leaving pods move
 // (splitLeaving), how many surge pods moving needs (inPlaceSurge), and
-// which moves start within the budget (startInPlace).
+// which moves start within the budget (startInPlace); newPodSet asks a
+// fourth, which old pods are already on their way (underWay).
 
 // splitLeaving splits the old pods leaving their side into those that move
 // in place and those replaced by new pods.
@@ -64,6 +81,16 @@ func (r *remover) startInPlace(moving []*corev1.Pod, n int) []*corev1.Pod {
 // revision is one Input.InPlace lists and it carries the readiness gate.
 func (s podSet) movable(pod *corev1.Pod) bool {
 	return s.inPlace[revisionOf(pod)] && inplace.HasGate(pod)
+}
+
+// underWay says an old pod is on its way to the update revision in place:
+// its update began (inplace.UnderWay: the gate False, reason
+// InPlaceUpdate, not yet failed) and its revision can reach the update
+// revision in place (movable; never while paused or under Recreate, when
+// s.inPlace is nil). Its next write is the spec patch to the update
+// revision (Plan.MovingInPlace).
+func (s podSet) underWay(pod *corev1.Pod) bool {
+	return s.movable(pod) && inplace.UnderWay(pod)
 }
 
 // leavingOrder is the order in which old pods leave their side: rollingOrder

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,13 +19,22 @@ func gated(p *corev1.Pod) {
 		Type: appsv1beta1.InPlaceUpdateReadyCondition, Status: corev1.ConditionTrue, Reason: "Ready"})
 }
 
-// updatingInPlace puts a gated pod mid in-place update: relabelled to rev,
-// its gate condition False (and so not Ready once the kubelet saw it).
+// startedInPlace puts a gated pod where the controller's first write of
+// an in-place update leaves it: its gate condition False, its labels (and
+// spec) still those of its revision. Its Ready condition is as it was
+// until the kubelet sees the gate.
+func startedInPlace(p *corev1.Pod) {
+	gateCondition(p).Status = corev1.ConditionFalse
+	gateCondition(p).Reason = "InPlaceUpdate"
+}
+
+// updatingInPlace puts a gated pod where the spec patch of its in-place
+// update leaves it: relabelled to rev with its new images, its gate
+// condition still False (and so not Ready once the kubelet saw it).
 func updatingInPlace(rev string) podOpt {
 	return func(p *corev1.Pod) {
 		p.Labels[appsv1beta1.RevisionLabel] = rev
-		gateCondition(p).Status = corev1.ConditionFalse
-		gateCondition(p).Reason = "InPlaceUpdate"
+		startedInPlace(p)
 		notReady(p)
 	}
 }
@@ -37,42 +47,77 @@ func inPlaceFailed(p *corev1.Pod) {
 }
 
 // inPlaceKubelet plays, in the simulated cluster, the kubelet and the
-// controller's per-pod in-place steps: a pod whose update began (gate
-// False) leaves endpoints (not Ready) one step later; the next step its
-// container restarts on the new image and the controller sets the gate
-// True, unless fail says the update fails, then the gate says so; Ready
-// comes back through the readiness pattern, as for a new pod.
+// controller's per-pod in-place writes, as the controller orders them:
+// the plan's UpdateInPlace get their gate False (the start, one write),
+// and nothing else; the kubelet sees the gate one step later (the pod
+// leaves endpoints, not Ready); then, planned with the next plan, each
+// pod the plan says is on its way (Plan.MovingInPlace) gets its one spec
+// patch, which relabels it to the update revision; the step after, its
+// gate goes True (the kubelet runs the new template), or the update fails
+// if fail says so. A pod started and not on its way (paused, a target
+// it cannot reach in place, a rollback to its own revision) ends where it
+// stands: gate True, nothing patched. failEarly fails an update before its
+// patch (a pod that never leaves endpoints, timed out), its labels still
+// the old revision's. Ready comes back through the readiness pattern, as
+// for a new pod.
 type inPlaceKubelet struct {
-	c       *cluster
-	fail    func(*corev1.Pod) bool
-	started map[*corev1.Pod]int // step the update began
-	failed  int
+	c               *cluster
+	fail, failEarly func(*corev1.Pod) bool
+	started         map[*corev1.Pod]int // the plan's step that began the update
+	starts, patches int
+	failed          int
 }
 
 func (k *inPlaceKubelet) reconcile(in Input) Plan {
 	k.c.t.Helper()
+	step := k.c.step
 	for pod, at := range k.started {
-		cond := gateCondition(pod)
-		switch {
-		case pod.DeletionTimestamp != nil:
+		if step == at+1 {
+			notReady(pod) // the kubelet saw the gate False
+		}
+	}
+	p := k.c.reconcile(in)
+	moving, removed := map[*corev1.Pod]bool{}, map[*corev1.Pod]bool{}
+	for _, pod := range p.MovingInPlace {
+		moving[pod] = true
+	}
+	for _, pod := range slices.Concat(p.Delete, p.Evict) {
+		removed[pod] = true
+	}
+	// The in-place steps the controller plans with p (every pod here began
+	// before p was planned, and is out of endpoints).
+	for pod := range k.started {
+		if removed[pod] || pod.DeletionTimestamp != nil {
 			delete(k.started, pod)
-		case k.c.step == at+1:
-			notReady(pod)
-		case k.c.step >= at+2 && k.fail != nil && k.fail(pod):
+			continue
+		}
+		cond := gateCondition(pod)
+		target := revisionOf(pod)
+		if moving[pod] {
+			target = in.UpdateRevision
+		}
+		switch {
+		case k.failEarly != nil && k.failEarly(pod) && revisionOf(pod) != target:
 			cond.Reason = "InPlaceUpdateFailed"
 			k.failed++
 			delete(k.started, pod)
-		case k.c.step >= at+2:
+		case revisionOf(pod) != target:
+			pod.Labels[appsv1beta1.RevisionLabel] = target // with the images, one write
+			k.patches++
+		case k.fail != nil && k.fail(pod):
+			cond.Reason = "InPlaceUpdateFailed"
+			k.failed++
+			delete(k.started, pod)
+		default:
 			cond.Status, cond.Reason = corev1.ConditionTrue, "Ready"
 			delete(k.started, pod)
 		}
 	}
-	p := k.c.reconcile(in)
+	k.starts += len(p.UpdateInPlace)
 	for _, pod := range p.UpdateInPlace {
-		pod.Labels[appsv1beta1.RevisionLabel] = in.UpdateRevision
 		cond := gateCondition(pod)
 		cond.Status, cond.Reason, cond.LastTransitionTime = corev1.ConditionFalse, "InPlaceUpdate", metav1.NewTime(k.c.now)
-		k.started[pod] = k.c.step
+		k.started[pod] = step
 	}
 	return p
 }
@@ -118,6 +163,14 @@ func TestInPlaceSimulation(t *testing.T) {
 						if unavailable > 0 && c.created != created {
 							t.Fatalf("%d pods created; an in-place rollout with maxUnavailable %d creates none", c.created-created, unavailable)
 						}
+						// Each start is followed by exactly one spec patch:
+						// a pod on its way is never started again. (With
+						// maxUnavailable 0 the surge pod's room is given
+						// back by removing the surplus updated pod, which
+						// may be the last one on its way: fewer patches.)
+						if k.patches > k.starts || unavailable > 0 && k.patches != k.starts {
+							t.Fatalf("%d in-place starts, %d spec patches; want one patch a start", k.starts, k.patches)
+						}
 					})
 				}
 			}
@@ -162,8 +215,8 @@ func surgeIfNoUnavailable(surge, unavailable int32) int32 {
 
 // TestInPlaceFallbackSimulation rolls where in-place is only partly
 // possible: pods created before the mode have no gate and are replaced
-// within maxSurge, and some in-place updates fail and those pods are
-// replaced. The surge and availability bounds hold throughout, it
+// within maxSurge, and some in-place updates fail (half before their spec
+// patch, still labelled old, half after it) and those pods are replaced. The surge and availability bounds hold throughout, it
 // converges, and only the pods that had to be replaced were.
 func TestInPlaceFallbackSimulation(t *testing.T) {
 	for _, replicas := range []int32{2, 5, 10} {
@@ -183,13 +236,18 @@ func TestInPlaceFallbackSimulation(t *testing.T) {
 						}
 						gated(p)
 					}
-					failing := map[string]bool{}
+					// Half of the failing pods fail before their spec
+					// patch (still labelled old), half after it.
+					failing, early := map[string]bool{}, map[string]bool{}
 					for i, p := range c.pods {
 						if i%4 == 1 && hasGate(p) {
 							failing[p.Name] = true
+							early[p.Name] = i%8 == 1
 						}
 					}
-					k := &inPlaceKubelet{c: c, started: map[*corev1.Pod]int{}, fail: func(p *corev1.Pod) bool { return failing[p.Name] }}
+					k := &inPlaceKubelet{c: c, started: map[*corev1.Pod]int{},
+						fail:      func(p *corev1.Pod) bool { return failing[p.Name] },
+						failEarly: func(p *corev1.Pod) bool { return early[p.Name] }}
 					created := c.created
 					in := Input{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, MinReadySeconds: 5,
 						UpdateRevision: revNew, CurrentRevision: revOld, Revisions: []string{revOld}, InPlace: []string{revOld}}
@@ -214,6 +272,61 @@ func TestInPlaceFallbackSimulation(t *testing.T) {
 						t.Fatalf("%d in-place updates failed, want %d", k.failed, len(failing))
 					}
 				})
+			}
+		}
+	}
+}
+
+// TestInPlaceRetargetSimulation changes the update revision while pods are
+// on their way in place: to a revision both old ones reach in place (every
+// pod still moves, a pod not yet patched straight to the newest, and none
+// is created or removed), or to one the oldest cannot reach (its pods on
+// their way are old pods again: ended where they stand, or replaced).
+// The surge and availability bounds hold throughout and it converges.
+func TestInPlaceRetargetSimulation(t *testing.T) {
+	const revNewer = "app-newer"
+	for _, replicas := range []int32{3, 10} {
+		for _, f := range fences {
+			for _, ready := range readinessPatterns[:2] {
+				for _, reachable := range []bool{true, false} {
+					t.Run(fmt.Sprintf("replicas=%d/fence=%s/%s/reachable=%v", replicas, f, ready.name, reachable), func(t *testing.T) {
+						surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
+						if err != nil {
+							t.Fatal(err)
+						}
+						c := newCluster(t, ready, int(replicas), revOld)
+						for _, p := range c.pods {
+							gated(p)
+						}
+						k := &inPlaceKubelet{c: c, started: map[*corev1.Pod]int{}}
+						in := Input{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, MinReadySeconds: 5,
+							UpdateRevision: revNew, CurrentRevision: revOld, Revisions: []string{revOld}, InPlace: []string{revOld}}
+						b := newBounds(in)
+						for range 3 { // under way: some pods started, some patched
+							b.check(t, c, in)
+							k.reconcile(in)
+						}
+						created := c.created
+						in.UpdateRevision, in.Revisions, in.InPlace = revNewer, []string{revOld, revNew}, []string{revOld, revNew}
+						if !reachable {
+							in.InPlace = []string{revNew}
+						}
+						for !c.converged(in) {
+							if c.step > stepBudget(in.Replicas) {
+								t.Fatalf("no convergence after %d steps: %+v", c.step, Count(c.pods, in.UpdateRevision, in.MinReadySeconds, c.now))
+							}
+							b.check(t, c, in)
+							p := k.reconcile(in)
+							if reachable && unavailable > 0 && (p.Removes() > 0 || len(p.Create) > 0) {
+								t.Fatalf("step %d: every pod can move in place, yet the plan creates or removes: %s", c.step, describe(p))
+							}
+						}
+						assertSettled(t, c, in)
+						if reachable && unavailable > 0 && c.created != created {
+							t.Fatalf("%d pods created; every pod could move in place", c.created-created)
+						}
+					})
+				}
 			}
 		}
 	}

@@ -22,15 +22,64 @@ func TestComputeInPlace(t *testing.T) {
 			in:          inPlaceInput(10, 3, 1, pods("old", revOld, 10, gated)),
 			wantInPlace: []string{"old-0"}, wantReason: ReasonRollingUpdate,
 		},
+		// The start is the gate alone: until its spec patch the pod keeps
+		// its old labels, and is on its way (MovingInPlace), an
+		// unavailable update-revision pod to the planner.
 		{
-			name:       "in place, maxUnavailable 1 of 10 (step 2/3): the moving pod is unavailable, the next waits",
+			name: "in place, maxUnavailable 1 of 10 (step 2/4): gate False, still labelled old: on its way, the next waits, none created",
+			in: inPlaceInput(10, 3, 1, pods("old", revOld, 10, gated)[1:],
+				pods("moving", revOld, 1, gated, startedInPlace)),
+			wantMoving: []string{"moving-0"}, wantReason: ReasonRollingUpdateWait,
+		},
+		{
+			name: "in place, maxUnavailable 1 of 10 (step 3/4): out of endpoints, still labelled old: not removed as an unavailable old pod",
+			in: inPlaceInput(10, 3, 1, pods("old", revOld, 10, gated)[1:],
+				pods("moving", revOld, 1, gated, startedInPlace, notReady)),
+			wantMoving: []string{"moving-0"}, wantReason: ReasonRollingUpdateWait,
+		},
+		{
+			name:       "in place, maxUnavailable 1 of 10 (step 4/4): patched (images and labels in one write), gate still False: the next waits",
 			in:         inPlaceInput(10, 3, 1, pods("old", revOld, 10, gated)[1:], pods("moved", revOld, 1, gated, updatingInPlace(revNew))),
 			wantReason: ReasonRollingUpdateWait,
 		},
 		{
-			name:        "in place, maxUnavailable 1 of 10 (step 3/3): the moved pod is available, the next moves",
+			name:        "in place, maxUnavailable 1 of 10 (done): the moved pod is available, the next moves",
 			in:          inPlaceInput(10, 3, 1, pods("old", revOld, 10, gated)[1:], pods("moved", revNew, 1, gated)),
 			wantInPlace: []string{"old-1"}, wantReason: ReasonRollingUpdate,
+		},
+		{
+			name: "in place, an unavailable old pod beside one on its way: the sick one moves within the budget, the other is not started again",
+			in: inPlaceInput(4, 1, 2, pods("old", revOld, 2, gated), pods("sick", revOld, 1, gated, notReady),
+				pods("moving", revOld, 1, gated, startedInPlace, notReady)),
+			wantInPlace: []string{"sick-0"}, wantMoving: []string{"moving-0"}, wantReason: ReasonRollingUpdate,
+		},
+		{
+			name: "in place, the update revision changed to one the pod's revision cannot reach in place: an old pod again, replaced first",
+			in: func() Input {
+				in := inPlaceInput(4, 1, 1, pods("old", revOld, 3, gated), pods("moving", revOld, 1, gated, startedInPlace, notReady))
+				in.InPlace = nil
+				return in
+			}(),
+			wantCreate: 1, wantDelete: []string{"moving-0"}, wantReason: ReasonRollingUpdate,
+		},
+		{
+			name: "in place, paused with a pod on its way: no rolling step, so not on its way (the controller ends its update)",
+			in: func() Input {
+				in := inPlaceInput(4, 1, 1, pods("old", revOld, 3, gated), pods("moving", revOld, 1, gated, startedInPlace, notReady))
+				in.Paused = true
+				return in
+			}(),
+			wantReason: ReasonPaused,
+		},
+		{
+			name: "in place, a scale-down mid-rollout: the pod on its way counts as updated, the surplus comes off the old side",
+			in: func() Input {
+				in := inPlaceInput(2, 1, 1, pods("old", revOld, 3, gated), pods("moving", revOld, 1, gated, startedInPlace, notReady))
+				in.SizedFor = &Size{Replicas: 4, MaxReplicas: 5}
+				return in
+			}(),
+			wantDelete: []string{"old-0"}, wantMoving: []string{"moving-0"}, wantReason: ReasonProportionalScaleDown,
+			wantSizedFor: &Size{Replicas: 2, MaxReplicas: 3}, wantRecord: true,
 		},
 		// Found by the chaos suite: a scale-up (not recorded: one revision)
 		// then an image change; the record written with the new revision

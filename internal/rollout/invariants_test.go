@@ -16,7 +16,8 @@ type observed struct {
 	replicas, maxSurge, minAvailable int
 	active, updated, old             int
 	available, updatedAvailable      int
-	revisions                        map[string]int  // active pods per revision
+	revisions                        map[string]int  // active pods per revision, moving ones (below) the update revision's
+	labels                           map[string]bool // the revisions active pods are labelled with
 	creatable                        map[string]bool // revisions pods may be created from
 	recreate, saturated              bool
 	maxBurst                         int
@@ -31,6 +32,11 @@ type observed struct {
 	// movable are the active unlabelled old pods that can move in place
 	// (their revision in Input.InPlace, the gate on them).
 	movable map[*corev1.Pod]bool
+	// moving are the active pods labelled with an old revision whose
+	// in-place update began and may go on (a rolling step, their revision
+	// in Input.InPlace, the gate False with reason InPlaceUpdate): they
+	// count as update-revision pods.
+	moving map[*corev1.Pod]bool
 }
 
 // hasGate and failedInPlace read the in-place readiness gate and its
@@ -58,9 +64,17 @@ func failedInPlace(p *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "InPlaceUpdateFailed"
 }
 
+// movingInPlace says an old-labelled pod is on its way to the update
+// revision in place, read from the input directly.
+func movingInPlace(in Input, p *corev1.Pod) bool {
+	c := gateCondition(p)
+	return !in.Paused && in.Strategy != Recreate && revisionOf(p) != in.UpdateRevision && hasGate(p) &&
+		slices.Contains(in.InPlace, revisionOf(p)) && c != nil && c.Status == corev1.ConditionFalse && c.Reason == "InPlaceUpdate"
+}
+
 func observe(in Input) observed {
-	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{}, labelled: map[*corev1.Pod]bool{},
-		movable:   map[*corev1.Pod]bool{},
+	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{}, labels: map[string]bool{}, labelled: map[*corev1.Pod]bool{},
+		movable: map[*corev1.Pod]bool{}, moving: map[*corev1.Pod]bool{},
 		creatable: map[string]bool{in.UpdateRevision: true}, recreate: in.Strategy == Recreate, maxBurst: int(in.MaxBurst)}
 	if o.maxBurst <= 0 {
 		o.maxBurst = DefaultMaxBurst
@@ -86,12 +100,21 @@ func observe(in Input) observed {
 		if !isNew && !done {
 			o.oldUnfinished++
 		}
+		if !done && !gone && movingInPlace(in, p) {
+			isNew = true
+			o.moving[p] = true
+		}
 		switch {
 		case done && !gone:
 			o.finished[p] = true
 		case !done && !gone:
 			o.active++
-			o.revisions[revisionOf(p)]++
+			o.labels[revisionOf(p)] = true
+			if isNew {
+				o.revisions[in.UpdateRevision]++
+			} else {
+				o.revisions[revisionOf(p)]++
+			}
 			if isNew && IsAvailable(p, in.MinReadySeconds, in.Now) {
 				o.updatedAvailable++
 			}
@@ -251,6 +274,15 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			inPlaceAvailable++
 		}
 	}
+	// MovingInPlace: exactly the pods on their way in place.
+	if len(p.MovingInPlace) != len(o.moving) {
+		t.Fatalf("MovingInPlace has %d pods, %d are on their way in place: %s", len(p.MovingInPlace), len(o.moving), describe(p))
+	}
+	for _, m := range p.MovingInPlace {
+		if !o.moving[m] {
+			t.Fatalf("MovingInPlace has pod %q, not on its way in place: %s", m.Name, describe(p))
+		}
+	}
 	if len(p.UpdateInPlace) > o.maxBurst {
 		t.Fatalf("more than MaxBurst=%d in-place updates: %s", o.maxBurst, describe(p))
 	}
@@ -264,7 +296,7 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 	if p.RecordSize && !changed {
 		t.Fatalf("RecordSize without a change from %+v: %s", in.SizedFor, describe(p))
 	}
-	if len(o.revisions) > 1 && changed && !p.RecordSize {
+	if len(o.labels) > 1 && changed && !p.RecordSize {
 		t.Fatalf("several revisions run and SizedFor changed from %+v, yet RecordSize is false: %s", in.SizedFor, describe(p))
 	}
 	if !cut && p.SizedFor != sized {

@@ -88,7 +88,8 @@ type Input struct {
 	// with inplace.Diff); nil when every pod is to be replaced. A pod of
 	// one of them that carries the in-place readiness gate
 	// (inplace.HasGate) is updated in place by a RollingUpdate instead of
-	// being replaced.
+	// being replaced; one whose update is under way (inplace.UnderWay)
+	// counts as on its way to UpdateRevision (Plan.MovingInPlace).
 	InPlace []string
 	// Pods are all pods the MyDeployment owns, including terminating ones
 	// (DeletionTimestamp set) and finished ones (phase Succeeded/Failed).
@@ -117,7 +118,8 @@ type Plan struct {
 	Create []Creation
 	// Delete lists the pods to delete now, in this order, each at most once,
 	// each taken from Input.Pods and none already terminating: finished pods
-	// first, then old-revision pods, then update-revision pods.
+	// first, then old-revision pods, then update-revision pods (with those
+	// in MovingInPlace).
 	Delete []*corev1.Pod
 	// Evict lists, only when Input.RespectPDB, the pods a rollout step or a
 	// specified delete replaces, to remove through the Eviction API (in the
@@ -126,8 +128,16 @@ type Plan struct {
 	// RespectPDB, Evict is empty and those pods are in Delete.
 	Evict []*corev1.Pod
 	// UpdateInPlace lists the pods to move to UpdateRevision in place now
-	// (Input.InPlace), each at most once, none in Delete or Evict.
+	// (Input.InPlace), each at most once, none in Delete or Evict: the
+	// caller sets their gate False, and nothing else yet.
 	UpdateInPlace []*corev1.Pod
+	// MovingInPlace lists the old-revision pods on their way to
+	// UpdateRevision in place (their update began, see inplace.go): the
+	// planner counts them as update-revision pods, not available, and the
+	// caller's next write to each is the patch to UpdateRevision. A scale
+	// or a raised partition may remove some (they are then in Delete or
+	// Evict too). Empty while paused: an update begun is not to go on.
+	MovingInPlace []*corev1.Pod
 	// SizedFor is what the pods are sized for once the plan is carried out:
 	// the caller records it and passes it back as Input.SizedFor.
 	SizedFor Size
@@ -230,8 +240,9 @@ func Compute(in Input) Plan {
 	p.Delete = slices.Concat(s.finished, p.Delete)
 	p = p.cut(l.maxBurst)
 	if !in.RespectPDB {
-		p.Delete, p.Evict = mergeRemovals(p.Delete, p.Evict, s.update), nil
+		p.Delete, p.Evict = mergeRemovals(p.Delete, p.Evict, s.isOld), nil
 	}
+	p.MovingInPlace = s.moving
 	p.SizedFor = l.size()
 	if sized != nil {
 		p.SizedFor = *sized

@@ -19,8 +19,9 @@ type planCase struct {
 	wantCreations []Creation
 	wantDelete    []string
 	wantEvict     []string
-	// wantInPlace are the pods to update in place.
-	wantInPlace []string
+	// wantInPlace are the pods to update in place, wantMoving the old
+	// pods the plan says are on their way there (Plan.MovingInPlace).
+	wantInPlace, wantMoving []string
 	// wantSizedFor, when set, is the plan's SizedFor, wantRecord its
 	// RecordSize and wantRecordFirst its RecordFirst.
 	wantSizedFor    *Size
@@ -48,9 +49,10 @@ func runPlanCases(t *testing.T, cases []planCase) {
 			}
 			if !slices.Equal(got.Create, wantCreations) || !slices.Equal(names(got.Delete), tc.wantDelete) ||
 				!slices.Equal(names(got.Evict), tc.wantEvict) || !slices.Equal(names(got.UpdateInPlace), tc.wantInPlace) ||
+				!slices.Equal(names(got.MovingInPlace), tc.wantMoving) ||
 				got.Reason != tc.wantReason || got.RequeueAfter != tc.wantRequeue {
-				t.Fatalf("got  %s\nwant create=%v delete=%v evict=%v inPlace=%v requeue=%v reason=%s",
-					describe(got), wantCreations, tc.wantDelete, tc.wantEvict, tc.wantInPlace, tc.wantRequeue, tc.wantReason)
+				t.Fatalf("got  %s\nwant create=%v delete=%v evict=%v inPlace=%v moving=%v requeue=%v reason=%s",
+					describe(got), wantCreations, tc.wantDelete, tc.wantEvict, tc.wantInPlace, tc.wantMoving, tc.wantRequeue, tc.wantReason)
 			}
 			if tc.wantSizedFor != nil && (got.SizedFor != *tc.wantSizedFor || got.RecordSize != tc.wantRecord || got.RecordFirst != tc.wantRecordFirst) {
 				t.Fatalf("got  %s\nwant sizedFor=%+v record=%v recordFirst=%v", describe(got), *tc.wantSizedFor, tc.wantRecord, tc.wantRecordFirst)

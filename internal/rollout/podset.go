@@ -31,8 +31,12 @@ type podSet struct {
 	// whose in-place update failed).
 	specified int
 	// inPlace are the old revisions whose pods (with the gate) move to the
-	// update revision in place.
+	// update revision in place; nil when no rolling step may move them
+	// (paused, Recreate).
 	inPlace map[string]bool
+	// moving are the old-revision pods whose in-place update is under way
+	// (underWay): in updated, not in old.
+	moving []*corev1.Pod
 	// held is how many old-revision pods the partition holds (see
 	// heldTarget): 0 without a partition; current is the revision they
 	// converge on, currentCreatable whether pods of it can be created.
@@ -58,7 +62,7 @@ func newPodSet(in Input) podSet {
 		s.age[name] = i + 1
 	}
 	s.age[in.UpdateRevision] = len(in.Revisions) + 1
-	if len(in.InPlace) > 0 {
+	if len(in.InPlace) > 0 && !in.Paused && in.Strategy != Recreate {
 		s.inPlace = make(map[string]bool, len(in.InPlace))
 		for _, name := range in.InPlace {
 			s.inPlace[name] = name != in.UpdateRevision
@@ -75,6 +79,10 @@ func newPodSet(in Input) podSet {
 			s.specified++
 		}
 		switch {
+		case isActive(pod) && isOld && s.underWay(pod):
+			s.updated = append(s.updated, pod)
+			s.moving = append(s.moving, pod)
+			s.oldUnfinished++
 		case isActive(pod) && isOld:
 			s.old = append(s.old, pod)
 			s.oldUnfinished++
@@ -103,17 +111,25 @@ func (s podSet) active() int {
 	return len(s.updated) + len(s.old)
 }
 
-// severalRevisions reports whether active pods are of more than one
-// revision, without a pass over all pods in the usual cases.
+// severalRevisions reports whether active pods are labelled with more than
+// one revision (pods moving in place still carry their old one), without a
+// pass over all pods in the usual cases.
 func (s podSet) severalRevisions() bool {
+	labelledOld := slices.Concat(s.old, s.moving)
 	switch {
-	case len(s.old) == 0:
+	case len(labelledOld) == 0:
 		return false
-	case len(s.updated) > 0:
+	case len(s.updated) > len(s.moving):
 		return true
 	}
-	first := revisionOf(s.old[0])
-	return slices.ContainsFunc(s.old[1:], func(pod *corev1.Pod) bool { return revisionOf(pod) != first })
+	first := revisionOf(labelledOld[0])
+	return slices.ContainsFunc(labelledOld[1:], func(pod *corev1.Pod) bool { return revisionOf(pod) != first })
+}
+
+// isOld says an active pod is on the old side: of another revision than
+// the update revision, and not moving to it in place.
+func (s podSet) isOld(pod *corev1.Pod) bool {
+	return revisionOf(pod) != s.update && !s.underWay(pod)
 }
 
 // revisionPods are the active pods of one revision: a Deployment's ReplicaSet.
@@ -125,12 +141,16 @@ type revisionPods struct {
 	creatable bool
 }
 
-// byRevision groups the active pods by revision, newest revision first.
+// byRevision groups the active pods by revision, newest revision first;
+// pods moving in place count as the update revision's.
 func (s podSet) byRevision() []revisionPods {
 	index := make(map[string]int)
 	var groups []revisionPods
-	for _, pod := range slices.Concat(s.updated, s.old) {
+	for i, pod := range slices.Concat(s.updated, s.old) {
 		name := revisionOf(pod)
+		if i < len(s.updated) {
+			name = s.update
+		}
 		i, ok := index[name]
 		if !ok {
 			age, known := s.age[name]

@@ -133,9 +133,10 @@ func (s podSet) unavailable(pods []*corev1.Pod) int {
 }
 
 // mergeRemovals is Delete and Evict as one Delete list for a plan that
-// does not respect budgets: finished pods, then old-revision pods, then
-// update-revision pods, deletions before evictions within each.
-func mergeRemovals(del, evict []*corev1.Pod, update string) []*corev1.Pod {
+// does not respect budgets: finished pods, then old pods (isOld), then
+// update-revision pods (and pods moving to it in place), deletions before
+// evictions within each.
+func mergeRemovals(del, evict []*corev1.Pod, isOld func(*corev1.Pod) bool) []*corev1.Pod {
 	if len(evict) == 0 {
 		return del
 	}
@@ -143,7 +144,7 @@ func mergeRemovals(del, evict []*corev1.Pod, update string) []*corev1.Pod {
 		switch {
 		case isFinished(p):
 			return 0
-		case revisionOf(p) != update:
+		case isOld(p):
 			return 1
 		default:
 			return 2
