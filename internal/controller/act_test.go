@@ -122,12 +122,8 @@ func (c *clusterPods) SetGate(_ context.Context, _ *appsv1beta1.MyDeployment, po
 	return nil
 }
 
-func (c *clusterPods) Relabel(_ context.Context, _ *appsv1beta1.MyDeployment, pod *corev1.Pod, _ *appsv1.ControllerRevision, _ *inplace.Change) error {
-	c.log.add("relabel", pod.Name)
-	return nil
-}
-
-func (c *clusterPods) UpdateInPlace(_ context.Context, _ *appsv1beta1.MyDeployment, pod *corev1.Pod, _ *corev1.PodTemplateSpec) error {
+func (c *clusterPods) UpdateInPlace(_ context.Context, _ *appsv1beta1.MyDeployment, pod *corev1.Pod, _ *appsv1.ControllerRevision,
+	_ *corev1.PodTemplateSpec, _ *inplace.Change) error {
 	c.log.add("update", pod.Name)
 	return nil
 }
@@ -223,7 +219,7 @@ func expectedWrites(md *appsv1beta1.MyDeployment, c claimed, p syncPlan) [][]wri
 		evicts = append(evicts, write{"evict", pod.Name})
 	}
 	for _, pod := range p.UpdateInPlace {
-		starts = append(starts, write{"gateFalse", pod.Name}, write{"relabel", pod.Name})
+		starts = append(starts, write{"gateFalse", pod.Name})
 	}
 	for _, c := range p.Create {
 		for range c.Count {

@@ -17,7 +17,10 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
@@ -60,6 +63,14 @@ func (l lostReplies) Delete(ctx context.Context, owner *appsv1beta1.MyDeployment
 		return err
 	}
 	return apierrors.NewServerTimeout(corev1.Resource("pods"), "delete", 1)
+}
+
+func (l lostReplies) UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision,
+	target *corev1.PodTemplateSpec, change *inplace.Change) error {
+	if err := l.Interface.UpdateInPlace(ctx, owner, pod, rev, target, change); err != nil {
+		return err
+	}
+	return apierrors.NewServerTimeout(corev1.Resource("pods"), "patch", 1)
 }
 
 // refusedCreates makes the API server refuse every pod create.
@@ -196,6 +207,43 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		Expect(r.act(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
 		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the deleted pod must not plan another delete")
+	})
+
+	// Issue 31: the spec patch of an in-place update is written once; a
+	// sync whose cache does not show it yet must not write it again, also
+	// when its reply was lost.
+	It("waits for the cache after an in-place patch whose reply was lost, instead of patching again", func() {
+		md := newMD(ns, "lostpatch", 0, "nginx:1.27")
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(func() []appsv1.ControllerRevision { return revisionsOf(md) }, timeout, interval).Should(HaveLen(1))
+		stopManager()
+		defer startManager()
+		md, rev := get(md), revisionsOf(md)[0]
+		r := &MyDeploymentReconciler{APIReader: k8sClient, Metrics: metrics.NewRecorder(),
+			Pods: lostReplies{&podcontrol.Real{Client: k8sClient}}}
+		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now()}
+		template := md.Spec.Template.DeepCopy()
+		inplace.WithGate(&template.Spec)
+		pod, err := (&podcontrol.Real{Client: k8sClient}).Create(ctx, md, template, &rev)
+		Expect(err).NotTo(HaveOccurred())
+		// The next revision: a new image, and a label of the template.
+		next := rev.DeepCopy()
+		next.Name, next.Labels = "lostpatch-next", map[string]string{revision.HashLabel: "next"}
+		target := template.DeepCopy()
+		target.Spec.Containers[0].Image, target.Labels["tier"] = "nginx:1.28", "web"
+		tier := "web"
+		step := inPlaceStep{pod: pod, rev: next, target: target, step: inplace.StepPatch,
+			change: &inplace.Change{Labels: map[string]*string{"tier": &tier}}}
+
+		Expect(r.writeInPlaceSteps(ctx, s, []inPlaceStep{step})).To(MatchError(ContainSubstring("could not be completed at this time")))
+		fresh := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), fresh)).To(Succeed())
+		Expect(fresh.Spec.Containers[0].Image).To(Equal("nginx:1.28"), "the patch took effect")
+		Expect(fresh.Labels).To(HaveKeyWithValue(appsv1beta1.RevisionLabel, "lostpatch-next"), "labels and images in one write")
+		Expect(fresh.Labels).To(HaveKeyWithValue(appsv1beta1.PodTemplateHashLabel, "next"))
+		Expect(fresh.Labels).To(HaveKeyWithValue("tier", "web"))
+		Expect(s.obj.StepPending(pod, time.Now())).To(BeTrue(), "a cache still showing the pod unpatched must not patch it again")
+		Expect(s.obj.StepPending(fresh, time.Now())).To(BeFalse(), "and once it shows the patch, the next step is free")
 	})
 
 	It("returns either a result or an error, never both", func() {

@@ -144,8 +144,11 @@ func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope)
 }
 
 // beginInPlace starts the in-place updates the plan chose: each pod's gate
-// False, then the update revision's labels, expected in the cache before
-// the next plan.
+// False, its one write in this sync, expected in the cache before the next
+// plan. The pod keeps its labels (and spec) until its spec patch, a later
+// step: from the gate on, the planner counts it as on its way to the
+// update revision (rollout.Plan.MovingInPlace), so it is neither started
+// again nor replaced as an old pod, and no surge pod is made for it.
 func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) error {
 	pods := s.plan.UpdateInPlace
 	if len(pods) == 0 {
@@ -154,31 +157,18 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 	var errs []error
 	started := parallel(len(pods), func(i int) error {
 		pod := pods[i]
-		from := named(s.revisions, pod.Labels[appsv1beta1.RevisionLabel])
-		if from == nil {
-			return fmt.Errorf("updating pod %s in place: its revision is gone", pod.Name)
-		}
-		change, _, err := r.inPlace.diff(from, s.update)
-		if err != nil {
-			return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
-		}
 		// The gate first: the pod leaves Service endpoints before anything
 		// else changes. Once it is False (or may be: a lost reply that
-		// landed), the next plan must see the pod as unavailable, so it
-		// waits for the cache to show it so, even if the relabel fails.
-		started := func(p *corev1.Pod) bool {
-			return inplace.Updating(p) || p.Labels[appsv1beta1.RevisionLabel] == s.update.Name
-		}
-		err = r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
+		// landed), the next plan must see the pod on its way, so it waits
+		// for the cache to show it so.
+		err := r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
 			fmt.Sprintf("updating in place to revision %s", s.update.Name))
-		if err != nil && !(outcomeUnknown(err) && r.changedAfterAll(ctx, pod, started)) {
+		if err != nil && !(outcomeUnknown(err) && r.changedAfterAll(ctx, pod, inplace.Updating)) {
 			return err
 		}
-		s.obj.ExpectChange(pod.Name, started, s.now)
-		if err != nil {
-			return err
-		}
-		return r.Pods.Relabel(ctx, s.md, pod, s.update, change)
+		s.obj.ExpectChange(pod.Name, inplace.Updating, s.now)
+		s.obj.ForgetSteps(pod) // its last step, gate True, is no longer what the cache will show
+		return err
 	}, func(err error) { errs = append(errs, err) })
 	if started > 0 {
 		r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceStarted, started)
@@ -191,20 +181,70 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 // inPlaceStep is one step of an in-place update already under way, for
 // one pod: decided by planInPlaceSteps, written by writeInPlaceSteps.
 type inPlaceStep struct {
-	pod    *corev1.Pod
+	pod *corev1.Pod
+	// rev is the revision the pod is to run, target its template; change
+	// is the template's label and annotation change from the pod's own
+	// revision (nil when the pod carries rev's labels already).
 	rev    *appsv1.ControllerRevision
 	target *corev1.PodTemplateSpec
+	change *inplace.Change
 	step   inplace.Step
 	why    string
+	// ends says the step ends an update that is not to go on, where it
+	// stands: the pod runs its own revision, untouched (see
+	// planInPlaceSteps); not a completed update.
+	ends bool
+}
+
+// noteStep records a step written (err nil), or one whose reply was lost
+// but which the API server shows landed, until the cache shows it: the
+// syncs in between, planned from a cache without it, must not write it
+// again. A step that failed, or may not have landed, is not recorded: the
+// next sync writes it again, to the same effect.
+func (r *MyDeploymentReconciler) noteStep(ctx context.Context, s *scope, ps inPlaceStep, err error) {
+	if err == nil || outcomeUnknown(err) && r.changedAfterAll(ctx, ps.pod, ps.shown()) {
+		s.obj.StepWritten(ps.pod, ps.shown(), s.now)
+	}
+}
+
+// shown says whether a later state of the pod shows the step written: the
+// freshness record holds the step back until the cache does
+// (freshness.Record.StepPending).
+func (ps inPlaceStep) shown() func(*corev1.Pod) bool {
+	switch ps.step {
+	case inplace.StepMarkReady:
+		return func(p *corev1.Pod) bool {
+			c := inplace.Condition(p)
+			return c != nil && c.Status == corev1.ConditionTrue
+		}
+	case inplace.StepPatch:
+		name, target := ps.rev.Name, ps.target
+		return func(p *corev1.Pod) bool {
+			return p.Labels[appsv1beta1.RevisionLabel] == name && inplace.SpecMatches(p, target)
+		}
+	default:
+		return inplace.Failed
+	}
 }
 
 // planInPlaceSteps decides the next step (inplace.Next) of each gated pod
-// of the update revision, and marks any new pod's gate True: write the new
-// images and resources once the pod has left Service endpoints, mark it
-// True again once the kubelet runs them, mark it failed (to be replaced)
-// when the update was refused or took longer than the timeout. A step
-// written and not yet seen in the cache (StepPending) is not repeated. It
-// returns the steps and when the soonest unfinished update times out.
+// and marks any new pod's gate True. A pod of the update revision, or on
+// its way to it (p.MovingInPlace: an old pod whose gate went False), goes
+// towards the update revision: its spec patch once it has left Service
+// endpoints, one write carrying the new images, the update revision's
+// labels and the template's label and annotation changes (then the
+// resize, if resources change), its gate True once the kubelet runs them,
+// failed (to be replaced) when the update was refused or took longer than
+// the timeout. Labels so change with the spec, never before it: a pod's
+// revision label says what it runs at every moment. Any other pod goes
+// towards its own revision: an update begun that is not to go on (paused,
+// or the update revision changed to one its revision cannot reach in
+// place) ends where it stands, its gate True again once its containers are
+// ready, nothing restarted, since its spec was never touched; the planner
+// then treats it as any old pod (a replaced one is not stepped: the plan's
+// removals are left alone). A step written and not yet seen in the cache
+// (StepPending) is not repeated. It returns the steps and when the soonest
+// unfinished update times out.
 func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]inPlaceStep, time.Duration, error) {
 	timeout := r.InPlaceTimeout
 	if timeout <= 0 {
@@ -219,19 +259,27 @@ func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]i
 	for _, pod := range slices.Concat(p.UpdateInPlace, p.Delete, p.Evict) {
 		acted[pod] = true
 	}
+	moving := make(map[*corev1.Pod]bool, len(p.MovingInPlace))
+	for _, pod := range p.MovingInPlace {
+		moving[pod] = true
+	}
 	for _, pod := range s.pods {
 		if !inplace.HasGate(pod) || pod.DeletionTimestamp != nil || acted[pod] {
 			continue
 		}
-		if pod.Labels[appsv1beta1.RevisionLabel] != s.update.Name && inplace.Condition(pod) != nil && !s.md.Spec.Paused {
-			// An old pod's update is the planner's: moved again (a start
-			// whose relabel failed, a target that changed) or replaced.
-			// Only a new pod's gate is marked whatever its revision; while
-			// paused (no rollout step) an old pod's update is finished
-			// at its own revision rather than left unavailable.
-			continue
-		}
 		rev := named(s.revisions, pod.Labels[appsv1beta1.RevisionLabel])
+		var change *inplace.Change
+		if moving[pod] {
+			if rev == nil {
+				continue // its history is gone: the planner did not list it
+			}
+			var err error
+			if change, _, err = r.inPlace.diff(rev, s.update); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rev = s.update
+		}
 		if rev == nil {
 			continue
 		}
@@ -242,7 +290,8 @@ func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]i
 		}
 		step, why := inplace.Next(pod, target, s.now, timeout)
 		if step != inplace.StepNone && !s.obj.StepPending(pod, s.now) {
-			steps = append(steps, inPlaceStep{pod: pod, rev: rev, target: target, step: step, why: why})
+			ends := !moving[pod] && rev.Name != s.update.Name && inplace.UnderWay(pod)
+			steps = append(steps, inPlaceStep{pod: pod, rev: rev, target: target, change: change, step: step, why: why, ends: ends})
 		}
 		if c := inplace.Condition(pod); step != inplace.StepFail && c != nil && inplace.Updating(pod) && c.Reason != inplace.ReasonFailed {
 			if d := c.LastTransitionTime.Add(timeout).Sub(s.now); d > 0 && (after == 0 || d < after) {
@@ -255,7 +304,7 @@ func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]i
 
 // writeInPlaceSteps writes the steps planInPlaceSteps decided, all at once
 // (thousands of pods can be on their way in one sync); each written step
-// is recorded (StepWritten) until the cache shows the pod changed.
+// is recorded (StepWritten) until the cache shows it (inPlaceStep.shown).
 func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, s *scope, steps []inPlaceStep) error {
 	var errs []error
 	var mu sync.Mutex
@@ -266,26 +315,26 @@ func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, s *scope
 		switch ps.step {
 		case inplace.StepMarkReady:
 			err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionTrue, inplace.ReasonReady, "")
-			if err == nil && inplace.Condition(ps.pod) != nil {
+			if err == nil && ps.ends {
+				logf.FromContext(ctx).V(1).Info("in-place update ended where it stood", "pod", klog.KObj(ps.pod), "revision", ps.rev.Name)
+			} else if err == nil && inplace.Condition(ps.pod) != nil {
 				mu.Lock()
 				completed++
 				mu.Unlock()
 			}
 		case inplace.StepPatch:
-			if err = r.Pods.UpdateInPlace(ctx, s.md, ps.pod, ps.target); podcontrol.Refused(err) {
+			if err = r.Pods.UpdateInPlace(ctx, s.md, ps.pod, ps.rev, ps.target, ps.change); podcontrol.Refused(err) {
 				ps.step, ps.why = inplace.StepFail, "the API server refused it: "+err.Error()
 			}
 		}
 		if ps.step != inplace.StepFail {
-			if err == nil {
-				s.obj.StepWritten(ps.pod, s.now)
-			}
+			r.noteStep(ctx, s, ps, err)
 			return err
 		}
-		if err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.why); err != nil {
+		err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.why)
+		if r.noteStep(ctx, s, ps, err); err != nil {
 			return err
 		}
-		s.obj.StepWritten(ps.pod, s.now)
 		mu.Lock()
 		failed++
 		mu.Unlock()

@@ -136,12 +136,13 @@ func imagesOf(md *appsv1beta1.MyDeployment) []string {
 
 var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailure, Serial, func() {
 	var (
-		ns  string
-		rec *countingRecorder
+		ns     string
+		rec    *countingRecorder
+		writes = newPodWriteCounter()
 	)
 	BeforeAll(func() {
 		stopManager()
-		startManager(func(r *MyDeploymentReconciler) {
+		startManagerCounting(writes, func(r *MyDeploymentReconciler) {
 			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
 			r.Recorder = rec
 			r.InPlaceTimeout = 10 * time.Second
@@ -204,10 +205,102 @@ var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailu
 		Expect(created).To(Equal(10))
 	})
 
+	// Issue 31: the gate must go False before the container restarts and
+	// True after, and everything else a pod needs (the new images, the
+	// revision labels, the template's label and annotation changes) is one
+	// spec patch between them. Counted below the manager's clients, at its
+	// transport: what kube-apiserver receives.
+	It("moves each pod in place with exactly 3 writes for an image change: gate False, one spec patch, gate True", func() {
+		md, w, stop := inPlaceMD("writes")
+		defer stop()
+		before := uids(md)
+		created := writes.take(ns)
+		Expect(created[""]).To(HaveLen(10), "10 pods created: %v", created)
+		delete(created, "")
+		for name, got := range created {
+			Expect(got).To(Equal([]string{"PATCH status"}), "pod %s: created, then its gate True", name)
+		}
+
+		update(md, func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+			m.Spec.Template.Labels["tier"] = "web"
+			m.Spec.Template.Annotations = map[string]string{"example.com/note": "in place"}
+		})
+		complete(md)
+		Expect(uids(md)).To(Equal(before), "no pod was replaced")
+		violations, n := w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(n).To(Equal(10), "no pod created")
+
+		moved := writes.take(ns)
+		Expect(moved).NotTo(HaveKey(""), "no pod created")
+		Expect(moved).To(HaveLen(10), "every pod moved, each written to: %v", moved)
+		total := 0
+		for _, got := range moved {
+			total += len(got)
+		}
+		Expect(total).To(Equal(30), "3 writes for each of 10 pods: %v", moved)
+		for name, got := range moved {
+			Expect(got).To(Equal([]string{"PATCH status", "PATCH", "PATCH status"}),
+				"pod %s: gate False, one spec patch, gate True, and nothing else", name)
+		}
+		rev := get(md).Status.UpdateRevision
+		for _, p := range podsOf(md) {
+			Expect(p.Labels).To(HaveKeyWithValue(appsv1beta1.RevisionLabel, rev))
+			Expect(p.Labels).To(HaveKeyWithValue("tier", "web"))
+			Expect(p.Annotations).To(HaveKeyWithValue("example.com/note", "in place"))
+			Expect(p.Spec.Containers[0].Image).To(Equal("nginx:1.28"))
+		}
+	})
+
+	// A pod whose gate went False keeps its old labels and spec until its
+	// spec patch; paused, the rollout takes no step, so the update ends
+	// where it stands. Without a kubelet here the started pods never leave
+	// endpoints, so they are not patched before the pause.
+	It("ends, paused, the in-place updates begun and not yet patched: gate True, nothing restarted; resumed, they go on", func() {
+		md, _, stop := inPlaceMD("paused")
+		stop()
+		before := uids(md)
+		old := get(md).Status.UpdateRevision
+		writes.take(ns)
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		started := func() (n int) {
+			for _, p := range podsOf(md) {
+				if inplace.Updating(&p) {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(started, timeout, interval).Should(Equal(2), "maxUnavailable 2 pods started")
+		Consistently(imagesOf, time.Second, interval).WithArguments(md).Should(Equal([]string{"nginx:1.27"}),
+			"no patch while the pods are still in endpoints")
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Paused = true })
+		Eventually(started, timeout, interval).Should(BeZero(), "paused, the updates begun end")
+		for _, p := range podsOf(md) {
+			Expect(p.Labels).To(HaveKeyWithValue(appsv1beta1.RevisionLabel, old), "pod %s keeps its revision", p.Name)
+			Expect(p.Spec.Containers[0].Image).To(Equal("nginx:1.27"))
+			Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero())
+		}
+		ended := writes.take(ns)
+		Expect(ended).To(HaveLen(2), "only the two pods started were written: %v", ended)
+		for name, got := range ended {
+			Expect(got).To(Equal([]string{"PATCH status", "PATCH status"}), "pod %s: gate False, then True again", name)
+		}
+
+		stop = inPlaceKubelet(md, 100*time.Millisecond)
+		defer stop()
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Paused = false })
+		complete(md)
+		Expect(uids(md)).To(Equal(before), "no pod was replaced")
+		Expect(imagesOf(md)).To(Equal([]string{"nginx:1.28"}))
+	})
+
 	It("resizes in place through pods/resize: the same pods, their resources changed", func() {
 		md, w, stop := inPlaceMD("resize")
 		defer stop()
 		before := uids(md)
+		writes.take(ns) // the creates
 		more := resource.MustParse("300m")
 		update(md, func(m *appsv1beta1.MyDeployment) {
 			m.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("150m")
@@ -217,6 +310,13 @@ var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailu
 		Expect(uids(md)).To(Equal(before))
 		for _, p := range podsOf(md) {
 			Expect(p.Spec.Containers[0].Resources.Limits.Cpu().Equal(more)).To(BeTrue(), "pod %s: %v", p.Name, p.Spec.Containers[0].Resources)
+		}
+		// The resize adds its pods/resize call and nothing else: the spec
+		// patch carries the revision labels.
+		for name, got := range writes.take(ns) {
+			Expect(name).NotTo(BeEmpty(), "no pod created")
+			Expect(got).To(HaveExactElements("PATCH status", "PATCH", "PATCH resize", "PATCH status"),
+				"pod %s: gate False, the labels, the resize, gate True", name)
 		}
 		violations, created := w.result()
 		Expect(violations).To(BeEmpty())

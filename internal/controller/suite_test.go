@@ -115,6 +115,23 @@ func startManager(changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconci
 // watch passed through wrap (nil: as they are), to make that one cache lag.
 func startManagerWithPodWatch(wrap func(toolscache.ListerWatcher) toolscache.ListerWatcher,
 	changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
+	return startManagerWith(managerCfg, wrap, changes...)
+}
+
+// startManagerCounting is startManager with every pod write the manager
+// sends to the API server counted by writes (podWriteCounter), below its
+// clients: what kube-apiserver receives, whichever client sent it.
+func startManagerCounting(writes *podWriteCounter, changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
+	c := rest.CopyConfig(managerCfg)
+	c.Wrap(writes.wrap)
+	return startManagerWith(c, nil, changes...)
+}
+
+// startManagerWith runs a manager as startManager does, talking to the API
+// server through restCfg, its pod cache's list and watch passed through
+// wrap (nil: as they are).
+func startManagerWith(restCfg *rest.Config, wrap func(toolscache.ListerWatcher) toolscache.ListerWatcher,
+	changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
 	podIndex := NewPodIndex()
 	needs := MyDeploymentCache(podIndex)
 	if wrap != nil {
@@ -129,7 +146,7 @@ func startManagerWithPodWatch(wrap func(toolscache.ListerWatcher) toolscache.Lis
 	}
 	cacheOpts, err := managercache.Compose(nil, needs)
 	Expect(err).NotTo(HaveOccurred())
-	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

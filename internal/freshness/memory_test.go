@@ -54,35 +54,45 @@ func TestCatchUp(t *testing.T) {
 	}
 }
 
-// A step written for a pod is not written again while the cache still
-// shows the pod as it was when the step was written; once it shows a newer
-// version, or the entry is older than StepTTL, the step's next
-// decision is the planner's again.
+// A step written for a pod is not written again until the cache shows it
+// (its seen holds of the pod the cache has), whatever version the cache
+// shows meanwhile; once it does, or the entry is older than StepTTL, the
+// step's next decision is the planner's again.
 func TestStepPending(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
-	pod := func(uid, rv string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID("uid-" + uid), ResourceVersion: rv}}
+	pod := func(uid, rv, image string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID("uid-" + uid), ResourceVersion: rv},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}
 	}
+	patched := func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == "new" }
 	w := NewRecord(0)
-	if w.StepPending(pod("a", "1"), t0) {
+	if w.StepPending(pod("a", "1", "old"), t0) {
 		t.Fatal("nothing written yet, but pod a is pending")
 	}
-	w.StepWritten(pod("a", "1"), t0)
-	if !w.StepPending(pod("a", "1"), t0.Add(time.Second)) {
-		t.Error("a step written at version 1 is not pending while the cache still shows version 1")
+	w.StepWritten(pod("a", "1", "old"), patched, t0)
+	if !w.StepPending(pod("a", "1", "old"), t0.Add(time.Second)) {
+		t.Error("a step not yet in the cache is not pending")
 	}
-	if w.StepPending(pod("b", "1"), t0.Add(time.Second)) {
+	if w.StepPending(pod("b", "1", "old"), t0.Add(time.Second)) {
 		t.Error("another pod is pending")
 	}
-	if w.StepPending(pod("a", "2"), t0.Add(time.Second)) {
-		t.Error("the cache shows version 2, but the step written at version 1 is still pending")
+	if !w.StepPending(pod("a", "2", "old"), t0.Add(time.Second)) {
+		t.Error("the cache shows a newer version without the write (another writer's, or our own first of two), and the step is not pending")
 	}
-	if w.StepPending(pod("a", "1"), t0.Add(2*time.Second)) {
-		t.Error("an entry seen stale is not forgotten")
+	if w.StepPending(pod("a", "3", "new"), t0.Add(time.Second)) {
+		t.Error("the cache shows the write, but the step is still pending")
 	}
-	w.StepWritten(pod("c", "7"), t0)
-	if w.StepPending(pod("c", "7"), t0.Add(StepTTL)) {
+	if w.StepPending(pod("a", "1", "old"), t0.Add(2*time.Second)) {
+		t.Error("an entry seen is not forgotten")
+	}
+	w.StepWritten(pod("c", "7", "old"), patched, t0)
+	if w.StepPending(pod("c", "7", "old"), t0.Add(StepTTL)) {
 		t.Error("a step whose event never came is pending beyond StepTTL")
+	}
+	w.StepWritten(pod("d", "1", "old"), patched, t0)
+	w.ForgetSteps(pod("d", "1", "old"))
+	if w.StepPending(pod("d", "2", "old"), t0.Add(time.Second)) {
+		t.Error("a step forgotten (a new update began) is still pending")
 	}
 }
 

@@ -13,9 +13,9 @@
 //     with the resourceVersions it had before (KEP-5647's "the
 //     resourceVersion of our last write"): a sync that reads an older copy
 //     from the cache plans from ours instead (CatchUp);
-//   - in-place steps written per pod, at the resourceVersion the cache showed
-//     when they were written: not written again until the cache shows the
-//     pod at another version (StepPending);
+//   - in-place steps written per pod, with what the cache must show of the
+//     pod once it has the write: not written again until it does
+//     (StepPending);
 //   - strays: pods of ours that left the cache (it holds only pods with both
 //     revision labels), remembered from their watch event until a sync has
 //     read them around the cache;
@@ -265,20 +265,27 @@ func (r *Record) Wrote(before string, obj *appsv1beta1.MyDeployment) {
 }
 
 type writtenStep struct {
-	resourceVersion string
-	at              time.Time
+	seen func(*corev1.Pod) bool
+	at   time.Time
 }
 
 // StepPending says an in-place step (a gate mark, a patch) was written for
-// pod at the version the cache still shows, less than StepTTL ago: its
-// result is not visible yet, and the step must not be written again. Under
-// load a MyDeployment syncs many times between a write and its watch
-// event, and each would repeat it.
+// pod less than StepTTL ago and the cache does not show it yet (its seen
+// is false of pod as the cache has it): the step must not be written
+// again. Under load a MyDeployment syncs many times between a write and
+// its watch event, and each would repeat it.
+//
+// What the cache shows is asked of the pod itself, not read from its
+// resourceVersion: a version newer than the one the step was written from
+// need not hold the write. Our own two writes of one step (the spec patch,
+// then the resize) leave a version in between, as does another writer (the
+// kubelet's status) between our read and our write; either, taken for the
+// write seen, had the step written twice.
 func (r *Record) StepPending(pod *corev1.Pod, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.steps[pod.UID]
-	if ok && s.resourceVersion == pod.ResourceVersion && now.Sub(s.at) < StepTTL {
+	if ok && now.Sub(s.at) < StepTTL && !s.seen(pod) {
 		return true
 	}
 	if ok {
@@ -287,9 +294,11 @@ func (r *Record) StepPending(pod *corev1.Pod, now time.Time) bool {
 	return false
 }
 
-// StepWritten records a step written for pod as the cache had it. A step
-// that failed is not recorded (the next sync retries it).
-func (r *Record) StepWritten(pod *corev1.Pod, now time.Time) {
+// StepWritten records a step written for pod at now; seen says whether a
+// later state of the pod shows it, and must be cheap and keep no pod. A
+// step that failed is not recorded (the next sync retries it: a lost reply
+// whose write landed is then seen, or written again to the same effect).
+func (r *Record) StepWritten(pod *corev1.Pod, seen func(*corev1.Pod) bool, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.steps == nil {
@@ -300,7 +309,17 @@ func (r *Record) StepWritten(pod *corev1.Pod, now time.Time) {
 			delete(r.steps, uid) // pods deleted before their event leave entries behind
 		}
 	}
-	r.steps[pod.UID] = writtenStep{resourceVersion: pod.ResourceVersion, at: now}
+	r.steps[pod.UID] = writtenStep{seen: seen, at: now}
+}
+
+// ForgetSteps forgets the step written for pod: a new in-place update of
+// it begins (its gate set False, which is no step), and the last step of
+// the one before, its gate True, is false of the pod from now on; kept, it
+// would hold back the new update's steps until StepTTL.
+func (r *Record) ForgetSteps(pod *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.steps, pod.UID)
 }
 
 // Stray is a pod of ours that left the cache, by name, with the UID of the

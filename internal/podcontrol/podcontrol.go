@@ -62,16 +62,16 @@ type Interface interface {
 	// SetGate writes pod's in-place readiness gate condition
 	// (inplace.Gate) with status, reason and message (pods/status).
 	SetGate(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, status corev1.ConditionStatus, reason, message string) error
-	// Relabel gives pod rev's labels (revision, template hash) and
-	// change's template labels and annotations, so it counts as a pod of
-	// rev from then on: the second step of an in-place update, after its
-	// gate went False. Its containers are not touched.
-	Relabel(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error
-	// UpdateInPlace writes target's container and init container images
-	// (a pod patch) and container resources (the pods/resize subresource)
-	// where pod's differ. An error for which Refused reports true will
-	// not go away by retrying.
-	UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, target *corev1.PodTemplateSpec) error
+	// UpdateInPlace moves pod to rev, whose decoded template is target, in
+	// place: one pod patch of whatever differs among the container and
+	// init container images, rev's labels (revision, template hash) and
+	// change's template labels and annotations (nil: none), so that its
+	// labels change with what it runs; then, where container resources
+	// differ, the pods/resize subresource. Nothing the pod already has is
+	// written. An error for which Refused reports true will not go away by
+	// retrying.
+	UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision,
+		target *corev1.PodTemplateSpec, change *inplace.Change) error
 }
 
 // Real writes through the API server.
@@ -245,30 +245,33 @@ func (r *Real) SetGate(ctx context.Context, owner *appsv1beta1.MyDeployment, pod
 	return nil
 }
 
-// Relabel implements [Interface]: a JSON merge patch of the metadata.
-func (r *Real) Relabel(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision, change *inplace.Change) error {
-	labels := map[string]*string{}
-	for k, v := range change.Labels {
-		labels[k] = v
-	}
+// UpdateInPlace implements [Interface]. The pod patch is a strategic merge
+// patch, which carries metadata and the containers (merged by name) in one
+// request; a label or annotation change's nil value removes the key.
+func (r *Real) UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision,
+	target *corev1.PodTemplateSpec, change *inplace.Change) error {
+	patch := map[string]any{}
+	meta := map[string]any{}
 	name, hash := rev.Name, rev.Labels[revision.HashLabel]
-	labels[appsv1beta1.RevisionLabel], labels[appsv1beta1.PodTemplateHashLabel] = &name, &hash
-	meta := map[string]any{"labels": labels}
-	if len(change.Annotations) > 0 {
-		meta["annotations"] = change.Annotations
+	labels := map[string]*string{appsv1beta1.RevisionLabel: &name, appsv1beta1.PodTemplateHashLabel: &hash}
+	var annotations map[string]*string
+	if change != nil {
+		for k, v := range change.Labels {
+			if k != appsv1beta1.RevisionLabel && k != appsv1beta1.PodTemplateHashLabel {
+				labels[k] = v
+			}
+		}
+		annotations = change.Annotations
 	}
-	data, err := json.Marshal(map[string]any{"metadata": meta})
-	if err != nil {
-		return fmt.Errorf("encoding the labels of pod %s: %w", pod.Name, err)
+	if l := metadataToWrite(pod.Labels, labels); len(l) > 0 {
+		meta["labels"] = l
 	}
-	if err := r.Client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, data)); err != nil {
-		return fmt.Errorf("relabelling pod %s for revision %s: %w", pod.Name, rev.Name, err)
+	if a := metadataToWrite(pod.Annotations, annotations); len(a) > 0 {
+		meta["annotations"] = a
 	}
-	return nil
-}
-
-// UpdateInPlace implements [Interface].
-func (r *Real) UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, target *corev1.PodTemplateSpec) error {
+	if len(meta) > 0 {
+		patch["metadata"] = meta
+	}
 	images := func(have, want []corev1.Container) []map[string]string {
 		var out []map[string]string
 		for _, w := range want {
@@ -288,8 +291,11 @@ func (r *Real) UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeploymen
 		spec["initContainers"] = c
 	}
 	if len(spec) > 0 {
-		if err := r.strategicPatch(ctx, pod, spec, ""); err != nil {
-			return fmt.Errorf("updating the images of pod %s: %w", pod.Name, err)
+		patch["spec"] = spec
+	}
+	if len(patch) > 0 {
+		if err := r.strategicPatch(ctx, pod, patch, ""); err != nil {
+			return fmt.Errorf("updating pod %s in place to revision %s: %w", pod.Name, rev.Name, err)
 		}
 	}
 	var resized []map[string]any
@@ -301,17 +307,29 @@ func (r *Real) UpdateInPlace(ctx context.Context, owner *appsv1beta1.MyDeploymen
 		}
 	}
 	if len(resized) > 0 {
-		if err := r.strategicPatch(ctx, pod, map[string]any{"containers": resized}, "resize"); err != nil {
+		if err := r.strategicPatch(ctx, pod, map[string]any{"spec": map[string]any{"containers": resized}}, "resize"); err != nil {
 			return fmt.Errorf("resizing pod %s: %w", pod.Name, err)
 		}
 	}
 	return nil
 }
 
-// strategicPatch writes spec as a strategic merge patch of pod's spec, of
-// the pod or of one of its subresources.
-func (r *Real) strategicPatch(ctx context.Context, pod *corev1.Pod, spec map[string]any, subresource string) error {
-	data, err := json.Marshal(map[string]any{"spec": spec})
+// metadataToWrite is the part of want (a label or annotation patch, nil
+// removing a key) that have does not show yet.
+func metadataToWrite(have map[string]string, want map[string]*string) map[string]*string {
+	out := map[string]*string{}
+	for k, v := range want {
+		if old, ok := have[k]; v == nil && ok || v != nil && (!ok || old != *v) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// strategicPatch writes body as a strategic merge patch of pod, or of one
+// of its subresources.
+func (r *Real) strategicPatch(ctx context.Context, pod *corev1.Pod, body map[string]any, subresource string) error {
+	data, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
