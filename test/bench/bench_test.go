@@ -103,6 +103,11 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("results.json: in_place_update.writes_total.%s = %v, want > 0", who, totals[who])
 		}
 	}
+	// Issue 31: at most 3 pod writes a pod by our manager (gate False, one
+	// spec patch with the labels, gate True; no resize: only the image).
+	if v := num(ip["pod_writes_per_pod"].(map[string]any), partyMyDeployment); v <= 0 || v > 3 {
+		t.Errorf("results.json: in_place_update.pod_writes_per_pod.%s = %v, want at most 3", partyMyDeployment, v)
+	}
 	// Only the image changed: our manager patched pods and created none.
 	ours, _ := ip["writes"].(map[string]any)[partyMyDeployment].(map[string]any)
 	if ours["patch pods"] == nil || ours["create pods"] != nil {

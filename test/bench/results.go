@@ -111,17 +111,29 @@ type scenario struct {
 type inPlaceScenario struct {
 	scenario
 	// Pods the watch saw appear in the window, summed over the rounds: each
-	// is a pod recreated, not updated in place. And pods that stopped being live.
-	PodsRecreated *int `json:"pods_recreated"`
-	PodsDeleted   *int `json:"pods_deleted"`
+	// is a pod recreated, not updated in place. And pods that stopped being
+	// live. Deployment's: the same in its rolling_update (every pod).
+	PodsRecreated           *int `json:"pods_recreated"`
+	PodsDeleted             *int `json:"pods_deleted"`
+	DeploymentPodsRecreated *int `json:"deployment_pods_recreated,omitempty"`
 	// Writes (create, update, patch, delete) per round, by verb and by verb
-	// and resource, from the audit log: "mydeployment" our manager's in this
-	// window, "deployment" kube-controller-manager's deployment and
-	// replicaset controllers' in rolling_update; "*_all" everyone's in the
-	// same windows (kwok, the scheduler, the benchmark's patches, ...).
+	// and resource, from the audit log: "mydeployment" our manager's (user
+	// agent manager/) in this window, "deployment" kube-controller-manager's
+	// deployment and replicaset controllers' in rolling_update; "*_all"
+	// everyone's in the same windows (kwok, the scheduler, the benchmark's
+	// patches, ...). Every resource: a controller's writes of its own
+	// objects (status, ReplicaSets, revisions) and events are its cost too.
 	Writes      map[string]map[string]int `json:"writes"`
 	WritesTotal map[string]int            `json:"writes_total"`
-	// MyDeployment's writes over Deployment's: the controllers' own, and everyone's.
+	// The same per pod the scenario moves (objects x replicas): WritesPerPod
+	// of every resource, PodWritesPerPod of pods alone (pods and its
+	// subresources: pods/status, pods/resize, pods/binding, ...). Ours by the
+	// controller is issue 31's 3 writes a pod (gate False, one spec patch,
+	// gate True) plus a pods/resize when resources change.
+	WritesPerPod    map[string]float64 `json:"writes_per_pod"`
+	PodWritesPerPod map[string]float64 `json:"pod_writes_per_pod"`
+	// MyDeployment's writes over Deployment's (every resource): the
+	// controllers' own, and everyone's.
 	WritesOverDeployment    *float64 `json:"writes_over_deployment"`
 	AllWritesOverDeployment *float64 `json:"all_writes_over_deployment"`
 	// The in-place party's manager over its runs (not in the process figures).
@@ -198,6 +210,7 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 			ip.PodsRecreated = add(ip.PodsRecreated, w.PodsCreated)
 			ip.PodsDeleted = add(ip.PodsDeleted, w.PodsDeleted)
 		case w.Scenario == rollingUpdate && w.Party == partyDeployment:
+			res.InPlaceUpdate.DeploymentPodsRecreated = add(res.InPlaceUpdate.DeploymentPodsRecreated, w.PodsCreated)
 			s.DeploymentInvariantViolations = add(s.DeploymentInvariantViolations, w.Violations)
 			s.DeploymentViolationExamples = appendUpTo(s.DeploymentViolationExamples, w.ViolationExamples, 10)
 		case w.Scenario == steadyState && w.Party == partyMyDeployment:
@@ -317,8 +330,17 @@ func (ip *inPlaceScenario) compare(ru *scenario) {
 		ip.Writes[partyDeployment+"_all"] = writesOf(ru.RequestsByRequester[partyDeployment][allRequesters])
 	}
 	ip.WritesTotal = map[string]int{}
+	ip.WritesPerPod, ip.PodWritesPerPod = map[string]float64{}, map[string]float64{}
 	for who, w := range ip.Writes {
 		ip.WritesTotal[who] = requests{who: w}.writes(who)
+		pods := ip.Objects * ip.Replicas
+		if strings.HasPrefix(who, partyDeployment) {
+			pods = ru.Objects * ru.Replicas
+		}
+		if pods > 0 {
+			ip.WritesPerPod[who] = round(float64(ip.WritesTotal[who])/float64(pods), 2)
+			ip.PodWritesPerPod[who] = round(float64(podWrites(w))/float64(pods), 2)
+		}
 	}
 	ratio := func(a, b string) *float64 {
 		if _, ok := ip.Writes[b]; !ok || ip.WritesTotal[b] == 0 {
@@ -329,6 +351,18 @@ func (ip *inPlaceScenario) compare(ru *scenario) {
 	}
 	ip.WritesOverDeployment = ratio(partyMyDeployment, partyDeployment)
 	ip.AllWritesOverDeployment = ratio(partyMyDeployment+"_all", partyDeployment+"_all")
+}
+
+// podWrites sums the writes of pods and their subresources in w (by verb
+// and resource, as writesOf keeps them).
+func podWrites(w map[string]int) int {
+	n := 0
+	for k, c := range w {
+		if _, res, ok := strings.Cut(k, " "); ok && (res == "pods" || strings.HasPrefix(res, "pods/")) {
+			n += c
+		}
+	}
+	return n
 }
 
 // writesOf keeps the write verbs of counts (by verb, and by verb and resource).
@@ -428,9 +462,12 @@ func targets(r *results) []target {
 		f := float64(*v)
 		add("steady_state writes by the manager", &f, 0)
 	}
+	// Issue 31: restated from the floor the readiness gate sets (3 writes a
+	// pod by the controller, and kwok's own), and a new pod being free here.
 	ip := &r.InPlaceUpdate
-	add("in_place_update mydeployment/deployment (its rolling_update)", ip.MyDeploymentOverDeployment, 0.3)
-	add("in_place_update writes: our manager / kcm's deployment and replicaset controllers", ip.WritesOverDeployment, 0.3)
+	add("in_place_update mydeployment/deployment (its rolling_update)", ip.MyDeploymentOverDeployment, 1.25)
+	add("in_place_update writes: our manager / kcm's deployment and replicaset controllers", ip.WritesOverDeployment, 0.6)
+	add("in_place_update writes by everyone: in place / rolling update", ip.AllWritesOverDeployment, 0.8)
 	if v := ip.InvariantViolations; v != nil {
 		f := float64(*v)
 		add("in_place_update invariant violations", &f, 0)
@@ -840,8 +877,20 @@ func (r *results) inPlaceTable(p func(string, ...any)) {
 	p("| writes by the controller | %s | %s | %s |\n", writes(partyDeployment), writes(partyMyDeployment), cell(ip.WritesOverDeployment, "x"))
 	p("| writes by everyone | %s | %s | %s |\n", writes(partyDeployment+"_all"), writes(partyMyDeployment+"_all"),
 		cell(ip.AllWritesOverDeployment, "x"))
-	p("| pods that appeared / stopped being live (the watch; summed over rounds) | | %s / %s | |\n",
-		icell(ip.PodsRecreated), icell(ip.PodsDeleted))
+	perPod := func(m map[string]float64, who string) string {
+		if v, ok := m[who]; ok {
+			return fmt.Sprintf("%.2f", v)
+		}
+		return "n/a"
+	}
+	p("| writes a pod by the controller: every resource / pods alone | %s / %s | %s / %s | |\n",
+		perPod(ip.WritesPerPod, partyDeployment), perPod(ip.PodWritesPerPod, partyDeployment),
+		perPod(ip.WritesPerPod, partyMyDeployment), perPod(ip.PodWritesPerPod, partyMyDeployment))
+	p("| writes a pod by everyone: every resource / pods alone | %s / %s | %s / %s | |\n",
+		perPod(ip.WritesPerPod, partyDeployment+"_all"), perPod(ip.PodWritesPerPod, partyDeployment+"_all"),
+		perPod(ip.WritesPerPod, partyMyDeployment+"_all"), perPod(ip.PodWritesPerPod, partyMyDeployment+"_all"))
+	p("| pods that appeared / stopped being live (the watch; summed over rounds) | %s / | %s / %s | |\n",
+		icell(ip.DeploymentPodsRecreated), icell(ip.PodsRecreated), icell(ip.PodsDeleted))
 	p("| invariant violations (in place: never more than R pods, never fewer than R - floor(R/4) ready, a pod whose "+
 		"gate is False not ready) | %s (rolling bounds) | %s | |\n\n", icell(r.RollingUpdate.DeploymentInvariantViolations),
 		icell(ip.InvariantViolations))
