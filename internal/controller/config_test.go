@@ -167,4 +167,14 @@ var _ = Describe("Rollout on config change", Ordered, func() {
 		Consistently(func() int { return len(revisionsOf(md)) }, 3*time.Second, interval).Should(Equal(1))
 		Expect(configHashes(md)).To(Equal([]string{""}))
 	})
+
+	It("reports a bad value as ReplicaFailure InvalidAnnotation without the webhook, writing no pod", func() {
+		setup()
+		md := reading("bad", false)
+		md.Annotations = map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "yes"}
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(conditionReason(md, appsv1beta1.ConditionReplicaFailure), timeout, interval).Should(Equal(appsv1beta1.ReasonInvalidAnnotation))
+		Expect(condition(get(md), appsv1beta1.ConditionReplicaFailure).Message).To(ContainSubstring(appsv1beta1.RolloutOnConfigChangeAnnotation))
+		Expect(podsOf(md)).To(BeEmpty())
+	})
 })
