@@ -114,19 +114,32 @@ var _ = Describe("Rollout on config change", Ordered, func() {
 		violations, _ := w.result()
 		Expect(violations).To(BeEmpty())
 
+		second := get(md).Status.UpdateRevision
+
 		By("the Secret's data edit rolls again")
+		setPassword := func(p string) {
+			Eventually(func() error {
+				s := &corev1.Secret{}
+				if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, s); err != nil {
+					return err
+				}
+				s.Data["password"] = []byte(p)
+				return k8sClient.Update(ctx, s)
+			}, timeout, interval).Should(Succeed())
+		}
 		stop = kubelet(md, 300*time.Millisecond)
-		Eventually(func() error {
-			s := &corev1.Secret{}
-			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, s); err != nil {
-				return err
-			}
-			s.Data["password"] = []byte("two")
-			return k8sClient.Update(ctx, s)
-		}, timeout, interval).Should(Succeed())
+		setPassword("two")
 		Eventually(func() int { return len(revisionsOf(md)) }, timeout, interval).Should(Equal(3))
 		complete(md)
+
+		By("the Secret's old data back: the second revision is current again, renumbered, none is created")
+		setPassword("one")
+		Eventually(func() string { return get(md).Status.UpdateRevision }, timeout, interval).Should(Equal(second))
+		complete(md)
 		stop()
+		Expect(revisionsOf(md)).To(HaveLen(3))
+		Expect(get(md).Annotations).To(HaveKeyWithValue(appsv1beta1.RevisionAnnotation, "4"))
+		Expect(get(md).Status.CurrentRevision).To(Equal(second))
 	})
 
 	It("keeps its revision and pods while a referenced ConfigMap is missing, says so once, and rolls once it is back", func() {
