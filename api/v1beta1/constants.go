@@ -141,10 +141,12 @@ const (
 	// has a value that can never work (only possible for objects admission
 	// did not check); nothing is created or deleted until it changes.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
-	// ReasonConfigMissing: Progressing=False, a ConfigMap or Secret the pod
-	// template references (not optional) does not exist, under
+	// ReasonConfigMissing: ReplicaFailure=True (and a warning event of this
+	// reason, once per set of missing objects), a ConfigMap or Secret the
+	// pod template references (not optional) does not exist, under
 	// RolloutOnConfigChangeAnnotation; the message names it. No new
-	// revision is made and no pod is touched until it exists.
+	// revision is made until it exists: pods are created and removed for
+	// the update revision status names, as if the template were unchanged.
 	ReasonConfigMissing = "ConfigMissing"
 )
 
