@@ -105,10 +105,13 @@ var _ = Describe("MyDeployment rollout on config change on a local cluster", Ord
 	}
 	rollsAll := func(change func()) {
 		GinkgoHelper()
-		before, revs := names(), revisions()
+		before, revs, update := names(), revisions(), get("{.status.updateRevision}")()
 		check := bounds()
 		change()
 		Eventually(revisions, time.Minute, time.Second).Should(Equal(revs + 1))
+		// A config change leaves the generation alone: rollout status
+		// reports on the new revision once the status names it.
+		Eventually(get("{.status.updateRevision}"), time.Minute, 200*time.Millisecond).ShouldNot(Equal(update))
 		Expect(plugin("rollout", "status", name, "--timeout", "2m")).To(ContainSubstring("successfully rolled out"))
 		Expect(check()).To(BeEmpty(), "pods beyond maxSurge/maxUnavailable")
 		after := names()
