@@ -39,7 +39,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -78,8 +77,7 @@ type MyDeploymentReconciler struct {
 	// plus sweepMargin) have their possible strays listed once (sweep).
 	sweepBefore time.Time
 	// inPlace remembers revision templates and in-place diffs, by
-	// revision UID, and config data hashes, by UID and resourceVersion
-	// (immutable: never stale).
+	// revision UID (immutable: never stale).
 	inPlace inPlaceMemo
 }
 
@@ -173,10 +171,6 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
 		Watches(&corev1.Pod{}, lowPriority(podDeletes{handler.EnqueueRequestsFromMapFunc(r.podOwners), r}),
 			builder.WithPredicates(podUpdateMatters())).
-		// ConfigMaps and Secrets as metadata: a change syncs the opted-in
-		// MyDeployments that read them (config.go).
-		WatchesMetadata(configMetadata(configref.ConfigMap), handler.EnqueueRequestsFromMapFunc(r.configOwners(configref.ConfigMap))).
-		WatchesMetadata(configMetadata(configref.Secret), handler.EnqueueRequestsFromMapFunc(r.configOwners(configref.Secret))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").
 		Complete(r)
@@ -215,17 +209,11 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 }
 
 // statusEvents records what a new status newly says, once: the progress
-// deadline exceeded, the rollout held at its partition, referenced config
-// missing (once per set of missing objects, not once per sync).
+// deadline exceeded, the rollout held at its partition.
 func (r *MyDeploymentReconciler) statusEvents(md *appsv1beta1.MyDeployment, st status.Result) {
 	if st.DeadlineExceeded {
 		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
 			"MyDeployment %q has timed out progressing.", md.Name)
-	}
-	if c := status.Get(&st.Status, appsv1beta1.ConditionReplicaFailure); c != nil && c.Reason == appsv1beta1.ReasonConfigMissing {
-		if prev := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); prev == nil || prev.Message != c.Message {
-			r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonConfigMissing, "Sync", "%s", c.Message)
-		}
 	}
 	if st.PartitionHeld {
 		r.Recorder.Eventf(md, nil, corev1.EventTypeNormal, appsv1beta1.EventPartitionHeld, "Rollout",

@@ -68,10 +68,6 @@ type scope struct {
 	// that are ours or about to be; no status is written from it.
 	unclaimed bool
 	failure   *status.Failure
-	// configMissing names the referenced ConfigMaps and Secrets (kind/name)
-	// that do not exist and are not optional, under the config opt-in: no
-	// revision is recorded until they exist (ReplicaFailure ConfigMissing).
-	configMissing []string
 }
 
 var (
@@ -202,10 +198,8 @@ func (s *scope) result(after ...time.Duration) ctrl.Result {
 // statusInput is the scope as the status computation needs it.
 func (s *scope) statusInput(synced bool) status.Input {
 	in := status.Input{
-		Object: s.md,
-		// Missing config: the spec's generation is not rolled out, so it
-		// is not observed (no status may call it available).
-		Synced:         synced && len(s.configMissing) == 0,
+		Object:         s.md,
+		Synced:         synced,
 		NewRevision:    s.newRevision,
 		CollisionCount: s.collisionCount,
 		LabelSelector:  s.selector.String(),
@@ -215,9 +209,6 @@ func (s *scope) statusInput(synced bool) status.Input {
 	}
 	if s.update != nil {
 		in.UpdateRevision = s.update.Name
-	}
-	if in.Failure == nil && len(s.configMissing) > 0 {
-		in.Failure = &status.Failure{Reason: appsv1beta1.ReasonConfigMissing, Message: configMissingMessage(s.configMissing)}
 	}
 	// Pods are counted even with no update revision known (its write
 	// failed): a status of 0 replicas while pods run would mislead scalers.

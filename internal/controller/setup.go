@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,21 +29,17 @@ const MyDeploymentControllerName = "mydeployment-controller"
 // MyDeploymentCache is what the MyDeployment controller needs of the
 // manager's cache: MyDeployments and ControllerRevisions whole, and pods
 // only if they carry both revision labels (ours, or orphans we could
-// adopt), trimmed to the fields the controller reads (trimPod);
-// ConfigMaps and Secrets as metadata only, trimmed to their identity and
-// version (trimConfigMetadata). Pod
+// adopt), trimmed to the fields the controller reads (trimPod). Pod
 // informers carry pods' index by controller, read without copies through
 // pods, which SetupMyDeployment must then be given.
 func MyDeploymentCache(pods *PodIndex) managercache.Needs {
-	objects := map[client.Object]cache.ByObject{
-		&appsv1beta1.MyDeployment{}:  {},
-		&appsv1.ControllerRevision{}: {},
-		&corev1.Pod{}:                {Label: cachedPods, Transform: trimPod},
-	}
-	maps.Copy(objects, configCache())
 	return managercache.Needs{
-		Controller:  MyDeploymentControllerName,
-		Objects:     objects,
+		Controller: MyDeploymentControllerName,
+		Objects: map[client.Object]cache.ByObject{
+			&appsv1beta1.MyDeployment{}:  {},
+			&appsv1.ControllerRevision{}: {},
+			&corev1.Pod{}:                {Label: cachedPods, Transform: trimPod},
+		},
 		NewInformer: pods.newInformer,
 	}
 }
@@ -84,15 +79,11 @@ const DefaultStatusBatchPeriod = time.Second
 // SetupMyDeployment builds the MyDeployment reconciler with its real
 // collaborators and registers it with mgr, whose cache must have been
 // composed with MyDeploymentCache(opts.Pods). It fails if the revision
-// index, the config index or the controller cannot be registered.
+// index or the controller cannot be registered.
 func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentOptions) (*MyDeploymentReconciler, error) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revision.OwnerIndex,
 		revision.OwnerIndexValues); err != nil {
 		return nil, fmt.Errorf("indexing revisions by owner: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1beta1.MyDeployment{}, configRefIndex,
-		configRefs); err != nil {
-		return nil, fmt.Errorf("indexing MyDeployments by the config they read: %w", err)
 	}
 	recorder := mgr.GetEventRecorder(MyDeploymentControllerName)
 	r := &MyDeploymentReconciler{

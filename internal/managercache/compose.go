@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -51,15 +50,15 @@ func Compose(namespaces []string, needs ...Needs) (cache.Options, error) {
 		controller string
 		by         cache.ByObject
 	}
-	listed := map[string]listing{}
+	listed := map[reflect.Type]listing{}
 	informerFrom := ""
 	for _, n := range needs {
 		for obj, by := range n.Objects {
-			t := typeName(obj)
+			t := reflect.TypeOf(obj)
 			if first, ok := listed[t]; ok {
 				if !plain(first.by) || !plain(by) {
 					return cache.Options{}, fmt.Errorf("%s: listed by the %s and %s controllers, and one of them "+
-						"filters or transforms it, which the other would then see", t,
+						"filters or transforms it, which the other would then see", strings.TrimPrefix(t.String(), "*"),
 						first.controller, n.Controller)
 				}
 				continue
@@ -87,16 +86,6 @@ func Compose(namespaces []string, needs ...Needs) (cache.Options, error) {
 		}
 	}
 	return opts, nil
-}
-
-// typeName names obj's type: its Go type, and for metadata-only objects
-// (one Go type for every kind) the kind they stand for.
-func typeName(obj client.Object) string {
-	name := strings.TrimPrefix(reflect.TypeOf(obj).String(), "*")
-	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		name += "(" + m.GroupVersionKind().String() + ")"
-	}
-	return name
 }
 
 // plain: the cache holds every object of the type, whole.

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -123,59 +122,4 @@ func TestComposeRefusesAViewAnotherControllerWouldSee(t *testing.T) {
 			}
 		})
 	}
-}
-
-// ConfigMaps and Secrets are cached as metadata only, trimmed to what a
-// sync reads: no labels, no annotations (kubectl's last-applied copy of a
-// Secret's data would be one), each kind its own entry although both are
-// one Go type.
-func TestComposeKeepsConfigAsTrimmedMetadata(t *testing.T) {
-	opts, err := managercache.Compose(nil, controller.MyDeploymentCache(controller.NewPodIndex()), application.Cache())
-	if err != nil {
-		t.Fatalf("Compose: %v", err)
-	}
-	kinds := map[string]bool{}
-	for o, by := range opts.ByObject {
-		m, ok := o.(*metav1.PartialObjectMetadata)
-		if !ok {
-			continue
-		}
-		kinds[m.Kind] = true
-		if by.Transform == nil {
-			t.Fatalf("%s: no transform", m.Kind)
-		}
-		in := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-			Name: "db", Namespace: "ns", UID: "u", ResourceVersion: "7",
-			Labels:      map[string]string{"team": "a"},
-			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"c2VjcmV0"}}`},
-		}}
-		out, err := by.Transform(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := out.(*metav1.PartialObjectMetadata)
-		if got.Name != "db" || got.Namespace != "ns" || got.UID != "u" || got.ResourceVersion != "7" ||
-			got.Labels != nil || got.Annotations != nil {
-			t.Errorf("%s: trimmed to %+v", m.Kind, got.ObjectMeta)
-		}
-	}
-	if !kinds["ConfigMap"] || !kinds["Secret"] {
-		t.Errorf("metadata kinds cached with a transform: %v, want ConfigMap and Secret", kinds)
-	}
-
-	// The same metadata kind listed by another controller with a view of
-	// its own is refused, naming the kind.
-	other := managercache.Needs{Controller: "other", Objects: map[client.Object]cache.ByObject{
-		secretMetadata(): {Label: labels.Everything()},
-	}}
-	if _, err := managercache.Compose(nil, controller.MyDeploymentCache(controller.NewPodIndex()), other); err == nil ||
-		!strings.Contains(err.Error(), "Kind=Secret") {
-		t.Errorf("a second view of Secret metadata: %v, want refused naming Kind=Secret", err)
-	}
-}
-
-func secretMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return m
 }

@@ -30,9 +30,6 @@ type Options struct {
 	// InPlace updates pods in place where the template change allows it
 	// (UpdateModeAnnotation InPlaceIfPossible).
 	InPlace bool
-	// RolloutOnConfigChange makes the data of the referenced ConfigMaps and
-	// Secrets part of the revision (RolloutOnConfigChangeAnnotation "true").
-	RolloutOnConfigChange bool
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -74,7 +71,7 @@ func Path(annotation string) *field.Path {
 // integer or a percentage from 0% to 100%, a partition with strategy
 // Recreate, a respect-pdb other than "true" or "false", an update-mode
 // other than Recreate or InPlaceIfPossible, InPlaceIfPossible with strategy
-// Recreate, a rollout-on-config-change other than "true" or "false". The Options
+// Recreate. The Options
 // returned hold what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
@@ -112,20 +109,12 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 			o.InPlace = v == appsv1beta1.UpdateModeInPlaceIfPossible
 		}
 	}
-	if v, ok := md.Annotations[appsv1beta1.RolloutOnConfigChangeAnnotation]; ok {
-		b, err := parseBool(v)
-		if err != nil {
-			errs = append(errs, field.NotSupported(Path(appsv1beta1.RolloutOnConfigChangeAnnotation), v, []string{"true", "false"}))
-		}
-		o.RolloutOnConfigChange = b
-	}
 	return o, errs
 }
 
 // Annotations are the opt-in annotations of a MyDeployment, in the order
 // their errors are reported.
-var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
-	appsv1beta1.RolloutOnConfigChangeAnnotation}
+var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.
