@@ -134,15 +134,7 @@ func TestInPlaceSimulation(t *testing.T) {
 			for _, minReady := range []int32{0, 5} {
 				for _, ready := range readinessPatterns {
 					t.Run(fmt.Sprintf("replicas=%d/fence=%s/minReady=%d/%s", replicas, f, minReady, ready.name), func(t *testing.T) {
-						surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
-						if err != nil {
-							t.Fatal(err)
-						}
-						c := newCluster(t, ready, int(replicas), revOld)
-						for _, p := range c.pods {
-							gated(p)
-						}
-						k := &inPlaceKubelet{c: c, started: map[*corev1.Pod]int{}}
+						c, k, surge, unavailable := gatedCluster(t, f, ready, replicas)
 						created := c.created
 						in := Input{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, MinReadySeconds: minReady}
 						for _, phase := range []struct {
@@ -290,15 +282,7 @@ func TestInPlaceRetargetSimulation(t *testing.T) {
 			for _, ready := range readinessPatterns[:2] {
 				for _, reachable := range []bool{true, false} {
 					t.Run(fmt.Sprintf("replicas=%d/fence=%s/%s/reachable=%v", replicas, f, ready.name, reachable), func(t *testing.T) {
-						surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
-						if err != nil {
-							t.Fatal(err)
-						}
-						c := newCluster(t, ready, int(replicas), revOld)
-						for _, p := range c.pods {
-							gated(p)
-						}
-						k := &inPlaceKubelet{c: c, started: map[*corev1.Pod]int{}}
+						c, k, surge, unavailable := gatedCluster(t, f, ready, replicas)
 						in := Input{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, MinReadySeconds: 5,
 							UpdateRevision: revNew, CurrentRevision: revOld, Revisions: []string{revOld}, InPlace: []string{revOld}}
 						b := newBounds(in)
@@ -330,4 +314,19 @@ func TestInPlaceRetargetSimulation(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gatedCluster is a cluster of replicas gated pods of revOld, the kubelet
+// that moves them in place, and f resolved for replicas.
+func gatedCluster(t *testing.T, f fence, ready readiness, replicas int32) (*cluster, *inPlaceKubelet, int32, int32) {
+	t.Helper()
+	surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, ready, int(replicas), revOld)
+	for _, p := range c.pods {
+		gated(p)
+	}
+	return c, &inPlaceKubelet{c: c, started: map[*corev1.Pod]int{}}, surge, unavailable
 }
