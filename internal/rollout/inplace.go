@@ -17,7 +17,8 @@ import (
 // at once, held back by unavailable update-revision pods as removals are.
 // With MaxUnavailable 0 no pod may become unavailable, so one pod of the
 // update revision is created first (within MaxSurge), pods move one at a
-// time, and the surplus updated pod is removed at the end; under a
+// time, and the last old pod is removed rather than moved (the surge pod
+// took its place); under a
 // partition it replaces the pods instead (surge pods would crowd the
 // updated side's share). A pod whose in-place update failed
 // (inplace.Failed) is replaced as a specified-delete pod is.
@@ -44,11 +45,19 @@ import (
 // fourth, which old pods are already on their way (underWay).
 
 // splitLeaving splits the old pods leaving their side into those that move
-// in place and those replaced by new pods.
-func (s podSet) splitLeaving(l limits, leaving []*corev1.Pod) (moving, replaced []*corev1.Pod) {
-	if l.maxUnavailable == 0 && s.held > 0 {
+// in place and those replaced by new pods. keepNew is how many pods the
+// updated side keeps, target its share.
+func (s podSet) splitLeaving(l limits, leaving []*corev1.Pod, keepNew, target int) (moving, replaced []*corev1.Pod) {
+	switch {
+	case l.maxUnavailable == 0 && s.held > 0:
 		// No pod may become unavailable, and surge pods (inPlaceSurge)
 		// would crowd the updated side's share: replace them.
+		return nil, leaving
+	case keepNew >= target:
+		// The updated side is full (with maxUnavailable 0, the surge pod
+		// made it so): the old pods left are surplus and are removed.
+		// Moving one would only make an updated pod beyond Replicas,
+		// removed in turn.
 		return nil, leaving
 	}
 	return splitFunc(leaving, s.movable)
@@ -57,9 +66,9 @@ func (s podSet) splitLeaving(l limits, leaving []*corev1.Pod) (moving, replaced 
 // inPlaceSurge is how many pods of the update revision a step must create
 // for moving pods to start: none, unless MaxUnavailable is 0. Then no pod
 // may become unavailable, not even to restart in place: one surge pod
-// makes the room, pods move one at a time, and the surplus updated pod
-// goes at the end as any beyond Replicas does. (More surge pods would only
-// be removed again, unused.) room is what Replicas+MaxSurge leaves; keepNew
+// makes the room, pods move one at a time, and the last old pod is removed
+// rather than moved, the surge pod having taken its place (splitLeaving).
+// (More surge pods would only be removed again, unused.) room is what Replicas+MaxSurge leaves; keepNew
 // the updated side's pods that stay, target its share.
 func inPlaceSurge(l limits, room, keepNew, moving, target int) int {
 	if l.maxUnavailable > 0 || moving == 0 {
@@ -69,12 +78,15 @@ func inPlaceSurge(l limits, room, keepNew, moving, target int) int {
 }
 
 // startInPlace takes up to n of the moving pods to start now, in rolling
-// order, each spending the availability budget as a removal does.
-func (r *remover) startInPlace(moving []*corev1.Pod, n int) []*corev1.Pod {
-	if n <= 0 || len(moving) == 0 {
+// order, each spending the availability budget as a removal does, and no
+// more than room, what the updated side's share (target) leaves beside the
+// keepNew pods it has: a pod moved beyond it would be removed as surplus.
+func (r *remover) startInPlace(moving []*corev1.Pod, n, keepNew, target int) []*corev1.Pod {
+	n = min(n, target-keepNew, len(moving))
+	if n <= 0 {
 		return nil
 	}
-	return r.take(r.s.rollingOrder(moving, false), min(n, len(moving)))
+	return r.take(r.s.rollingOrder(moving, false), n)
 }
 
 // movable says an old pod can move to the update revision in place: its

@@ -24,7 +24,7 @@ func planRolling(s podSet, l limits) Plan {
 	// move in place (inplace.go) are not replaced by new pods (they
 	// become updated ones), the others are.
 	leaving := s.leavingOrder(keepOld, s.held > 0)[:max(0, len(keepOld)-s.held)]
-	moving, replaced := s.splitLeaving(l, leaving)
+	moving, replaced := s.splitLeaving(l, leaving, len(keepNew), target)
 
 	create, createHeld := s.rollingCreates(l, active, len(keepNew), len(keepOld), len(moving), target)
 
@@ -66,7 +66,7 @@ func planRolling(s podSet, l limits) Plan {
 	}
 	// In place first: no pod needs creating before it. Each one started
 	// spends the same bound as a removal (it is unavailable until done).
-	inPlace := r.startInPlace(moving, maxScaledDown-len(replacedOld))
+	inPlace := r.startInPlace(moving, maxScaledDown-len(replacedOld), len(keepNew), target)
 	if n := min(len(replaced), maxScaledDown-len(replacedOld)-len(inPlace)); n > 0 {
 		replacedOld = append(replacedOld, r.take(s.rollingOrder(replaced, s.held > 0), n)...)
 	}
