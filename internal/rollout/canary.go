@@ -51,9 +51,9 @@ func (s podSet) canaryStep(in Input) *CanaryProgress {
 	c := in.Canary
 	replicas := max(in.Replicas, 0)
 	switch {
-	case c == nil || in.Strategy == Recreate:
+	case c == nil || in.Strategy == Recreate || in.CurrentRevision == "":
 		return nil
-	case in.CurrentRevision == "" || in.CurrentRevision == in.UpdateRevision:
+	case in.CurrentRevision == in.UpdateRevision:
 		if c.State.Revision == in.UpdateRevision && c.State.Index < len(c.Steps) {
 			// Every pod got there (a step of all pods, or a size that
 			// rounds up to all): the record says so.
