@@ -177,29 +177,14 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 	switch {
 	case pausedAtCanaryStep(in, s, desired):
 		// Waiting, not failing: no deadline runs. Each pause says which.
-		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused, in.Canary.Message, now)
-		if current.Reason == c.Reason && current.Message == c.Message {
-			return 0, false
-		}
-		if current.Status == corev1.ConditionTrue {
-			c.LastTransitionTime = current.LastTransitionTime
-		}
-		remove(s, appsv1beta1.ConditionProgressing)
-		set(s, c)
+		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused,
+			in.Canary.Message, now))
 		return 0, false
 	case heldAtPartition(in, s, desired):
 		// Held, not failing: no deadline runs. A new hold (another
 		// partition) says so with its own message.
-		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonPartitionAvailable,
-			fmt.Sprintf("%d of %d pods updated, %d held by partition", s.UpdatedReplicas, desired, in.Partition), now)
-		if current.Reason == appsv1beta1.ReasonPartitionAvailable && current.Message == c.Message {
-			return 0, false
-		}
-		if current.Status == corev1.ConditionTrue {
-			c.LastTransitionTime = current.LastTransitionTime
-		}
-		remove(s, appsv1beta1.ConditionProgressing)
-		set(s, c)
+		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonPartitionAvailable,
+			fmt.Sprintf("%d of %d pods updated, %d held by partition", s.UpdatedReplicas, desired, in.Partition), now))
 		return 0, false
 	case s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired && s.ObservedGeneration >= md.Generation:
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionAvailable,
@@ -239,6 +224,20 @@ func heldAtPartition(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32)
 	return in.Partition > 0 && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
 		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(in.Partition, desired) &&
 		ptr.Deref(s.TerminatingReplicas, 0) == 0
+}
+
+// hold sets the Progressing condition to c, a hold no deadline runs from
+// (a partition's, a canary pause's), unless current already says so: a
+// new message is a new hold, a True condition keeps its transition time.
+func hold(s *appsv1beta1.MyDeploymentStatus, current *appsv1.DeploymentCondition, c appsv1.DeploymentCondition) {
+	if current.Reason == c.Reason && current.Message == c.Message {
+		return
+	}
+	if current.Status == corev1.ConditionTrue {
+		c.LastTransitionTime = current.LastTransitionTime
+	}
+	remove(s, appsv1beta1.ConditionProgressing)
+	set(s, c)
 }
 
 // pausedAtCanaryStep: a canary rollout is at a pause with the pods at the
