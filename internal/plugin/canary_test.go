@@ -88,5 +88,10 @@ var _ = Describe("rollout promote and status with canary steps", func() {
 		r = runPlugin(ns, "rollout", "status", "web")
 		Expect(r).To(Equal(result{out: "canary paused at step 4 of 5: paused until promote: 5 of 10 pods updated ('rollout promote web' goes on)\n"}),
 			"a watch ends at a pause until promote")
+
+		Expect(runPlugin(ns, "rollout", "promote", "web").code).To(Equal(0))
+		r = runPlugin(ns, "rollout", "status", "web", "--watch=false")
+		Expect(r).To(Equal(result{out: `Waiting for mydeployment "web" canary roll out to finish: step 4 of 5: promoted: 5 of 10 pods updated...` + "\n"}),
+			"promoted, before the controller acts: not paused any more")
 	})
 })

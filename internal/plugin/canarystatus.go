@@ -30,7 +30,8 @@ import (
 // revision), once the spec is observed and the deadline not exceeded: the
 // step it is at and how many pods are updated; done, as at a partition's
 // hold, when the controller says it is paused until a promote
-// (Progressing=True, CanaryPaused, at that step). ok is false when no
+// (Progressing=True, CanaryPaused, at that step) and no promote of that
+// step is written yet. ok is false when no
 // canary rollout is under way: the other messages apply.
 func canaryStatus(md *appsv1beta1.MyDeployment) (msg string, done, ok bool) {
 	o, errs := optin.Parse(md)
@@ -40,7 +41,11 @@ func canaryStatus(md *appsv1beta1.MyDeployment) (msg string, done, ok bool) {
 	at := o.Canary.State.Describe(o.Canary.Steps)
 	st := md.Status
 	step := o.Canary.Steps[o.Canary.State.Index]
-	if step.Pause && step.Duration == 0 && pausedAt(md, at) {
+	if o.Canary.Promote.Ends(o.Canary.State) {
+		// Promoted, and the controller has not acted on it yet: not paused
+		// (so 'rollout promote' then 'rollout status' waits for the rollout).
+		at = fmt.Sprintf("step %d of %d: promoted", o.Canary.State.Index+1, len(o.Canary.Steps))
+	} else if step.Pause && step.Duration == 0 && pausedAt(md, at) {
 		return fmt.Sprintf("canary paused at %s: %d of %d pods updated ('rollout promote %s' goes on)\n",
 			at, st.UpdatedReplicas, desired(md), md.Name), true, true
 	}
