@@ -20,9 +20,10 @@ import (
 // names, whatever its kind; "full" ends every remaining step. Once every
 // step is done nothing is held and the rollout completes; once it is
 // complete (CurrentRevision is UpdateRevision) the record says every step
-// is done, whichever step it named. A new update revision starts at the first step. While paused (spec.paused) no step
-// ends. Several steps may end in one plan (a size already reached, a
-// pause promoted); the plan then takes the pods towards the step it is at.
+// is done, whichever step it named. A new update revision starts at the
+// first step. While paused (spec.paused) no step ends. Several steps may
+// end in one plan (a size already reached, a pause promoted); the plan
+// then takes the pods towards the step it is at.
 
 // CanaryProgress is where a canary rollout is once a plan is carried out.
 type CanaryProgress struct {
