@@ -116,6 +116,23 @@ const (
 	// runs the new template, so the pod leaves Service endpoints before
 	// its containers restart (OpenKruise CloneSet's InPlaceUpdateReady).
 	InPlaceUpdateReadyCondition = "apps.mydeployment.io/InPlaceUpdateReady"
+	// CanaryStepsAnnotation lists the steps of a canary rollout, comma
+	// separated: a size ("<n>" pods or "<p>%" of spec.replicas, rounded
+	// up) moves that many pods to the update revision and ends when they
+	// are available; "pause <duration>" waits; "pause" waits for
+	// CanaryPromoteAnnotation. E.g. "1, pause 30s, 25%, pause, 100%".
+	// Refused with strategy Recreate and beside PartitionAnnotation.
+	CanaryStepsAnnotation = "apps.mydeployment.io/canary-steps"
+	// CanaryStepAnnotation is written by the controller: the step a canary
+	// rollout is at, for which update revision, and when a timed pause
+	// began (JSON, {"revision":"web-5d8f","step":3,"pausedAt":"..."};
+	// step counts from 1). The plugin reads it.
+	CanaryStepAnnotation = "apps.mydeployment.io/canary-step"
+	// CanaryPromoteAnnotation ends one step of a canary rollout:
+	// "<revision>/<step>" ends that step if the rollout is at it (so a
+	// repeated or stale promote never skips two steps), "<revision>/full"
+	// ends every remaining step. Written by `rollout promote [--full]`.
+	CanaryPromoteAnnotation = "apps.mydeployment.io/canary-promote"
 )
 
 // Reasons of behaviour beyond Deployment.
@@ -130,6 +147,11 @@ const (
 	// has a value that can never work (only possible for objects admission
 	// did not check); nothing is created or deleted until it changes.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonCanaryPaused: Progressing=True, a canary rollout is at a pause
+	// step with every pod available: waiting, not failing, so no progress
+	// deadline runs. The message names the step, e.g. "step 3 of 7:
+	// paused until promote".
+	ReasonCanaryPaused = "CanaryPaused"
 )
 
 // Event reasons of behaviour beyond Deployment.
@@ -149,4 +171,6 @@ const (
 	// EventInPlaceUpdateFailed: a pod's in-place update was refused or did
 	// not finish in time; the pod is replaced. The message says why.
 	EventInPlaceUpdateFailed = "InPlaceUpdateFailed"
+	// EventCanaryStep: a canary rollout began a step; one event per step.
+	EventCanaryStep = "CanaryStep"
 )

@@ -20,7 +20,8 @@ import (
 // act carries out s.plan in its order and decides nothing:
 //  0. the claims (writeClaims: revisions adopted, the update revision
 //     written, pods released and adopted), and a failure stops the sync;
-//  1. recordFirst, and a failure stops the sync before any pod moves;
+//  1. recordFirst, and a failure stops the sync before any pod moves (a
+//     canary step recorded there has its event once written);
 //  2. record, in the background, beside
 //  3. the pod writes (writePods: deletes, evictions, in-place starts, creates);
 //  4. the in-place steps of pods already under way;
@@ -37,6 +38,10 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	if len(p.recordFirst) > 0 {
 		if err := r.setAnnotations(ctx, s, p.recordFirst)(); err != nil {
 			return err
+		}
+		if c := p.Canary; c != nil && c.NewStep {
+			r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, appsv1beta1.EventCanaryStep, "Rollout",
+				"Canary of revision %q at %s", c.State.Revision, c.Message)
 		}
 	}
 	recorded := r.setAnnotations(ctx, s, p.record)

@@ -299,6 +299,8 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 		// orphans of the new template to adopt, and pods of ours the
 		// selector no longer matches to release, at the start.
 		orphans, unselected int
+		// canary steps, when set: each step recorded before its pods move.
+		canary string
 	}{
 		{name: "rolling maxSurge=1 maxUnavailable=1", strategy: rollingStrategy(1, 1), from: 4, to: 4, history: 10},
 		{name: "rolling maxSurge=0 maxUnavailable=1, history 0", strategy: rollingStrategy(0, 1), from: 3, to: 3, history: 0},
@@ -307,6 +309,7 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 		{name: "recreate", strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, from: 3, to: 3, history: 1},
 		{name: "rolling with orphans to adopt and pods to release", strategy: rollingStrategy(1, 1), from: 3, to: 4, history: 10,
 			orphans: 2, unselected: 1},
+		{name: "rolling in canary steps", strategy: rollingStrategy(1, 1), from: 6, to: 6, history: 10, canary: "1, 50%, 100%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -342,6 +345,9 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 			md.Spec.Template.Spec.Containers[0].Image = "v2"
 			md.Spec.Replicas = ptr.To(tc.to)
 			md.Annotations = map[string]string{appsv1beta1.RevisionAnnotation: "1"}
+			if tc.canary != "" {
+				md.Annotations[appsv1beta1.CanaryStepsAnnotation] = tc.canary
+			}
 			surge, _, err := rollout.StrategyFenceposts(md.Spec.Strategy, tc.from)
 			if err != nil {
 				t.Fatal(err)
@@ -405,6 +411,15 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 				}
 				if len(got) == 0 {
 					break
+				}
+			}
+			if tc.canary != "" {
+				cur := &appsv1beta1.MyDeployment{}
+				if err := cl.Get(ctx, client.ObjectKeyFromObject(md), cur); err != nil {
+					t.Fatal(err)
+				}
+				if got := cur.Annotations[appsv1beta1.CanaryStepAnnotation]; !strings.Contains(got, `"step":4`) {
+					t.Errorf("canary record %q, want every step done (step 4 of 3)", got)
 				}
 			}
 			owned, orphans := pods.list(md.UID)

@@ -218,6 +218,7 @@ func (s *scope) statusInput(synced bool) status.Input {
 		// desired sizes: 0 while Recreate waits for the old pods to go.
 		deleted := rollout.Count(slices.Concat(s.plan.Delete, s.plan.Evict), in.UpdateRevision, 0, s.now).Replicas
 		in.Planned = ptr.To(in.Counts.Replicas - deleted + s.plan.Creates())
+		in.Canary = s.plan.Canary
 	}
 	// Pods created by this sync run (unready) when the status is written:
 	// without them a replacement made at rest (a specified delete) would

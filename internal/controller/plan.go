@@ -21,8 +21,9 @@ type syncPlan struct {
 	// and create (with the in-place gate marked on each new pod when the
 	// update mode is in place), and when to look again.
 	rollout.Plan
-	// recordFirst are annotations written before any pod moves
-	// (rollout.Plan.RecordFirst): the size record the step relies on.
+	// recordFirst are annotations written before any pod moves: the size
+	// record the step relies on (rollout.Plan.RecordFirst), and the canary
+	// step the pods move towards (rollout.CanaryProgress.Record).
 	recordFirst map[string]string
 	// record are annotations written beside the pod writes: the revision
 	// number, and a size that may go with it.
@@ -64,6 +65,14 @@ func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan
 		p.record = now
 	}
 	p.recordAfterPods = afterPods
+	if c := p.Canary; c != nil && c.Record {
+		// The pods move towards the step the record names: written first,
+		// or a sync reading the older record would move them back.
+		if p.recordFirst == nil {
+			p.recordFirst = map[string]string{}
+		}
+		p.recordFirst[appsv1beta1.CanaryStepAnnotation] = c.State.String()
+	}
 	var stepsErr error
 	p.steps, p.inPlaceAfter, stepsErr = r.planInPlaceSteps(s, p.Plan)
 	p.truncate = truncation(s)

@@ -30,6 +30,9 @@ type Options struct {
 	// InPlace updates pods in place where the template change allows it
 	// (UpdateModeAnnotation InPlaceIfPossible).
 	InPlace bool
+	// Canary is the canary step list and where the rollout is in it
+	// (CanaryStepsAnnotation); nil when the annotation is absent.
+	Canary *Canary
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -71,7 +74,7 @@ func Path(annotation string) *field.Path {
 // integer or a percentage from 0% to 100%, a partition with strategy
 // Recreate, a respect-pdb other than "true" or "false", an update-mode
 // other than Recreate or InPlaceIfPossible, InPlaceIfPossible with strategy
-// Recreate. The Options
+// Recreate, canary steps that parseCanary refuses. The Options
 // returned hold what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
@@ -109,12 +112,15 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 			o.InPlace = v == appsv1beta1.UpdateModeInPlaceIfPossible
 		}
 	}
-	return o, errs
+	canary, canaryErrs := parseCanary(md)
+	o.Canary = canary
+	return o, append(errs, canaryErrs...)
 }
 
 // Annotations are the opt-in annotations of a MyDeployment, in the order
 // their errors are reported.
-var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation}
+var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
+	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

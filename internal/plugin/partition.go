@@ -55,23 +55,6 @@ func newPartitionCommand(f *factory, o *Options) *cobra.Command {
 	}
 }
 
-func newPromoteCommand(f *factory, o *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "promote NAME",
-		Short: "Remove the partition: finish the rollout",
-		Long: "Remove the " + appsv1beta1.PartitionAnnotation + " annotation set by 'rollout partition': " +
-			"the pods it held move to the new template and the rollout completes.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := f.target(args[0])
-			if err != nil {
-				return err
-			}
-			return t.setPartition(cmd.Context(), o.Out, nil)
-		},
-	}
-}
-
 // setPartition sets the partition annotation to p, or removes it when p is
 // nil, with one merge patch of that annotation, and prints what it did; it
 // writes nothing when the annotation already says so. A partition that

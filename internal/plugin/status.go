@@ -56,6 +56,9 @@ func rolloutStatus(md *appsv1beta1.MyDeployment, wantRevision int64) (string, bo
 			return "", false, fmt.Errorf("mydeployment %q exceeded its progress deadline", md.Name)
 		}
 	}
+	if msg, done, ok := canaryStatus(md); ok {
+		return msg, done, nil
+	}
 	if msg, done, ok := partitionedStatus(md); ok {
 		return msg, done, nil
 	}
@@ -149,7 +152,8 @@ func newStatusCommand(f *factory, o *Options) *cobra.Command {
 		Long: "Show the status of the rollout.\n\nBy default 'rollout status' watches the rollout until it finishes; " +
 			"use --watch=false to print the status once. It exits non-zero when the progress deadline is exceeded or --timeout passes. " +
 			"A rollout held by a partition ('rollout partition') is finished once the partition is reached: " +
-			"it says \"partitioned roll out complete\" and exits 0.",
+			"it says \"partitioned roll out complete\" and exits 0. A canary rollout (canary steps) says the step it is at, " +
+			"and is finished while paused until 'rollout promote'.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if revision < 0 {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // fuzzPodBytes is how many fuzz bytes describe one pod.
@@ -123,6 +125,9 @@ func FuzzCompute(f *testing.F) {
 		in.Partition = int32(optIn & 31)
 		in.CurrentRevision = []string{"", revOld, revOld2, revNew}[optIn>>5&3]
 		in.RespectPDB = optIn&0x80 != 0
+		if optIn&0x18 == 0x18 { // canary steps instead of a partition
+			in.Partition, in.Canary = 0, fuzzCanary(int(optIn&7), minReady>>4)
+		}
 		if flags&0x80 != 0 {
 			in.InPlace = []string{revOld, revOld2}
 		}
@@ -166,4 +171,30 @@ func FuzzCompute(f *testing.F) {
 			t.Fatalf("plan depends on pod order:\n%s\n%s", describe(p), describe(again))
 		}
 	})
+}
+
+// fuzzCanary is the canary steps, recorded at step index (of the
+// update revision or, by bit 0 of b, another), a timed pause begun 20s
+// before t0 (bit 1), and a promote of that step, the next or all (bits 2-3).
+func fuzzCanary(index int, b uint8) *optin.Canary {
+	steps, err := optin.ParseCanarySteps(canarySteps)
+	if err != nil {
+		panic(err)
+	}
+	c := &optin.Canary{Steps: steps, State: optin.CanaryState{Revision: revNew, Index: index}}
+	if b&1 != 0 {
+		c.State.Revision = revOld
+	}
+	if b&2 != 0 {
+		c.State.PausedAt = t0.Add(-20 * time.Second)
+	}
+	switch b >> 2 & 3 {
+	case 1:
+		c.Promote = optin.CanaryPromote{Revision: revNew, Index: index}
+	case 2:
+		c.Promote = optin.CanaryPromote{Revision: revNew, Index: index + 1}
+	case 3:
+		c.Promote = optin.CanaryPromote{Revision: revNew, Full: true}
+	}
+	return c
 }

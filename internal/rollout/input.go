@@ -52,6 +52,7 @@ func NewInput(md *appsv1beta1.MyDeployment, currentRevision, updateRevision stri
 		Revisions:       olderRevisions(revisions, updateRevision),
 		SizedFor:        SizedForOf(md),
 		Partition:       opts.Partition.Pods(replicas),
+		Canary:          opts.Canary,
 		CurrentRevision: currentRevision,
 		RespectPDB:      opts.RespectPDB,
 		MaxBurst:        DefaultMaxBurst,

@@ -165,10 +165,21 @@ func (o observed) allowed() int {
 // the strategy. It is shared by the table, simulation and fuzz tests.
 func checkPlan(t testing.TB, in Input, p Plan) {
 	t.Helper()
+	maxWait := time.Duration(max(in.MinReadySeconds, 0)) * time.Second
+	if in.Canary != nil {
+		// A canary plan keeps every promise of a partition plan, with the
+		// partition its step chose; it may wait for a timed pause.
+		in.Partition = 0
+		if p.Canary != nil {
+			in.Partition = p.Canary.Held
+			maxWait = max(maxWait, p.Canary.wait)
+			checkCanary(t, in, p.Canary)
+		}
+	}
 	o := observe(in)
 
-	if p.RequeueAfter < 0 || p.RequeueAfter > time.Duration(max(in.MinReadySeconds, 0))*time.Second {
-		t.Fatalf("RequeueAfter %v outside [0, minReadySeconds=%d]", p.RequeueAfter, in.MinReadySeconds)
+	if p.RequeueAfter < 0 || p.RequeueAfter > maxWait {
+		t.Fatalf("RequeueAfter %v outside [0, max(minReadySeconds=%d, canary wait)]", p.RequeueAfter, in.MinReadySeconds)
 	}
 
 	// Create: positive counts, each revision once, only revisions pods can be

@@ -25,12 +25,19 @@ import (
 // (ReasonPartitionHeld). Paused, the proportional scaling above applies.
 
 // heldTarget is how many active old-revision pods the partition holds:
-// Input.Partition (at most Replicas) when pods of CurrentRevision can be
-// created; only as many unlabelled old pods as exist when they cannot; none
+// Input.Partition, or the canary step's (s.canary), at most Replicas, when
+// pods of CurrentRevision can be created; only as many unlabelled old pods
+// as exist when they cannot; none
 // without a partition, under Recreate, or when there is nothing to hold
 // back from (no current revision, or it is the update revision).
 func (s podSet) heldTarget(in Input) int {
 	partition := min(max(int(in.Partition), 0), max(int(in.Replicas), 0))
+	if in.Canary != nil {
+		partition = 0
+		if s.canary != nil {
+			partition = min(max(int(s.canary.Held), 0), max(int(in.Replicas), 0))
+		}
+	}
 	switch {
 	case partition == 0 || in.Strategy == Recreate || in.CurrentRevision == "" || in.CurrentRevision == in.UpdateRevision:
 		return 0

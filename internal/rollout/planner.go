@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // DefaultMaxBurst is how many pods one plan creates, and how many it
@@ -80,6 +82,11 @@ type Input struct {
 	// it can be created only if it is listed in Revisions; otherwise the
 	// partition holds only the old pods that exist.
 	CurrentRevision string
+	// Canary is the canary step list, the record of the step under way
+	// and the last promote (optin's Canary); nil without canary steps.
+	// A canary rollout sets the partition step by step (canary.go) and
+	// Partition is then ignored.
+	Canary *optin.Canary
 	// RespectPDB puts the pods a rollout step or a specified delete
 	// replaces in Plan.Evict instead of Plan.Delete.
 	RespectPDB bool
@@ -155,8 +162,12 @@ type Plan struct {
 	// (Deployment's sync returns after a scaling event for the same reason:
 	// its record is written with the scale, before the rollout goes on).
 	RecordFirst bool
+	// Canary is where a canary rollout is once the plan is carried out
+	// (canary.go); nil when none is under way.
+	Canary *CanaryProgress
 	// RequeueAfter, when positive, is when the next ready pod becomes
-	// available (MinReadySeconds); requeue then rather than poll.
+	// available (MinReadySeconds) or a timed canary pause ends; requeue
+	// then rather than poll.
 	RequeueAfter time.Duration
 	// Reason names the step, for logs and events.
 	Reason Reason
@@ -255,6 +266,9 @@ func Compute(in Input) Plan {
 	p.RecordFirst = stale && l.scalingEvent && rolling && acts
 	p.RecordSize = p.RecordFirst || stale && (s.severalRevisions() || l.scalingEvent && scaled && !in.Paused)
 	p.RequeueAfter = s.requeueAfter()
+	if p.Canary = s.canary; s.canary != nil && s.canary.wait > 0 && (p.RequeueAfter == 0 || s.canary.wait < p.RequeueAfter) {
+		p.RequeueAfter = s.canary.wait
+	}
 	return p
 }
 

@@ -43,6 +43,9 @@ type podSet struct {
 	held             int
 	current          string
 	currentCreatable bool
+	// canary is where a canary rollout is (canary.go), which sets held;
+	// nil when none is under way.
+	canary *CanaryProgress
 
 	// update is the update revision; age ranks revisions, newer higher:
 	// the update revision highest, Input.Revisions by their order, any other 0.
@@ -102,6 +105,7 @@ func newPodSet(in Input) podSet {
 	slices.SortFunc(s.finished, func(a, b *corev1.Pod) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
+	s.canary = s.canaryStep(in)
 	s.held = s.heldTarget(in)
 	return s
 }

@@ -426,8 +426,21 @@ func scaledInput(t *testing.T, f fence, replicas int32) Input {
 func (c *cluster) reconcileRecorded(in Input) Input {
 	c.t.Helper()
 	o := observe(c.input(in))
-	maxActive := o.replicas + o.maxSurge
 	p := c.reconcile(in)
+	c.checkStep(in, o, p)
+	if p.RecordSize {
+		sized := p.SizedFor
+		in.SizedFor = &sized
+	}
+	return in
+}
+
+// checkStep asserts that the plan p, made from what o observed, made
+// neither bound worse: no more active pods than replicas+maxSurge (or than
+// before), no fewer available than replicas-maxUnavailable (or than before).
+func (c *cluster) checkStep(in Input, o observed, p Plan) {
+	c.t.Helper()
+	maxActive := o.replicas + o.maxSurge
 	deletedAvailable := 0
 	for _, d := range slices.Concat(p.Delete, p.Evict) {
 		if IsAvailable(d, in.MinReadySeconds, c.now.Add(-tick)) {
@@ -440,11 +453,6 @@ func (c *cluster) reconcileRecorded(in Input) Input {
 	if available := o.available - deletedAvailable; available < min(o.available, o.minAvailable) {
 		c.t.Fatalf("step %d (%s): %d available pods left, fewer than replicas-maxUnavailable=%d", c.step, p.Reason, available, o.minAvailable)
 	}
-	if p.RecordSize {
-		sized := p.SizedFor
-		in.SizedFor = &sized
-	}
-	return in
 }
 
 // activeOf counts the active pods of rev.

@@ -10,7 +10,7 @@ import (
 // rollout status` judges a Deployment: md's generation observed, every
 // desired replica updated, every updated one available, and no pod of an
 // older revision left; or, as kubectl judges a partitioned StatefulSet,
-// held at its partition (PartitionHeld). A scale that is not finished
+// held at its partition or at a canary pause (PartitionHeld). A scale that is not finished
 // counts as not complete.
 func RolloutComplete(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentStatus) bool {
 	desired := ptr.Deref(md.Spec.Replicas, 1)
@@ -21,10 +21,11 @@ func RolloutComplete(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentS
 }
 
 // PartitionHeld reports whether st says the rollout went as far as its
-// partition lets it (Progressing=True, PartitionAvailable).
+// partition lets it (Progressing=True, PartitionAvailable), or as far as
+// its canary step before a pause (CanaryPaused).
 func PartitionHeld(st *appsv1beta1.MyDeploymentStatus) bool {
 	c := Get(st, appsv1beta1.ConditionProgressing)
-	return c != nil && c.Reason == appsv1beta1.ReasonPartitionAvailable
+	return c != nil && (c.Reason == appsv1beta1.ReasonPartitionAvailable || c.Reason == appsv1beta1.ReasonCanaryPaused)
 }
 
 // DeadlineExceeded reports whether st says the rollout made no progress for

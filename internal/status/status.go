@@ -57,7 +57,10 @@ type Input struct {
 	// (optin's Partition.Pods(spec.replicas)); 0 without a partition or
 	// when the current revision is the update revision.
 	Partition int32
-	Now       time.Time
+	// Canary is where a canary rollout is once the sync's plan is carried
+	// out (rollout.Plan.Canary); nil when none is under way.
+	Canary *rollout.CanaryProgress
+	Now    time.Time
 }
 
 // Result is the new status and, when a rollout is under way, when to check
@@ -172,25 +175,23 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 	}
 	old := md.Status
 	switch {
+	case pausedAtCanaryStep(in, s, desired):
+		// Waiting, not failing: no deadline runs. Each pause says which.
+		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused,
+			in.Canary.Message, now))
+		return 0, false
 	case heldAtPartition(in, s, desired):
 		// Held, not failing: no deadline runs. A new hold (another
 		// partition) says so with its own message.
-		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonPartitionAvailable,
-			fmt.Sprintf("%d of %d pods updated, %d held by partition", s.UpdatedReplicas, desired, in.Partition), now)
-		if current.Reason == appsv1beta1.ReasonPartitionAvailable && current.Message == c.Message {
-			return 0, false
-		}
-		if current.Status == corev1.ConditionTrue {
-			c.LastTransitionTime = current.LastTransitionTime
-		}
-		remove(s, appsv1beta1.ConditionProgressing)
-		set(s, c)
+		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonPartitionAvailable,
+			fmt.Sprintf("%d of %d pods updated, %d held by partition", s.UpdatedReplicas, desired, in.Partition), now))
 		return 0, false
 	case s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired && s.ObservedGeneration >= md.Generation:
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionAvailable,
 			fmt.Sprintf("MyDeployment %q has successfully progressed.", md.Name), now))
 		return 0, false
-	case progressed(old, *s):
+	case progressed(old, *s) || current.Reason == appsv1beta1.ReasonCanaryPaused && in.Canary != nil:
+		// A pause that ended restarts the deadline as progress does.
 		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonRevisionUpdated,
 			fmt.Sprintf("Revision %q is progressing.", in.UpdateRevision), now)
 		if current.Status == corev1.ConditionTrue {
@@ -198,7 +199,9 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 		}
 		remove(s, appsv1beta1.ConditionProgressing)
 		set(s, c) // refreshes lastUpdateTime: progress restarts the deadline
-	case current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded:
+	case current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded, current.Reason == appsv1beta1.ReasonCanaryPaused:
+		// A pause is left as it is by a sync that planned nothing: no
+		// deadline runs from it.
 		return 0, false
 	}
 
@@ -220,6 +223,30 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 func heldAtPartition(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32) bool {
 	return in.Partition > 0 && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
 		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(in.Partition, desired) &&
+		ptr.Deref(s.TerminatingReplicas, 0) == 0
+}
+
+// hold sets the Progressing condition to c, a hold no deadline runs from
+// (a partition's, a canary pause's), unless current already says so: a
+// new message is a new hold, a True condition keeps its transition time.
+func hold(s *appsv1beta1.MyDeploymentStatus, current *appsv1.DeploymentCondition, c appsv1.DeploymentCondition) {
+	if current.Reason == c.Reason && current.Message == c.Message {
+		return
+	}
+	if current.Status == corev1.ConditionTrue {
+		c.LastTransitionTime = current.LastTransitionTime
+	}
+	remove(s, appsv1beta1.ConditionProgressing)
+	set(s, c)
+}
+
+// pausedAtCanaryStep: a canary rollout is at a pause with the pods at the
+// shares of the step before it: the generation observed, desired pods, all
+// available, none terminating, desired-held of them updated.
+func pausedAtCanaryStep(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32) bool {
+	c := in.Canary
+	return c != nil && c.Paused && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
+		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(max(c.Held, 0), desired) &&
 		ptr.Deref(s.TerminatingReplicas, 0) == 0
 }
 

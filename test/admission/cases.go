@@ -159,6 +159,7 @@ func podSpec(f func(*corev1.PodSpec)) func(*appsv1beta1.MyDeployment) {
 var (
 	partitionField  = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
 	updateModeField = "metadata.annotations[" + appsv1beta1.UpdateModeAnnotation + "]"
+	canaryField     = "metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]"
 )
 
 // annotate sets one annotation of the MyDeployment.
@@ -330,6 +331,27 @@ func Cases() []Case {
 		{Name: "strategy switched to Recreate while partitioned by an update", Update: true,
 			Before: annotate(appsv1beta1.PartitionAnnotation, "50%"), Change: recreate,
 			Field: partitionField, Why: "needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "empty canary steps", Change: annotate(appsv1beta1.CanaryStepsAnnotation, ""),
+			Field: canaryField, Why: `Invalid value: "": must list at least one step`, By: Webhook},
+		{Name: "canary step neither a size nor a pause", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "1, half, 100%"),
+			Field: canaryField, Why: `step 2 "half": must be a pod count ("1"), a percentage from 0% to 100%`, By: Webhook},
+		{Name: "canary pause of a negative duration", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "1, pause -5s"),
+			Field: canaryField, Why: "a pause's duration must be positive", By: Webhook},
+		{Name: "canary sizes decreasing", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "50%, pause, 25%"),
+			Field: canaryField, Why: "sizes must not decrease", By: Webhook},
+		{Name: "canary steps with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, pause, 100%")(m)
+		}, Field: canaryField, Why: "canary steps need spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "canary steps beside a partition", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.PartitionAnnotation, "8")(m)
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, pause, 100%")(m)
+		}, Field: canaryField, Why: "cannot be set together with " + appsv1beta1.PartitionAnnotation, By: Webhook},
+		{Name: "partition added to canary steps by an update", Update: true,
+			Before: annotate(appsv1beta1.CanaryStepsAnnotation, "1, pause, 100%"), Change: annotate(appsv1beta1.PartitionAnnotation, "8"),
+			Field: canaryField, Why: "cannot be set together with " + appsv1beta1.PartitionAnnotation, By: Webhook},
+		{Name: "canary promote not as the plugin writes it", Change: annotate(appsv1beta1.CanaryPromoteAnnotation, "now"),
+			Field: "metadata.annotations[" + appsv1beta1.CanaryPromoteAnnotation + "]", Why: `"<revision>/<step>" or "<revision>/full"`, By: Webhook},
 		{Name: "respect-pdb neither true nor false", Change: annotate(appsv1beta1.RespectPDBAnnotation, "yes"),
 			Field: "metadata.annotations[" + appsv1beta1.RespectPDBAnnotation + "]", Why: `Unsupported value: "yes"`, By: Webhook},
 		{Name: "update-mode unknown", Change: annotate(appsv1beta1.UpdateModeAnnotation, "InPlaceOnly"),

@@ -1,0 +1,124 @@
+package rollout
+
+import (
+	"time"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+)
+
+// Canary steps (RollingUpdate, Input.Canary set, CurrentRevision neither
+// empty nor UpdateRevision) are a partition the planner lowers step by
+// step: at a size step of S pods (a count, or a percentage of Replicas
+// rounded up, recomputed when Replicas change; a count stays a count, at
+// most Replicas) the rolling step holds Replicas-S pods on the current
+// revision, as partition.go holds them, within maxSurge and
+// maxUnavailable. The step ends once S pods of the update revision that are
+// not labelled specified-delete are available (minReadySeconds included). A
+// pause holds what the last size step before it held (every pod when there
+// is none): "pause <d>" ends d after it began, "pause" when promoted. A
+// promote (Input.Canary.Promote) ends the step it names of the rollout it
+// names, whatever its kind; "full" ends every remaining step. Once every
+// step is done nothing is held and the rollout completes; once it is
+// complete (CurrentRevision is UpdateRevision) the record says every step
+// is done, whichever step it named. A new update revision starts at the
+// first step. While paused (spec.paused) no step ends. Several steps may
+// end in one plan (a size already reached, a pause promoted); the plan
+// then takes the pods towards the step it is at.
+
+// CanaryProgress is where a canary rollout is once a plan is carried out.
+type CanaryProgress struct {
+	// State is the step under way: the caller records it
+	// (CanaryStepAnnotation) before it carries out the plan when Record
+	// says it differs from Input.Canary.State, since the pods move
+	// towards it.
+	State  optin.CanaryState
+	Record bool
+	// NewStep says State names a step the record did not (its event).
+	NewStep bool
+	// Paused says State is at a pause step.
+	Paused bool
+	// Held is the pods the step holds on the current revision (the
+	// rolling step's partition); Message is State described (optin's
+	// CanaryState.Describe).
+	Held    int32
+	Message string
+	// wait, when positive, is when the timed pause under way ends.
+	wait time.Duration
+}
+
+// canaryStep is where the canary rollout of in is, given the pods of s
+// (classified, not yet held): nil when no canary rollout is under way.
+func (s podSet) canaryStep(in Input) *CanaryProgress {
+	c := in.Canary
+	replicas := max(in.Replicas, 0)
+	switch {
+	case c == nil || in.Strategy == Recreate || in.CurrentRevision == "":
+		return nil
+	case in.CurrentRevision == in.UpdateRevision:
+		if c.State.Revision == in.UpdateRevision && c.State.Index < len(c.Steps) {
+			// Every pod got there (a step of all pods, or a size that
+			// rounds up to all): the record says so.
+			return canaryProgress(c, optin.CanaryState{Revision: c.State.Revision, Index: len(c.Steps)}, replicas, 0)
+		}
+		return nil
+	}
+	st := c.State
+	if st.Revision != in.UpdateRevision || st.Index < 0 {
+		st = optin.CanaryState{Revision: in.UpdateRevision} // a new template starts at the first step
+	}
+	_, keep := specified(s.updated)
+	available := int32(s.available(keep))
+	var wait time.Duration
+	for !in.Paused && st.Index < len(c.Steps) {
+		step := c.Steps[st.Index]
+		switch {
+		case c.Promote.Ends(st) && c.Promote.Full:
+			st = optin.CanaryState{Revision: st.Revision, Index: len(c.Steps)}
+			continue
+		case c.Promote.Ends(st):
+		case !step.Pause && available < step.Size.Pods(replicas):
+			return canaryProgress(c, st, replicas, 0)
+		case step.Pause && step.Duration == 0:
+			return canaryProgress(c, st, replicas, 0)
+		case step.Pause:
+			if st.PausedAt.IsZero() {
+				st.PausedAt = in.Now.UTC().Truncate(time.Second) // as the record keeps it
+			}
+			if wait = st.PausedAt.Add(step.Duration).Sub(in.Now); wait > 0 {
+				return canaryProgress(c, st, replicas, wait)
+			}
+		}
+		st = optin.CanaryState{Revision: st.Revision, Index: st.Index + 1}
+	}
+	return canaryProgress(c, st, replicas, 0)
+}
+
+// canaryProgress is the progress of a rollout at st, compared with the record.
+func canaryProgress(c *optin.Canary, st optin.CanaryState, replicas int32, wait time.Duration) *CanaryProgress {
+	rec := c.State
+	newStep := rec.Revision != st.Revision || rec.Index != st.Index
+	return &CanaryProgress{
+		State:   st,
+		Record:  newStep || !rec.PausedAt.Equal(st.PausedAt),
+		NewStep: newStep,
+		Paused:  st.Index < len(c.Steps) && c.Steps[st.Index].Pause,
+		Held:    canaryHeld(c.Steps, st.Index, replicas),
+		Message: st.Describe(c.Steps),
+		wait:    wait,
+	}
+}
+
+// canaryHeld is what step i holds of replicas: replicas less the size of
+// the last size step up to i, all of them before any, none once every
+// step is done.
+func canaryHeld(steps []optin.CanaryStep, i int, replicas int32) int32 {
+	if i >= len(steps) {
+		return 0
+	}
+	for ; i >= 0; i-- {
+		if !steps[i].Pause {
+			return replicas - steps[i].Size.Pods(replicas)
+		}
+	}
+	return replicas
+}

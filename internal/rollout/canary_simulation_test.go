@@ -1,0 +1,185 @@
+package rollout
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+)
+
+// e2eSteps are the steps of the e2e: a pod, a timed pause, half,
+// a pause until promote, all.
+const e2eSteps = "1, pause 10s, 50%, pause, 100%"
+
+// canaryRun drives a canary rollout as the controller does: each plan's
+// canary record and size record are written before the next plan, the
+// bounds are checked before every reconcile, and the steps seen are kept.
+type canaryRun struct {
+	t    *testing.T
+	c    *cluster
+	in   Input
+	seen []int // the step index after each reconcile
+	// scaled: Replicas changed mid-run, so the bounds are checked per
+	// step (no step makes them worse), as reconcileRecorded does.
+	scaled bool
+}
+
+func newCanaryRun(t *testing.T, ready readiness, f fence, replicas int32, steps string) *canaryRun {
+	t.Helper()
+	in := scaledInput(t, f, replicas)
+	list, err := optin.ParseCanarySteps(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.CurrentRevision, in.Revisions, in.MinReadySeconds = revOld, []string{revOld}, 0
+	in.Canary = &optin.Canary{Steps: list}
+	return &canaryRun{t: t, c: newCluster(t, ready, int(replicas), revOld), in: in}
+}
+
+// step reconciles once and records what the plan says to record.
+func (r *canaryRun) step() Plan {
+	r.t.Helper()
+	o := observe(r.c.input(r.in))
+	if !r.scaled {
+		newBounds(r.in).check(r.t, r.c, r.in)
+	}
+	p := r.c.reconcile(r.in)
+	r.c.checkStep(r.in, o, p)
+	if p.RecordSize {
+		sized := p.SizedFor
+		r.in.SizedFor = &sized
+	}
+	if p.Canary != nil {
+		c := *r.in.Canary
+		c.State = p.Canary.State
+		r.in.Canary = &c
+		r.seen = append(r.seen, p.Canary.State.Index)
+	}
+	return p
+}
+
+// until reconciles until done says the last plan got there, within the step
+// budget (and the pauses' ticks).
+func (r *canaryRun) until(what string, done func(Plan) bool) Plan {
+	r.t.Helper()
+	for range 2*stepBudget(r.in.Replicas) + 20 {
+		if p := r.step(); done(p) {
+			return p
+		}
+	}
+	r.t.Fatalf("%s: not reached after %d steps (steps seen %v): %+v", what, r.c.step, r.seen,
+		Count(r.c.pods, r.in.UpdateRevision, r.in.MinReadySeconds, r.c.now))
+	return Plan{}
+}
+
+// atStep says a plan is at step index with the pods at the step's shares.
+func (r *canaryRun) atStep(index int) func(Plan) bool {
+	return func(p Plan) bool {
+		held := r.in
+		held.Canary, held.Partition = nil, p.Canary.Held
+		return p.Canary != nil && p.Canary.State.Index == index && r.c.heldAt(held)
+	}
+}
+
+// TestCanarySimulation runs the steps for many settings: 1 pod,
+// a 10s pause that ends by itself, half, a pause held until promoted, all;
+// never beyond replicas+maxSurge, never below replicas-maxUnavailable
+// available, every step seen in order, none skipped.
+func TestCanarySimulation(t *testing.T) {
+	for _, replicas := range []int32{1, 3, 10, 25} {
+		for _, f := range fences {
+			for _, ready := range readinessPatterns[:3] {
+				t.Run(fmt.Sprintf("replicas=%d/fence=%s/%s", replicas, f, ready.name), func(t *testing.T) {
+					r := newCanaryRun(t, ready, f, replicas, e2eSteps)
+					r.until("step 2, paused 10s", func(p Plan) bool { return p.Canary.State.Index == 1 })
+					if n := r.c.activeOf(revNew); n != 1 {
+						t.Fatalf("paused after step 1 with %d updated pods, want 1", n)
+					}
+					p := r.until("step 4, paused until promote", r.atStep(3))
+					if want := int(replicas+1) / 2; r.c.activeOf(revNew) != want || p.Canary.Message != "step 4 of 5: paused until promote" {
+						t.Fatalf("at %q: %d updated pods, want %d", p.Canary.Message, r.c.activeOf(revNew), want)
+					}
+					for range 10 {
+						if p := r.step(); p.Canary.State.Index != 3 || p.Creates() > 0 || p.Removes() > 0 {
+							t.Fatalf("the pause did not hold: %s at step %d", describe(p), p.Canary.State.Index+1)
+						}
+					}
+					r.in = promoted(r.in, optin.CanaryPromote{Revision: revNew, Index: 3})
+					r.until("converged", func(Plan) bool { return r.c.converged(r.in) })
+					r.step()
+					assertStepsInOrder(t, r.seen, 5)
+				})
+			}
+		}
+	}
+}
+
+// assertStepsInOrder: the steps seen never go back and end past the last.
+func assertStepsInOrder(t *testing.T, seen []int, n int) {
+	t.Helper()
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("steps went back: %v", seen)
+		}
+	}
+	if len(seen) == 0 || seen[len(seen)-1] != n {
+		t.Fatalf("steps seen %v, want them to end at %d (all done)", seen, n)
+	}
+}
+
+// TestCanaryPromoteFullSimulation: promote --full during step 1 completes
+// the rollout without stopping at any pause; a promote repeated at the
+// next pause (stale) ends nothing.
+func TestCanaryPromoteFullSimulation(t *testing.T) {
+	for _, f := range fences {
+		t.Run(f.String(), func(t *testing.T) {
+			r := newCanaryRun(t, readinessPatterns[1], f, 10, e2eSteps)
+			r.step()
+			r.in = promoted(r.in, optin.CanaryPromote{Revision: revNew, Full: true})
+			r.until("converged", func(Plan) bool { return r.c.converged(r.in) })
+			r.step()
+			assertStepsInOrder(t, r.seen, 5)
+
+			r = newCanaryRun(t, readinessPatterns[0], f, 10, "pause, 50%, pause, 100%")
+			r.in = promoted(r.in, optin.CanaryPromote{Revision: revNew, Index: 0})
+			p := r.until("step 3, paused until promote", r.atStep(2))
+			for range 5 {
+				if p = r.step(); p.Canary.State.Index != 2 {
+					t.Fatalf("a stale promote of step 1 ended step %d", p.Canary.State.Index)
+				}
+			}
+		})
+	}
+}
+
+// TestCanaryScaleSimulation scales a canary held at a pause after 50%:
+// the percentage is recomputed for the new size (the fraction kept), a
+// count step stays a count; each within the new size's bounds.
+func TestCanaryScaleSimulation(t *testing.T) {
+	quarter := intstr.FromString("25%")
+	f := fence{quarter, quarter}
+	for _, tc := range []struct {
+		steps       string
+		to          int32
+		wantUpdated int
+	}{
+		{"50%, pause, 100%", 20, 10},
+		{"50%, pause, 100%", 5, 3},
+		{"3, pause, 100%", 20, 3},
+		{"3, pause, 100%", 2, 2},
+	} {
+		t.Run(fmt.Sprintf("%s/10->%d", tc.steps, tc.to), func(t *testing.T) {
+			r := newCanaryRun(t, readinessPatterns[1], f, 10, tc.steps)
+			r.until("paused", r.atStep(1))
+			next := scaledInput(t, f, tc.to)
+			next.SizedFor, next.CurrentRevision, next.Revisions, next.MinReadySeconds, next.Canary = r.in.SizedFor, revOld, []string{revOld}, 0, r.in.Canary
+			r.in, r.scaled = next, true
+			r.until("paused again", r.atStep(1))
+			if n := r.c.activeOf(revNew); n != tc.wantUpdated {
+				t.Fatalf("%d updated pods after the scale, want %d", n, tc.wantUpdated)
+			}
+		})
+	}
+}

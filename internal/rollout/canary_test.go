@@ -1,0 +1,160 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+)
+
+// canarySteps is the example list.
+const canarySteps = "1, pause 30s, 25%, pause, 50%, pause 5m, 100%"
+
+// stepped is a RollingUpdate of replicas from revOld to revNew under the
+// canary steps, the record at step index of revNew (another rollout's
+// when index is negative), maxSurge 1, maxUnavailable 0.
+func stepped(t testing.TB, steps string, replicas int32, index int, ps ...[]*corev1.Pod) Input {
+	t.Helper()
+	list, err := optin.ParseCanarySteps(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := optin.CanaryState{Revision: revNew, Index: index}
+	if index < 0 {
+		st = optin.CanaryState{Revision: revOld, Index: 6}
+	}
+	return Input{Replicas: replicas, MaxSurge: 1, MaxUnavailable: 0, UpdateRevision: revNew,
+		CurrentRevision: revOld, Revisions: []string{revOld}, Pods: join(ps...), Now: t0,
+		Canary: &optin.Canary{Steps: list, State: st}}
+}
+
+func promoted(in Input, p optin.CanaryPromote) Input {
+	c := *in.Canary
+	c.Promote = p
+	in.Canary = &c
+	return in
+}
+
+func pausedSince(in Input, at time.Time) Input {
+	c := *in.Canary
+	c.State.PausedAt = at
+	in.Canary = &c
+	return in
+}
+
+func TestComputeCanary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Input
+		// want: the step index, whether it is recorded and new, held, pods created, the requeue.
+		index           int
+		record, isNew   bool
+		held, create    int32
+		requeue         time.Duration
+		message         string
+		wantNilCanary   bool
+		wantPausedSince time.Time
+	}{
+		{name: "a new template starts at step 1: one pod of 10 moves", in: stepped(t, canarySteps, 10, -1, pods("old", revOld, 10)),
+			index: 0, record: true, isNew: true, held: 9, create: 1, message: "step 1 of 7: 1"},
+		{name: "step 1 waits for its pod to be available", in: stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1, notReady)),
+			index: 0, held: 9, message: "step 1 of 7: 1"},
+		{name: "step 1 done: the 30s pause begins now, nothing moves", in: stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)),
+			index: 1, record: true, isNew: true, held: 9, requeue: 30 * time.Second, wantPausedSince: t0,
+			message: "step 2 of 7: paused 30s, until 2025-06-01T12:00:30Z"},
+		{name: "the pause goes on", in: pausedSince(stepped(t, canarySteps, 10, 1, pods("old", revOld, 9), pods("new", revNew, 1)), t0.Add(-20*time.Second)),
+			index: 1, held: 9, requeue: 10 * time.Second, wantPausedSince: t0.Add(-20 * time.Second)},
+		{name: "the pause is over: step 3, 25% of 10 is 3 pods", in: pausedSince(stepped(t, canarySteps, 10, 1, pods("old", revOld, 9), pods("new", revNew, 1)), t0.Add(-30*time.Second)),
+			index: 2, record: true, isNew: true, held: 7, create: 1, message: "step 3 of 7: 25%"},
+		{name: "a bare pause holds", in: stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
+			index: 3, held: 7, message: "step 4 of 7: paused until promote"},
+		{name: "a stale promote (step 2) does not end it", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
+			optin.CanaryPromote{Revision: revNew, Index: 1}), index: 3, held: 7},
+		{name: "another rollout's promote does not end it", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
+			optin.CanaryPromote{Revision: revOld2, Index: 3}), index: 3, held: 7},
+		{name: "promoted: step 5, 50%", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
+			optin.CanaryPromote{Revision: revNew, Index: 3}), index: 4, record: true, isNew: true, held: 5, create: 1},
+		{name: "promoted in full: nothing held", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
+			optin.CanaryPromote{Revision: revNew, Full: true}), index: 7, record: true, isNew: true, held: 0, create: 1, message: "all 7 steps done"},
+		{name: "a promote of a size step ends it before its pods are available", in: promoted(stepped(t, canarySteps, 10, 0, pods("old", revOld, 10)),
+			optin.CanaryPromote{Revision: revNew, Index: 0}), index: 1, record: true, isNew: true, held: 9, create: 1, wantPausedSince: t0,
+			requeue: 30 * time.Second},
+		{name: "scaled to 20 at 50%: 10 pods held, the fraction kept", in: stepped(t, canarySteps, 20, 5, pods("old", revOld, 5), pods("new", revNew, 5)),
+			index: 5, held: 10, create: 10, wantPausedSince: t0, record: true, requeue: 5 * time.Minute},
+		{name: "scaled to 20 at a count of 1: 19 held, a count stays a count", in: stepped(t, canarySteps, 20, 1, pods("old", revOld, 9), pods("new", revNew, 1)),
+			index: 1, held: 19, create: 10, wantPausedSince: t0, record: true, requeue: 30 * time.Second},
+		{name: "a pause first holds every pod", in: stepped(t, "pause, 100%", 4, -1, pods("old", revOld, 4)),
+			index: 0, record: true, isNew: true, held: 4},
+		{name: "no rollout: no canary", in: func() Input {
+			in := stepped(t, canarySteps, 3, -1, pods("new", revNew, 3))
+			in.CurrentRevision = revNew
+			return in
+		}(), wantNilCanary: true},
+		{name: "complete at step 1 (one pod is all): the record says every step is done", in: func() Input {
+			in := stepped(t, canarySteps, 1, 0, pods("new", revNew, 1))
+			in.CurrentRevision = revNew
+			return in
+		}(), index: 7, record: true, isNew: true, message: "all 7 steps done"},
+		{name: "spec.paused: no step ends", in: func() Input {
+			in := stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1))
+			in.Paused, in.SizedFor = true, &Size{Replicas: 10, MaxReplicas: 11}
+			return in
+		}(), index: 0, held: 9, create: 1}, // Deployment's paused scale towards replicas+maxSurge
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Compute(tc.in)
+			checkPlan(t, tc.in, p)
+			c := p.Canary
+			if tc.wantNilCanary {
+				if c != nil {
+					t.Fatalf("canary %+v, want none", c)
+				}
+				return
+			}
+			if c == nil || c.State.Index != tc.index || c.Record != tc.record || c.NewStep != tc.isNew || c.Held != tc.held ||
+				p.Creates() != tc.create || p.RequeueAfter != tc.requeue || !c.State.PausedAt.Equal(tc.wantPausedSince) {
+				t.Fatalf("canary %+v, %s, requeue %v; want index %d record %v new %v held %d create %d requeue %v paused since %v",
+					c, describe(p), p.RequeueAfter, tc.index, tc.record, tc.isNew, tc.held, tc.create, tc.requeue, tc.wantPausedSince)
+			}
+			if tc.message != "" && c.Message != tc.message {
+				t.Fatalf("message %q, want %q", c.Message, tc.message)
+			}
+		})
+	}
+}
+
+// checkCanary asserts the promises of a canary plan: the rollout it names
+// is the update revision's; a step of the same rollout is never gone back
+// to; a pause that waits for a promote ends only by a promote naming it
+// (so a repeated or stale promote never skips two steps); what it records
+// is what differs from the record; the held pods are the step's.
+func checkCanary(t testing.TB, in Input, c *CanaryProgress) {
+	t.Helper()
+	rec, steps := in.Canary.State, in.Canary.Steps
+	if c.State.Revision != in.UpdateRevision {
+		t.Fatalf("canary of %q, not of the update revision %q", c.State.Revision, in.UpdateRevision)
+	}
+	from := 0
+	if rec.Revision == in.UpdateRevision {
+		from = rec.Index
+		if c.State.Index < rec.Index {
+			t.Fatalf("canary went back from step %d to %d", rec.Index+1, c.State.Index+1)
+		}
+	}
+	promote := in.Canary.Promote
+	complete := in.CurrentRevision == in.UpdateRevision // every pod got there: nothing left to wait for
+	for i := from; i < min(c.State.Index, len(steps)) && !complete; i++ {
+		if steps[i].Pause && steps[i].Duration == 0 && !(promote.Revision == in.UpdateRevision && (promote.Full || promote.Index == i)) {
+			t.Fatalf("step %d (pause) ended without its promote (%s)", i+1, promote)
+		}
+	}
+	moved := rec.Revision != c.State.Revision || rec.Index != c.State.Index
+	if c.NewStep != moved || c.Record != (moved || !rec.PausedAt.Equal(c.State.PausedAt)) {
+		t.Fatalf("canary record %+v for %+v: Record %v NewStep %v", rec, c.State, c.Record, c.NewStep)
+	}
+	if want := canaryHeld(steps, c.State.Index, max(in.Replicas, 0)); c.Held != want || want < 0 {
+		t.Fatalf("canary holds %d at step %d, want %d", c.Held, c.State.Index+1, want)
+	}
+}
