@@ -116,6 +116,32 @@ const (
 	// runs the new template, so the pod leaves Service endpoints before
 	// its containers restart (OpenKruise CloneSet's InPlaceUpdateReady).
 	InPlaceUpdateReadyCondition = "apps.mydeployment.io/InPlaceUpdateReady"
+	// OnFailureAnnotation says what a RollingUpdate does when it exceeds
+	// spec.progressDeadlineSeconds: OnFailureContinue (the default, what a
+	// Deployment does: report ProgressDeadlineExceeded and keep going) or
+	// OnFailureAbort (every pod goes back to the current revision, within
+	// maxSurge and maxUnavailable, in place where the update mode allows;
+	// Progressing=False, ReasonRolloutAborted). The spec is not rewritten:
+	// the rollout stays aborted until the template changes again or
+	// RetriedAtAnnotation restarts it. Refused with strategy Recreate.
+	OnFailureAnnotation = "apps.mydeployment.io/on-failure"
+	// OnFailureContinue keeps the rollout going past its deadline, as a Deployment does.
+	OnFailureContinue = "Continue"
+	// OnFailureAbort moves every pod back to the current revision once the
+	// rollout exceeds its progress deadline.
+	OnFailureAbort = "Abort"
+	// AbortedRevisionAnnotation is written by the controller, never by a
+	// user: the name of the update revision whose rollout it aborted
+	// (OnFailureAbort). It is the abort's record: kept in metadata, not
+	// status, so that a status lost or restored without it cannot resume a
+	// rollout known to fail. It holds while it names the update revision;
+	// a new template makes it stale and the controller removes it.
+	AbortedRevisionAnnotation = "apps.mydeployment.io/aborted-revision"
+	// RetriedAtAnnotation (RFC 3339, set with AbortedRevisionAnnotation
+	// removed by `kubectl mydeployment rollout retry`) starts an aborted
+	// rollout over: the progress deadline runs again from then, and a
+	// deadline verdict older than it never aborts.
+	RetriedAtAnnotation = "apps.mydeployment.io/retried-at"
 )
 
 // Reasons of behaviour beyond Deployment.
@@ -130,6 +156,13 @@ const (
 	// has a value that can never work (only possible for objects admission
 	// did not check); nothing is created or deleted until it changes.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonRolloutAborted: Progressing=False, the rollout exceeded its
+	// progress deadline with OnFailureAbort: every pod goes (or went) back
+	// to the current revision. The message names the aborted revision.
+	ReasonRolloutAborted = "RolloutAborted"
+	// ReasonRolloutRetried: Progressing=True, `rollout retry` started an
+	// aborted rollout over (RetriedAtAnnotation); the deadline runs again.
+	ReasonRolloutRetried = "RolloutRetried"
 )
 
 // Event reasons of behaviour beyond Deployment.
@@ -149,4 +182,7 @@ const (
 	// EventInPlaceUpdateFailed: a pod's in-place update was refused or did
 	// not finish in time; the pod is replaced. The message says why.
 	EventInPlaceUpdateFailed = "InPlaceUpdateFailed"
+	// EventRolloutAborted (Warning): the rollout to the revision the
+	// message names exceeded its deadline and is aborted; once per abort.
+	EventRolloutAborted = "RolloutAborted"
 )

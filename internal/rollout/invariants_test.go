@@ -165,6 +165,11 @@ func (o observed) allowed() int {
 // the strategy. It is shared by the table, simulation and fuzz tests.
 func checkPlan(t testing.TB, in Input, p Plan) {
 	t.Helper()
+	if in.aborting() {
+		// An abort is the rolling step towards the stable revision: its
+		// promises are those of that input.
+		in = in.towardsStable()
+	}
 	o := observe(in)
 
 	if p.RequeueAfter < 0 || p.RequeueAfter > time.Duration(max(in.MinReadySeconds, 0))*time.Second {
