@@ -20,7 +20,8 @@ import (
 // act carries out s.plan in its order and decides nothing:
 //  0. the claims (writeClaims: revisions adopted, the update revision
 //     written, pods released and adopted), and a failure stops the sync;
-//  1. recordFirst, and a failure stops the sync before any pod moves;
+//  1. recordFirst (with an abort's event), and a failure stops the sync
+//     before any pod moves;
 //  2. record, in the background, beside
 //  3. the pod writes (writePods: deletes, evictions, in-place starts, creates);
 //  4. the in-place steps of pods already under way;
@@ -37,6 +38,9 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	if len(p.recordFirst) > 0 {
 		if err := r.setAnnotations(ctx, s, p.recordFirst)(); err != nil {
 			return err
+		}
+		if p.abortRecorded {
+			r.abortEvent(s)
 		}
 	}
 	recorded := r.setAnnotations(ctx, s, p.record)

@@ -50,6 +50,11 @@ type scope struct {
 	revisions []*appsv1.ControllerRevision
 
 	current, update *appsv1.ControllerRevision
+	// target is the revision the plan moves pods to (rollout.Input.Target):
+	// the update revision, or the current one while the rollout is
+	// aborted; nil until decide. aborted says the rollout is (abort.go).
+	target  *appsv1.ControllerRevision
+	aborted bool
 	newRevision     bool
 	collisionCount  int32
 	maxSurge        int32
@@ -226,6 +231,10 @@ func (s *scope) statusInput(synced bool) status.Input {
 	in.Counts.Updated += s.createdUpdated
 	if s.current != nil && s.update != nil && s.current.Name != s.update.Name {
 		in.Partition = s.optIn.Partition.Pods(ptr.Deref(s.md.Spec.Replicas, 1))
+	}
+	in.AbortOnFailure, in.RetriedAt = s.optIn.Abort, s.optIn.RetriedAt
+	if s.aborted || !s.planned && s.recordedAbort() {
+		in.Aborted = in.UpdateRevision
 	}
 	if s.current != nil {
 		in.CurrentRevision = s.current.Name
