@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -123,6 +124,22 @@ var _ = Describe("Beyond Deployment: abort to stable (on-failure Abort)", Ordere
 		Eventually(conditionReason(md, appsv1beta1.ConditionProgressing), timeout, interval).Should(Equal(appsv1beta1.ReasonNewRevisionAvailable))
 		violations, _ := w.result()
 		Expect(violations).To(BeEmpty())
+	})
+
+	It("reports an on-failure value that can never work as ReplicaFailure InvalidAnnotation, writing no pod", func() {
+		md := newMD(ns, "badfailure", 2, "nginx:1.27")
+		md.Annotations = map[string]string{appsv1beta1.OnFailureAnnotation: "Rollback"}
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(func() string {
+			if c := condition(get(md), appsv1beta1.ConditionReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
+				return c.Reason + ": " + c.Message
+			}
+			return ""
+		}, timeout, interval).Should(And(HavePrefix(appsv1beta1.ReasonInvalidAnnotation+": "), ContainSubstring(appsv1beta1.OnFailureAnnotation)))
+		Consistently(func() []corev1.Pod { return podsOf(md) }, time.Second, 250*time.Millisecond).Should(BeEmpty())
+		Expect(rec.of(md, appsv1beta1.ReasonInvalidAnnotation)).To(HaveLen(1))
+		annotate(md, appsv1beta1.OnFailureAnnotation, appsv1beta1.OnFailureAbort)
+		Eventually(func() []corev1.Pod { return podsOf(md) }, timeout, interval).Should(HaveLen(2))
 	})
 
 	It("without on-failure Abort behaves as a Deployment: ProgressDeadlineExceeded, and the rollout stays where it stands", func() {

@@ -53,14 +53,14 @@ type scope struct {
 	// target is the revision the plan moves pods to (rollout.Input.Target):
 	// the update revision, or the current one while the rollout is
 	// aborted; nil until decide. aborted says the rollout is (abort.go).
-	target  *appsv1.ControllerRevision
-	aborted bool
-	newRevision     bool
-	collisionCount  int32
-	maxSurge        int32
-	maxUnavailable  int32
-	optIn           optin.Options
-	plan            syncPlan
+	target         *appsv1.ControllerRevision
+	aborted        bool
+	newRevision    bool
+	collisionCount int32
+	maxSurge       int32
+	maxUnavailable int32
+	optIn          optin.Options
+	plan           syncPlan
 	// retryAfter, when positive, is when to try evictions a budget refused again.
 	retryAfter time.Duration
 	planned    bool // plan was computed
