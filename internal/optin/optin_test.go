@@ -26,7 +26,6 @@ func TestParse(t *testing.T) {
 		pods10      int32  // partition pods out of 10 replicas
 		respectPDB  bool
 		inPlace     bool
-		abort       bool
 		err         string // substring of the only error; "" for none
 	}{
 		{name: "no annotations"},
@@ -54,18 +53,6 @@ func TestParse(t *testing.T) {
 			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceIfPossible"}, err: "needs spec.strategy.type RollingUpdate"},
 		{name: "update-mode Recreate with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
 			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "Recreate"}},
-		{name: "on-failure Abort", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Abort"}, abort: true},
-		{name: "on-failure Continue", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Continue"}},
-		{name: "on-failure unknown", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Rollback"},
-			err: `metadata.annotations[apps.mydeployment.io/on-failure]: Unsupported value: "Rollback": supported values: "Continue", "Abort"`},
-		{name: "on-failure lower case", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "abort"}, err: "apps.mydeployment.io/on-failure"},
-		{name: "on-failure Abort with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
-			annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Abort"}, err: "needs spec.strategy.type RollingUpdate"},
-		{name: "on-failure Continue with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
-			annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Continue"}},
-		{name: "retried-at", annotations: map[string]string{appsv1beta1.RetriedAtAnnotation: "2026-11-27T22:00:00Z"}},
-		{name: "retried-at not a time", annotations: map[string]string{appsv1beta1.RetriedAtAnnotation: "yesterday"},
-			err: `metadata.annotations[apps.mydeployment.io/retried-at]: Invalid value: "yesterday"`},
 		{name: "respect-pdb unknown", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "yes"}, err: `metadata.annotations[apps.mydeployment.io/respect-pdb]: Unsupported value: "yes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,9 +79,6 @@ func TestParse(t *testing.T) {
 			if o.InPlace != tc.inPlace {
 				t.Errorf("inPlace %v, want %v", o.InPlace, tc.inPlace)
 			}
-			if o.Abort != tc.abort {
-				t.Errorf("abort %v, want %v", o.Abort, tc.abort)
-			}
 		})
 	}
 }
@@ -114,5 +98,41 @@ func TestPartitionPods(t *testing.T) {
 		if got := tc.p.Pods(tc.replicas); got != tc.want {
 			t.Errorf("%s of %d: %d, want %d", tc.p, tc.replicas, got, tc.want)
 		}
+	}
+}
+
+func TestParseOnFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		strategy    appsv1.DeploymentStrategyType
+		annotations map[string]string
+		abort       bool
+		err         string // substring of the only error; "" for none
+	}{
+		{name: "on-failure Abort", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Abort"}, abort: true},
+		{name: "on-failure Continue", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Continue"}},
+		{name: "on-failure unknown", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Rollback"},
+			err: `metadata.annotations[apps.mydeployment.io/on-failure]: Unsupported value: "Rollback": supported values: "Continue", "Abort"`},
+		{name: "on-failure lower case", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "abort"}, err: "apps.mydeployment.io/on-failure"},
+		{name: "on-failure Abort with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Abort"}, err: "needs spec.strategy.type RollingUpdate"},
+		{name: "on-failure Continue with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Continue"}},
+		{name: "retried-at", annotations: map[string]string{appsv1beta1.RetriedAtAnnotation: "2026-11-27T22:00:00Z"}},
+		{name: "retried-at not a time", annotations: map[string]string{appsv1beta1.RetriedAtAnnotation: "yesterday"},
+			err: `metadata.annotations[apps.mydeployment.io/retried-at]: Invalid value: "yesterday"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, errs := Parse(md(tc.strategy, tc.annotations))
+			switch {
+			case tc.err == "" && len(errs) > 0:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.err != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err)):
+				t.Fatalf("errors %v, want one containing %q", errs, tc.err)
+			}
+			if o.Abort != tc.abort {
+				t.Errorf("abort %v, want %v", o.Abort, tc.abort)
+			}
+		})
 	}
 }

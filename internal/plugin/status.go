@@ -151,7 +151,7 @@ func newStatusCommand(f *factory, o *Options) *cobra.Command {
 		Short: "Show the status of the rollout",
 		Long: "Show the status of the rollout.\n\nBy default 'rollout status' watches the rollout until it finishes; " +
 			"use --watch=false to print the status once. It exits non-zero when the progress deadline is exceeded, the rollout was aborted " +
-				"(on-failure Abort; 'rollout retry' starts it over), or --timeout passes. " +
+			"(on-failure Abort; 'rollout retry' starts it over), or --timeout passes. " +
 			"A rollout held by a partition ('rollout partition') is finished once the partition is reached: " +
 			"it says \"partitioned roll out complete\" and exits 0.",
 		Args: cobra.ExactArgs(1),

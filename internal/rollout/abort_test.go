@@ -44,6 +44,11 @@ func TestComputeAbort(t *testing.T) {
 			in:         aborted(5, 1, 0, pods("old", revOld, 4), pods("new", revNew, 2)),
 			wantDelete: []string{"new-0"}, wantReason: ReasonAbortRollBack,
 		},
+	})
+}
+
+func TestComputeAbortInPlace(t *testing.T) {
+	runPlanCases(t, []planCase{
 		{
 			name: "aborted, in place: updated pods move back in place, within maxUnavailable, no pod created",
 			in: func() Input {
@@ -73,6 +78,11 @@ func TestComputeAbort(t *testing.T) {
 			}(),
 			wantReason: ReasonAborted,
 		},
+	})
+}
+
+func TestComputeAbortWithOtherInputs(t *testing.T) {
+	runPlanCases(t, []planCase{
 		{
 			name: "aborted under a partition: every pod goes back all the same",
 			in: func() Input {
