@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -20,6 +22,30 @@ func kubeletFor(md *appsv1beta1.MyDeployment, rev string, tick time.Duration) (s
 		for _, p := range podsOf(md) {
 			if p.Labels[appsv1beta1.RevisionLabel] == rev && !podReady(&p) {
 				_ = markReady(&p)
+			}
+		}
+	})
+}
+
+// brokenInPlaceKubelet is inPlaceKubelet, except that a container running
+// image broken never becomes ready (nor its pod).
+func brokenInPlaceKubelet(md *appsv1beta1.MyDeployment, broken string, tick time.Duration) (stop func()) {
+	return everyTick(tick, func() {
+		for _, p := range podsOf(md) {
+			pod := kubeletStatus(&p)
+			if pod == nil {
+				pod = p.DeepCopy()
+			}
+			for i := range pod.Status.ContainerStatuses {
+				if pod.Status.ContainerStatuses[i].Image == broken {
+					pod.Status.ContainerStatuses[i].Ready = false
+					if c := podCondition(pod, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
+						c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.Now()
+					}
+				}
+			}
+			if !equality.Semantic.DeepEqual(pod.Status, p.Status) {
+				_ = k8sClient.Status().Update(ctx, pod) // a conflict: next tick
 			}
 		}
 	})
@@ -124,6 +150,36 @@ var _ = Describe("Beyond Deployment: abort to stable (on-failure Abort)", Ordere
 		Eventually(conditionReason(md, appsv1beta1.ConditionProgressing), timeout, interval).Should(Equal(appsv1beta1.ReasonNewRevisionAvailable))
 		violations, _ := w.result()
 		Expect(violations).To(BeEmpty())
+	})
+
+	It("moves the updated pods back in place under update-mode InPlaceIfPossible: the same pods, none created", func() {
+		md := rolling(newMD(ns, "inplace", 4, "nginx:1.27"), intstr.FromInt32(1), intstr.FromInt32(1))
+		md.Spec.ProgressDeadlineSeconds = ptr.To[int32](2)
+		md.Annotations = map[string]string{appsv1beta1.OnFailureAnnotation: appsv1beta1.OnFailureAbort,
+			appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		stop := brokenInPlaceKubelet(md, "nginx:broken", 100*time.Millisecond)
+		defer stop()
+		complete(md)
+		stable := get(md).Status.CurrentRevision
+		w := watchPods(md, 4, 3)
+		defer w.stop()
+		Eventually(func() int { _, n := w.result(); return n }, timeout, interval).Should(Equal(4))
+		w.armAvailability()
+		before := uids(md)
+
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:broken" })
+		Eventually(conditionReason(md, appsv1beta1.ConditionProgressing), timeout, interval).Should(Equal(appsv1beta1.ReasonRolloutAborted))
+		Eventually(func(g Gomega) {
+			g.Expect(podsOfRevision(md, stable)).To(Equal(4))
+			g.Expect(imagesOf(md)).To(Equal([]string{"nginx:1.27"}))
+			g.Expect(get(md).Status.AvailableReplicas).To(BeEquivalentTo(4))
+		}, timeout, interval).Should(Succeed())
+		Expect(uids(md)).To(Equal(before), "no pod was replaced")
+		violations, created := w.result()
+		Expect(violations).To(BeEmpty())
+		Expect(created).To(Equal(4), "no pod created")
+		Expect(get(md).Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:broken"))
 	})
 
 	It("reports an on-failure value that can never work as ReplicaFailure InvalidAnnotation, writing no pod", func() {
