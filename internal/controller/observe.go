@@ -287,7 +287,7 @@ func logPlan(ctx context.Context, s *scope) {
 	}
 	log.Info("plan", "uid", s.md.UID, "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
 		"evict", refs(s.plan.Evict), "updateInPlace", refs(s.plan.UpdateInPlace), "updateRevision", s.update.Name,
-		"inPlaceSteps", len(s.plan.steps), "pods", observed)
+		"target", s.towards().Name, "inPlaceSteps", len(s.plan.steps), "pods", observed)
 }
 
 const maxLoggedPods = 20
