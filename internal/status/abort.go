@@ -42,15 +42,22 @@ func setAborted(in Input, s *appsv1beta1.MyDeploymentStatus, now metav1.Time) {
 			in.Aborted, in.CurrentRevision), now))
 }
 
-// retried restarts the progress deadline when `rollout retry` (in.RetriedAt)
-// came after the rollout was aborted or timed out: Progressing=True,
-// RolloutRetried, from now.
+// retried restarts the progress deadline when the rollout was started
+// over: Progressing=True, RolloutRetried, from now. An abort is over when
+// the controller no longer passes it (in.Aborted empty: `rollout retry`
+// removed its record, or on-failure is no longer Abort), whatever the
+// clocks say; a verdict not yet acted on (ProgressDeadlineExceeded) is
+// over when in.RetriedAt is newer than it.
 func retried(in Input, s *appsv1beta1.MyDeploymentStatus, now metav1.Time) {
 	c := Get(s, appsv1beta1.ConditionProgressing)
-	if c == nil || c.Reason != appsv1beta1.ReasonRolloutAborted && c.Reason != appsv1beta1.ReasonProgressDeadlineExceeded ||
-		!in.RetriedAt.After(c.LastUpdateTime.Time) {
+	switch {
+	case c == nil:
+		return
+	case c.Reason == appsv1beta1.ReasonRolloutAborted:
+	case c.Reason == appsv1beta1.ReasonProgressDeadlineExceeded && in.RetriedAt.After(c.LastUpdateTime.Time):
+	default:
 		return
 	}
 	set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonRolloutRetried,
-		fmt.Sprintf("Rollout to revision %q retried", in.UpdateRevision), now))
+		fmt.Sprintf("Rollout to revision %q started over", in.UpdateRevision), now))
 }

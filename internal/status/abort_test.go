@@ -120,3 +120,19 @@ func TestAbortOnFailureHoldsTheCurrentRevisionUntilAvailable(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryNeedsNoClock: a retry whose retried-at is not after the abort
+// (the same second, or a client clock behind) still starts the rollout
+// over: the abort record is gone, and that is what counts.
+func TestRetryNeedsNoClock(t *testing.T) {
+	obj := md(3, false, appsv1beta1.MyDeploymentStatus{ObservedGeneration: 2, UpdateRevision: "web-2",
+		Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3})
+	set(&obj.Status, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted, "", metav1.NewTime(t0)))
+	r := Compute(Input{Object: obj, Synced: true, Counts: rollout.Counts{Replicas: 3, Ready: 3, Available: 3},
+		UpdateRevision: "web-2", CurrentRevision: "web-1", MaxUnavailable: 1, AbortOnFailure: true,
+		RetriedAt: t0.Add(-time.Hour), Now: t0.Add(time.Second)})
+	c := Get(&r.Status, appsv1beta1.ConditionProgressing)
+	if c.Reason != appsv1beta1.ReasonRolloutRetried || c.Status != corev1.ConditionTrue || r.RequeueAfter <= 0 {
+		t.Fatalf("Progressing %s %s, requeue %v; want True RolloutRetried and a deadline to look at", c.Status, c.Reason, r.RequeueAfter)
+	}
+}
