@@ -133,6 +133,32 @@ const (
 	// repeated or stale promote never skips two steps), "<revision>/full"
 	// ends every remaining step. Written by `rollout promote [--full]`.
 	CanaryPromoteAnnotation = "apps.mydeployment.io/canary-promote"
+	// OnFailureAnnotation says what a RollingUpdate does when it exceeds
+	// spec.progressDeadlineSeconds: OnFailureContinue (the default, what a
+	// Deployment does: report ProgressDeadlineExceeded and keep going) or
+	// OnFailureAbort (every pod goes back to the current revision, within
+	// maxSurge and maxUnavailable, in place where the update mode allows;
+	// Progressing=False, ReasonRolloutAborted). The spec is not rewritten:
+	// the rollout stays aborted until the template changes again or
+	// RetriedAtAnnotation restarts it. Refused with strategy Recreate.
+	OnFailureAnnotation = "apps.mydeployment.io/on-failure"
+	// OnFailureContinue keeps the rollout going past its deadline, as a Deployment does.
+	OnFailureContinue = "Continue"
+	// OnFailureAbort moves every pod back to the current revision once the
+	// rollout exceeds its progress deadline.
+	OnFailureAbort = "Abort"
+	// AbortedRevisionAnnotation is written by the controller, never by a
+	// user: the name of the update revision whose rollout it aborted
+	// (OnFailureAbort). It is the abort's record: kept in metadata, not
+	// status, so that a status lost or restored without it cannot resume a
+	// rollout known to fail. It holds while it names the update revision;
+	// a new template makes it stale and the controller removes it.
+	AbortedRevisionAnnotation = "apps.mydeployment.io/aborted-revision"
+	// RetriedAtAnnotation (RFC 3339, set with AbortedRevisionAnnotation
+	// removed by `kubectl mydeployment rollout retry`) starts an aborted
+	// rollout over: the progress deadline runs again from then, and a
+	// deadline verdict older than it never aborts.
+	RetriedAtAnnotation = "apps.mydeployment.io/retried-at"
 )
 
 // Reasons of behaviour beyond Deployment.
@@ -152,6 +178,13 @@ const (
 	// deadline runs. The message names the step, e.g. "step 3 of 7:
 	// paused until promote".
 	ReasonCanaryPaused = "CanaryPaused"
+	// ReasonRolloutAborted: Progressing=False, the rollout exceeded its
+	// progress deadline with OnFailureAbort: every pod goes (or went) back
+	// to the current revision. The message names the aborted revision.
+	ReasonRolloutAborted = "RolloutAborted"
+	// ReasonRolloutRetried: Progressing=True, `rollout retry` started an
+	// aborted rollout over (RetriedAtAnnotation); the deadline runs again.
+	ReasonRolloutRetried = "RolloutRetried"
 )
 
 // Event reasons of behaviour beyond Deployment.
@@ -173,4 +206,7 @@ const (
 	EventInPlaceUpdateFailed = "InPlaceUpdateFailed"
 	// EventCanaryStep: a canary rollout began a step; one event per step.
 	EventCanaryStep = "CanaryStep"
+	// EventRolloutAborted (Warning): the rollout to the revision the
+	// message names exceeded its deadline and is aborted; once per abort.
+	EventRolloutAborted = "RolloutAborted"
 )

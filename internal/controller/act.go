@@ -20,8 +20,9 @@ import (
 // act carries out s.plan in its order and decides nothing:
 //  0. the claims (writeClaims: revisions adopted, the update revision
 //     written, pods released and adopted), and a failure stops the sync;
-//  1. recordFirst, and a failure stops the sync before any pod moves (a
-//     canary step recorded there has its event once written);
+//  1. recordFirst (with an abort's event), and a failure stops the sync
+//     before any pod moves (a canary step recorded there has its event
+//     once written);
 //  2. record, in the background, beside
 //  3. the pod writes (writePods: deletes, evictions, in-place starts, creates);
 //  4. the in-place steps of pods already under way;
@@ -42,6 +43,9 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 		if c := p.Canary; c != nil && c.NewStep {
 			r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, appsv1beta1.EventCanaryStep, "Rollout",
 				"Canary of revision %q at %s", c.State.Revision, c.Message)
+		}
+		if p.abortRecorded {
+			r.abortEvent(s)
 		}
 	}
 	recorded := r.setAnnotations(ctx, s, p.record)

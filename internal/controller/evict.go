@@ -22,7 +22,7 @@ import (
 // refused delete does.
 func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 	if len(s.plan.Evict) == 0 {
-		if s.plan.Reason == rollout.ReasonInSync || s.plan.Reason == rollout.ReasonPartitionHeld {
+		if s.plan.Reason == rollout.ReasonInSync || s.plan.Reason == rollout.ReasonPartitionHeld || s.plan.Reason == rollout.ReasonAborted {
 			s.obj.evictionsEnd() // nothing left to replace: the spell is over
 		}
 		return nil

@@ -117,7 +117,7 @@ func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace
 // the update revision in place (the planner's Input.InPlace). The first
 // time a pair of revisions is found not to, an event says why.
 func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope) []string {
-	seen := map[string]bool{s.update.Name: true}
+	seen := map[string]bool{s.towards().Name: true}
 	var out []string
 	for _, pod := range s.pods {
 		name := pod.Labels[appsv1beta1.RevisionLabel]
@@ -129,15 +129,15 @@ func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope)
 		if from == nil {
 			continue // its history is gone: nothing to compare with
 		}
-		_, fresh, err := r.inPlace.diff(from, s.update)
+		_, fresh, err := r.inPlace.diff(from, s.towards())
 		switch {
 		case err == nil:
 			out = append(out, name)
 		case fresh:
-			r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
+			r.Recorder.Eventf(s.md, s.towards(), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
 				"Pods of revision %q are replaced, not updated in place: %v", name, err)
 		default:
-			logf.FromContext(ctx).V(1).Info("revision cannot move in place", "from", name, "to", s.update.Name, "why", err.Error())
+			logf.FromContext(ctx).V(1).Info("revision cannot move in place", "from", name, "to", s.towards().Name, "why", err.Error())
 		}
 	}
 	return out
@@ -162,7 +162,7 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		// landed), the next plan must see the pod on its way, so it waits
 		// for the cache to show it so.
 		err := r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
-			fmt.Sprintf("updating in place to revision %s", s.update.Name))
+			fmt.Sprintf("updating in place to revision %s", s.towards().Name))
 		if err != nil && !(outcomeUnknown(err) && r.changedAfterAll(ctx, pod, inplace.Updating)) {
 			return err
 		}
@@ -172,8 +172,8 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 	}, func(err error) { errs = append(errs, err) })
 	if started > 0 {
 		r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceStarted, started)
-		r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
-			"Updating %d pod(s) in place to revision %q", started, s.update.Name)
+		r.Recorder.Eventf(s.md, s.towards(), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
+			"Updating %d pod(s) in place to revision %q", started, s.towards().Name)
 	}
 	return kerrors.NewAggregate(errs)
 }
@@ -274,11 +274,11 @@ func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]i
 				continue // its history is gone: the planner did not list it
 			}
 			var err error
-			if change, _, err = r.inPlace.diff(rev, s.update); err != nil {
+			if change, _, err = r.inPlace.diff(rev, s.towards()); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			rev = s.update
+			rev = s.towards()
 		}
 		if rev == nil {
 			continue
@@ -290,7 +290,7 @@ func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]i
 		}
 		step, why := inplace.Next(pod, target, s.now, timeout)
 		if step != inplace.StepNone && !s.obj.StepPending(pod, s.now) {
-			ends := !moving[pod] && rev.Name != s.update.Name && inplace.UnderWay(pod)
+			ends := !moving[pod] && rev.Name != s.towards().Name && inplace.UnderWay(pod)
 			steps = append(steps, inPlaceStep{pod: pod, rev: rev, target: target, change: change, step: step, why: why, ends: ends})
 		}
 		if c := inplace.Condition(pod); step != inplace.StepFail && c != nil && inplace.Updating(pod) && c.Reason != inplace.ReasonFailed {

@@ -50,12 +50,17 @@ type scope struct {
 	revisions []*appsv1.ControllerRevision
 
 	current, update *appsv1.ControllerRevision
-	newRevision     bool
-	collisionCount  int32
-	maxSurge        int32
-	maxUnavailable  int32
-	optIn           optin.Options
-	plan            syncPlan
+	// target is the revision the plan moves pods to (rollout.Input.Target):
+	// the update revision, or the current one while the rollout is
+	// aborted; nil until decide. aborted says the rollout is (abort.go).
+	target         *appsv1.ControllerRevision
+	aborted        bool
+	newRevision    bool
+	collisionCount int32
+	maxSurge       int32
+	maxUnavailable int32
+	optIn          optin.Options
+	plan           syncPlan
 	// retryAfter, when positive, is when to try evictions a budget refused again.
 	retryAfter time.Duration
 	planned    bool // plan was computed
@@ -228,6 +233,10 @@ func (s *scope) statusInput(synced bool) status.Input {
 	if s.current != nil && s.update != nil && s.current.Name != s.update.Name {
 		in.Partition = s.optIn.Partition.Pods(ptr.Deref(s.md.Spec.Replicas, 1))
 	}
+	in.AbortOnFailure, in.RetriedAt = s.optIn.Abort, s.optIn.RetriedAt
+	if s.aborted || !s.planned && s.recordedAbort() {
+		in.Aborted = in.UpdateRevision
+	}
 	if s.current != nil {
 		in.CurrentRevision = s.current.Name
 		in.CurrentReplicas = in.Counts.Updated
@@ -279,7 +288,7 @@ func logPlan(ctx context.Context, s *scope) {
 	}
 	log.Info("plan", "uid", s.md.UID, "step", s.plan.Reason, "create", s.plan.Create, "delete", refs(s.plan.Delete),
 		"evict", refs(s.plan.Evict), "updateInPlace", refs(s.plan.UpdateInPlace), "updateRevision", s.update.Name,
-		"inPlaceSteps", len(s.plan.steps), "pods", observed)
+		"target", s.towards().Name, "inPlaceSteps", len(s.plan.steps), "pods", observed)
 }
 
 const maxLoggedPods = 20

@@ -35,6 +35,9 @@ type syncPlan struct {
 	// inPlaceAfter, when positive, is when the soonest unfinished
 	// in-place update times out.
 	inPlaceAfter time.Duration
+	// abortRecorded says recordFirst records an abort
+	// (AbortedRevisionAnnotation): its event follows the write.
+	abortRecorded bool
 	// truncate are the revisions beyond revisionHistoryLimit to delete.
 	truncate []*appsv1.ControllerRevision
 }
@@ -50,14 +53,19 @@ func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan
 	if err != nil {
 		return syncPlan{}, fmt.Errorf("planning: %w", err)
 	}
+	in.Aborted = s.abortOrNot()
+	s.target = named(s.revisions, in.Target())
+	s.aborted = in.Target() != in.UpdateRevision
 	if s.optIn.InPlace {
 		in.InPlace = r.inPlaceRevisions(ctx, s)
 	}
 	p := syncPlan{Plan: rollout.Compute(in)}
 	now, afterPods := s.annotations(p.Plan)
-	if p.RecordFirst {
+	p.abortRecorded = s.abortRecord(now)
+	if p.RecordFirst || p.abortRecorded {
 		// The pods must not move before the record says what they are
-		// sized for (rollout.Plan.RecordFirst).
+		// sized for (rollout.Plan.RecordFirst), or that the rollout is
+		// aborted (abort.go).
 		p.recordFirst = now
 	} else {
 		// The annotations do not gate the pods: written while the pods

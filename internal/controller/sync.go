@@ -68,7 +68,8 @@ func (s *scope) annotations(p rollout.Plan) (now, afterPods map[string]string) {
 
 // setAnnotations sets want's annotations on md (the revision number, like
 // deployment.kubernetes.io/revision, and what the pods are sized for) with
-// one merge patch of those that differ, in the background, and returns the
+// one merge patch of those that differ (a value "" removes the annotation),
+// in the background, and returns the
 // wait for it; md must not be written until that wait returns (which then
 // updates md's annotations and resourceVersion). Nothing to change: no request.
 func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, s *scope, want map[string]string) (wait func() error) {
@@ -76,7 +77,10 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, s *scope, w
 	orig, patched := md.DeepCopy(), md.DeepCopy()
 	changed := false
 	for k, v := range want {
-		if cur, ok := md.Annotations[k]; !ok || cur != v {
+		if cur, ok := md.Annotations[k]; v == "" && ok {
+			delete(patched.Annotations, k) // "" removes (a stale abort record)
+			changed = true
+		} else if v != "" && (!ok || cur != v) {
 			if patched.Annotations == nil {
 				patched.Annotations = map[string]string{}
 			}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,12 @@ type Options struct {
 	// Canary is the canary step list and where the rollout is in it
 	// (CanaryStepsAnnotation); nil when the annotation is absent.
 	Canary *Canary
+	// Abort moves every pod back to the current revision once a rollout
+	// exceeds its progress deadline (OnFailureAnnotation Abort).
+	Abort bool
+	// RetriedAt is when `rollout retry` last started an aborted rollout
+	// over (RetriedAtAnnotation); zero if never.
+	RetriedAt time.Time
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -74,7 +81,9 @@ func Path(annotation string) *field.Path {
 // integer or a percentage from 0% to 100%, a partition with strategy
 // Recreate, a respect-pdb other than "true" or "false", an update-mode
 // other than Recreate or InPlaceIfPossible, InPlaceIfPossible with strategy
-// Recreate, canary steps that parseCanary refuses. The Options
+// Recreate, canary steps that parseCanary refuses, an on-failure other
+// than Continue or Abort, Abort with strategy Recreate, a retried-at that
+// is not an RFC 3339 time. The Options
 // returned hold what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
@@ -114,13 +123,49 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	}
 	canary, canaryErrs := parseCanary(md)
 	o.Canary = canary
-	return o, append(errs, canaryErrs...)
+	errs = append(errs, canaryErrs...)
+	o.Abort, errs = parseOnFailure(md, errs)
+	o.RetriedAt, errs = parseRetriedAt(md, errs)
+	return o, errs
+}
+
+// parseOnFailure reads OnFailureAnnotation: Abort (not with Recreate) or
+// Continue; anything else is an error appended to errs.
+func parseOnFailure(md *appsv1beta1.MyDeployment, errs field.ErrorList) (bool, field.ErrorList) {
+	v, ok := md.Annotations[appsv1beta1.OnFailureAnnotation]
+	switch {
+	case !ok || v == appsv1beta1.OnFailureContinue:
+		return false, errs
+	case v != appsv1beta1.OnFailureAbort:
+		return false, append(errs, field.NotSupported(Path(appsv1beta1.OnFailureAnnotation), v,
+			[]string{appsv1beta1.OnFailureContinue, appsv1beta1.OnFailureAbort}))
+	case md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
+		return false, append(errs, field.Forbidden(Path(appsv1beta1.OnFailureAnnotation),
+			"Abort needs spec.strategy.type RollingUpdate: Recreate has no stable pods left to go back to"))
+	}
+	return true, errs
+}
+
+// parseRetriedAt reads RetriedAtAnnotation, an RFC 3339 time; anything
+// else is an error appended to errs.
+func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Time, field.ErrorList) {
+	v, ok := md.Annotations[appsv1beta1.RetriedAtAnnotation]
+	if !ok {
+		return time.Time{}, errs
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, append(errs, field.Invalid(Path(appsv1beta1.RetriedAtAnnotation), v,
+			"must be an RFC 3339 time, as `kubectl mydeployment rollout retry` writes it"))
+	}
+	return t, errs
 }
 
 // Annotations are the opt-in annotations of a MyDeployment, in the order
 // their errors are reported.
 var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
-	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation}
+	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
+	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

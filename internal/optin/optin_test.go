@@ -100,3 +100,39 @@ func TestPartitionPods(t *testing.T) {
 		}
 	}
 }
+
+func TestParseOnFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		strategy    appsv1.DeploymentStrategyType
+		annotations map[string]string
+		abort       bool
+		err         string // substring of the only error; "" for none
+	}{
+		{name: "on-failure Abort", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Abort"}, abort: true},
+		{name: "on-failure Continue", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Continue"}},
+		{name: "on-failure unknown", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Rollback"},
+			err: `metadata.annotations[apps.mydeployment.io/on-failure]: Unsupported value: "Rollback": supported values: "Continue", "Abort"`},
+		{name: "on-failure lower case", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "abort"}, err: "apps.mydeployment.io/on-failure"},
+		{name: "on-failure Abort with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Abort"}, err: "needs spec.strategy.type RollingUpdate"},
+		{name: "on-failure Continue with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Continue"}},
+		{name: "retried-at", annotations: map[string]string{appsv1beta1.RetriedAtAnnotation: "2026-11-27T22:00:00Z"}},
+		{name: "retried-at not a time", annotations: map[string]string{appsv1beta1.RetriedAtAnnotation: "yesterday"},
+			err: `metadata.annotations[apps.mydeployment.io/retried-at]: Invalid value: "yesterday"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, errs := Parse(md(tc.strategy, tc.annotations))
+			switch {
+			case tc.err == "" && len(errs) > 0:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.err != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err)):
+				t.Fatalf("errors %v, want one containing %q", errs, tc.err)
+			}
+			if o.Abort != tc.abort {
+				t.Errorf("abort %v, want %v", o.Abort, tc.abort)
+			}
+		})
+	}
+}

@@ -90,6 +90,7 @@ func NewRootCommand(o Options) *cobra.Command {
 		newPauseCommand(f, &o, false),
 		newPartitionCommand(f, &o),
 		newPromoteCommand(f, &o),
+		newRetryCommand(f, &o),
 	)
 	cmd.AddCommand(rollout, newGetCommand(f, &o))
 	return cmd

@@ -55,6 +55,9 @@ func rolloutStatus(md *appsv1beta1.MyDeployment, wantRevision int64) (string, bo
 		if c.Type == appsv1beta1.ConditionProgressing && c.Reason == appsv1beta1.ReasonProgressDeadlineExceeded {
 			return "", false, fmt.Errorf("mydeployment %q exceeded its progress deadline", md.Name)
 		}
+		if c.Type == appsv1beta1.ConditionProgressing && c.Reason == appsv1beta1.ReasonRolloutAborted {
+			return "", false, fmt.Errorf("mydeployment %q rollout aborted: %s (run rollout retry to start it over)", md.Name, c.Message)
+		}
 	}
 	if msg, done, ok := canaryStatus(md); ok {
 		return msg, done, nil
@@ -150,7 +153,8 @@ func newStatusCommand(f *factory, o *Options) *cobra.Command {
 		Use:   "status NAME",
 		Short: "Show the status of the rollout",
 		Long: "Show the status of the rollout.\n\nBy default 'rollout status' watches the rollout until it finishes; " +
-			"use --watch=false to print the status once. It exits non-zero when the progress deadline is exceeded or --timeout passes. " +
+			"use --watch=false to print the status once. It exits non-zero when the progress deadline is exceeded, the rollout was aborted " +
+			"(on-failure Abort; 'rollout retry' starts it over), or --timeout passes. " +
 			"A rollout held by a partition ('rollout partition') is finished once the partition is reached: " +
 			"it says \"partitioned roll out complete\" and exits 0. A canary rollout (canary steps) says the step it is at, " +
 			"and is finished while paused until 'rollout promote'.",

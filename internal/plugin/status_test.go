@@ -110,6 +110,20 @@ var _ = Describe("rollout status", func() {
 		Expect(r.err).To(Equal(`error: mydeployment "web" exceeded its progress deadline` + "\n"))
 	})
 
+	It("fails at once when the rollout was aborted (on-failure Abort), saying so", func() {
+		observe(5, 0, 5)
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			c := progressing(corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted)
+			c.Message = `Rollout to revision "web-2" aborted: no progress within progressDeadlineSeconds; every pod goes back to revision "web-1"`
+			cur.Status.Conditions = []appsv1.DeploymentCondition{c}
+		})
+		r := runPlugin(ns, "rollout", "status", "web")
+		Expect(r.code).To(Equal(1))
+		Expect(r.out).To(BeEmpty())
+		Expect(r.err).To(Equal(`error: mydeployment "web" rollout aborted: Rollout to revision "web-2" aborted: no progress within ` +
+			`progressDeadlineSeconds; every pod goes back to revision "web-1" (run rollout retry to start it over)` + "\n"))
+	})
+
 	It("fails when --timeout passes first", func() {
 		observe(5, 5, 2)
 		r := runPlugin(ns, "rollout", "status", "web", "--timeout", "300ms")

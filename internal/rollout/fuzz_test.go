@@ -96,6 +96,10 @@ func FuzzCompute(f *testing.F) {
 	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0x01), []byte{0x40, 1, 0, 0, 0x40, 2, 0, 0, 0x40, 3, 0, 0},
 		uint8(0x80), uint64(0b010))
 
+	// aborted mid-rollout: old pods of two revisions, gated, the current one creatable
+	f.Add(uint8(0x80|6), uint8(1), uint8(1), uint8(0), uint8(0x84), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0, 0x40, 4, 0, 0, 0x02, 5, 0, 0},
+		uint8(0x20), uint64(0b0110010101)<<32)
+
 	f.Fuzz(func(t *testing.T, replicas, surge, unavailable, minReady, flags uint8, podData []byte, optIn uint8, labels uint64) {
 		in := Input{
 			Replicas:        int32(replicas%32) - 2, // a few negative values too
@@ -110,6 +114,7 @@ func FuzzCompute(f *testing.F) {
 		if flags&1 != 0 {
 			in.Strategy = Recreate
 		}
+		in.Aborted = replicas&0x80 != 0
 		if flags&4 != 0 {
 			in.Revisions = []string{revOld2, revOld}
 		}

@@ -96,7 +96,7 @@ func (k *inPlaceKubelet) reconcile(in Input) Plan {
 		cond := gateCondition(pod)
 		target := revisionOf(pod)
 		if moving[pod] {
-			target = in.UpdateRevision
+			target = in.Target()
 		}
 		switch {
 		case k.failEarly != nil && k.failEarly(pod) && revisionOf(pod) != target:

@@ -166,6 +166,11 @@ func (o observed) allowed() int {
 func checkPlan(t testing.TB, in Input, p Plan) {
 	t.Helper()
 	maxWait := time.Duration(max(in.MinReadySeconds, 0)) * time.Second
+	if in.aborting() {
+		// An abort is the rolling step towards the stable revision: its
+		// promises are those of that input.
+		in = in.towardsStable()
+	}
 	if in.Canary != nil {
 		// A canary plan keeps every promise of a partition plan, with the
 		// partition its step chose; it may wait for a timed pause.

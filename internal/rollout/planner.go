@@ -98,6 +98,12 @@ type Input struct {
 	// being replaced; one whose update is under way (inplace.UnderWay)
 	// counts as on its way to UpdateRevision (Plan.MovingInPlace).
 	InPlace []string
+	// Aborted says the rollout to UpdateRevision is aborted (on-failure
+	// Abort, past its progress deadline): every pod goes back to
+	// CurrentRevision (abort.go), which must be listed in Revisions.
+	// InPlace then names the revisions whose pods can move to
+	// CurrentRevision in place (Target).
+	Aborted bool
 	// Pods are all pods the MyDeployment owns, including terminating ones
 	// (DeletionTimestamp set) and finished ones (phase Succeeded/Failed).
 	// Nil entries are ignored; order does not matter.
@@ -222,6 +228,12 @@ const (
 	// ReasonPartitionScaleDown: a scale-down while partitioned, each side
 	// (updated, held) brought down towards its share.
 	ReasonPartitionScaleDown Reason = "Partition:ScaleDown"
+	// ReasonAbortRollBack: an aborted rollout moves pods back to the
+	// current revision, or waits for availability to move more.
+	ReasonAbortRollBack Reason = "Abort:RollBack"
+	// ReasonAborted: an aborted rollout has every pod back on the current
+	// revision; nothing to do until the template changes or a retry.
+	ReasonAborted Reason = "Abort:AtStable"
 	// ReasonSpecifiedDelete: pods labelled specified-delete, or whose
 	// in-place update failed, are replaced while no rollout is under way.
 	ReasonSpecifiedDelete Reason = "SpecifiedDelete"
@@ -245,6 +257,9 @@ const (
 // RollingUpdate takes unavailable pods before available ones whatever their
 // rank, so that the availability budget is spent only when needed.
 func Compute(in Input) Plan {
+	if in.aborting() {
+		return planAbort(in)
+	}
 	s := newPodSet(in)
 	l := newLimits(in, len(s.finished))
 	p, sized, scaled, rolling := step(in, s, l)

@@ -46,6 +46,8 @@ type cluster struct {
 	created   int
 	scheduled int
 	ready     readiness
+	// broken is a revision whose pods never become Ready ("" for none).
+	broken string
 }
 
 // newCluster starts with n available pods, split round-robin over revs.
@@ -122,7 +124,7 @@ func (c *cluster) reconcile(in Input) Plan {
 			// terminating, or created this step: the kubelet has not seen it yet
 		case pod.Spec.NodeName == "":
 			c.schedule(pod)
-		case !isReady(pod):
+		case !isReady(pod) && (c.broken == "" || revisionOf(pod) != c.broken):
 			candidates = append(candidates, pod)
 		}
 	}

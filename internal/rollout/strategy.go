@@ -12,7 +12,9 @@ package rollout
 //     than being replaced, and what that costs the step;
 //   - recreate.go: planRecreate, Deployment's rolloutRecreate;
 //   - removal.go: what every strategy shares to choose what it removes
-//     (the availability budget, specified delete, RespectPDB).
+//     (the availability budget, specified delete, RespectPDB);
+//   - abort.go: planAbort, an aborted rollout planned towards the current
+//     revision (Compute dispatches to it before classifying the pods).
 //
 // Adding a strategy: a strategy either picks the step (a new case in step,
 // its planner in a new file, returning a Plan whose Reason is its own) or

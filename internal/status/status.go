@@ -60,7 +60,13 @@ type Input struct {
 	// Canary is where a canary rollout is once the sync's plan is carried
 	// out (rollout.Plan.Canary); nil when none is under way.
 	Canary *rollout.CanaryProgress
-	Now    time.Time
+	// Aborted names the update revision whose rollout is aborted
+	// (on-failure Abort, see AbortDue); "" when none is. AbortOnFailure
+	// says on-failure is Abort; RetriedAt is the last `rollout retry`.
+	Aborted        string
+	AbortOnFailure bool
+	RetriedAt      time.Time
+	Now            time.Time
 }
 
 // Result is the new status and, when a rollout is under way, when to check
@@ -100,8 +106,10 @@ func Compute(in Input) Result {
 	s.UpdateRevision = in.UpdateRevision
 	s.LabelSelector = in.LabelSelector
 	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas
-	if c.Updated == desired && c.Replicas == desired {
-		// The rollout is complete: the update revision becomes current (StatefulSet).
+	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!in.AbortOnFailure || c.Available == desired) {
+		// The rollout is complete: the update revision becomes current
+		// (StatefulSet). Under on-failure Abort only once its pods are
+		// available: the current revision is what an abort goes back to.
 		s.CurrentRevision, s.CurrentReplicas = in.UpdateRevision, c.Updated
 	}
 	if in.CollisionCount > 0 || old.CollisionCount != nil {
@@ -116,14 +124,17 @@ func Compute(in Input) Result {
 	}
 
 	var r Result
-	if hasDeadline(md) {
+	switch {
+	case in.Aborted != "":
+		setAborted(in, &s, now)
+	case hasDeadline(md):
 		r.RequeueAfter, r.DeadlineExceeded = progress(in, &s, desired, now)
 		if c := Get(&s, appsv1beta1.ConditionProgressing); c != nil && c.Reason == appsv1beta1.ReasonPartitionAvailable {
 			prev := Get(&old, appsv1beta1.ConditionProgressing)
 			r.PartitionHeld = prev == nil || prev.Reason != appsv1beta1.ReasonPartitionAvailable || prev.Message != c.Message
 			r.HeldMessage = c.Message
 		}
-	} else {
+	default:
 		remove(&s, appsv1beta1.ConditionProgressing)
 	}
 
@@ -169,6 +180,7 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 			fmt.Sprintf("Found new revision %q", in.UpdateRevision), now))
 	}
 
+	retried(in, s, now)
 	current = Get(s, appsv1beta1.ConditionProgressing)
 	if s.Replicas == s.UpdatedReplicas && current.Reason == appsv1beta1.ReasonNewRevisionAvailable {
 		return 0, false // complete and still complete: nothing to track

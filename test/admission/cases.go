@@ -160,6 +160,7 @@ var (
 	partitionField  = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
 	updateModeField = "metadata.annotations[" + appsv1beta1.UpdateModeAnnotation + "]"
 	canaryField     = "metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]"
+	onFailureField  = "metadata.annotations[" + appsv1beta1.OnFailureAnnotation + "]"
 )
 
 // annotate sets one annotation of the MyDeployment.
@@ -365,6 +366,17 @@ func Cases() []Case {
 		{Name: "strategy switched to Recreate while in place by an update", Update: true,
 			Before: annotate(appsv1beta1.UpdateModeAnnotation, appsv1beta1.UpdateModeInPlaceIfPossible), Change: recreate,
 			Field: updateModeField, Why: "InPlaceIfPossible needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "on-failure unknown", Change: annotate(appsv1beta1.OnFailureAnnotation, "Rollback"),
+			Field: onFailureField, Why: `Unsupported value: "Rollback": supported values: "Continue", "Abort"`, By: Webhook},
+		{Name: "on-failure Abort with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(appsv1beta1.OnFailureAnnotation, appsv1beta1.OnFailureAbort)(m)
+		}, Field: onFailureField, Why: "Abort needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "strategy switched to Recreate while on-failure Abort by an update", Update: true,
+			Before: annotate(appsv1beta1.OnFailureAnnotation, appsv1beta1.OnFailureAbort), Change: recreate,
+			Field: onFailureField, Why: "Abort needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "retried-at not a time", Change: annotate(appsv1beta1.RetriedAtAnnotation, "yesterday"),
+			Field: "metadata.annotations[" + appsv1beta1.RetriedAtAnnotation + "]", Why: "must be an RFC 3339 time", By: Webhook},
 
 		// Names.
 		{Name: "name longer than 253 characters", Change: func(m *appsv1beta1.MyDeployment) { m.Name = strings.Repeat("a", 254) },
