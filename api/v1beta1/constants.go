@@ -116,6 +116,21 @@ const (
 	// runs the new template, so the pod leaves Service endpoints before
 	// its containers restart (OpenKruise CloneSet's InPlaceUpdateReady).
 	InPlaceUpdateReadyCondition = "apps.mydeployment.io/InPlaceUpdateReady"
+	// DrainAnnotation ("SurgeFirst") replaces a pod on a node being drained
+	// (cordoned, or tainted for removal by an autoscaler: TaintToBeDeleted,
+	// TaintKarpenterDisrupted) make-before-break: a new pod first, within
+	// maxSurge but at least one, and the old pod removed once Replicas
+	// pods are available without it. Refused with strategy Recreate. It
+	// needs the manager to list and watch Nodes.
+	DrainAnnotation = "apps.mydeployment.io/drain"
+	// DrainSurgeFirst is DrainAnnotation's one value.
+	DrainSurgeFirst = "SurgeFirst"
+	// TaintToBeDeleted is the NoSchedule taint the Cluster Autoscaler puts
+	// on a node it is about to remove.
+	TaintToBeDeleted = "ToBeDeletedByClusterAutoscaler"
+	// TaintKarpenterDisrupted is the NoSchedule taint Karpenter puts on a
+	// node it is disrupting.
+	TaintKarpenterDisrupted = "karpenter.sh/disrupted"
 )
 
 // Reasons of behaviour beyond Deployment.
@@ -130,6 +145,10 @@ const (
 	// has a value that can never work (only possible for objects admission
 	// did not check); nothing is created or deleted until it changes.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonDrainAccessDenied: ReplicaFailure=True, the object opts into
+	// DrainAnnotation but the manager may not list and watch Nodes, so it
+	// cannot see drains; everything else works.
+	ReasonDrainAccessDenied = "DrainAccessDenied"
 )
 
 // Event reasons of behaviour beyond Deployment.
@@ -149,4 +168,7 @@ const (
 	// EventInPlaceUpdateFailed: a pod's in-place update was refused or did
 	// not finish in time; the pod is replaced. The message says why.
 	EventInPlaceUpdateFailed = "InPlaceUpdateFailed"
+	// EventDrainReplaced: a pod on a draining node was removed once its
+	// replacement was available (DrainAnnotation); one event per pod.
+	EventDrainReplaced = "DrainReplaced"
 )

@@ -30,6 +30,9 @@ type Options struct {
 	// InPlace updates pods in place where the template change allows it
 	// (UpdateModeAnnotation InPlaceIfPossible).
 	InPlace bool
+	// Drain replaces pods on draining nodes surge-first (DrainAnnotation
+	// SurgeFirst).
+	Drain bool
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -71,8 +74,8 @@ func Path(annotation string) *field.Path {
 // integer or a percentage from 0% to 100%, a partition with strategy
 // Recreate, a respect-pdb other than "true" or "false", an update-mode
 // other than Recreate or InPlaceIfPossible, InPlaceIfPossible with strategy
-// Recreate. The Options
-// returned hold what could be parsed.
+// Recreate, a drain other than SurgeFirst or with strategy Recreate. The Options returned hold what
+// could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
@@ -109,12 +112,24 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 			o.InPlace = v == appsv1beta1.UpdateModeInPlaceIfPossible
 		}
 	}
+	if v, ok := md.Annotations[appsv1beta1.DrainAnnotation]; ok {
+		switch {
+		case v != appsv1beta1.DrainSurgeFirst:
+			errs = append(errs, field.NotSupported(Path(appsv1beta1.DrainAnnotation), v, []string{appsv1beta1.DrainSurgeFirst}))
+		case md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
+			errs = append(errs, field.Forbidden(Path(appsv1beta1.DrainAnnotation),
+				"SurgeFirst needs spec.strategy.type RollingUpdate: Recreate removes a pod before it creates one"))
+		default:
+			o.Drain = true
+		}
+	}
 	return o, errs
 }
 
 // Annotations are the opt-in annotations of a MyDeployment, in the order
 // their errors are reported.
-var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation}
+var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
+	appsv1beta1.DrainAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

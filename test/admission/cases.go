@@ -159,6 +159,7 @@ func podSpec(f func(*corev1.PodSpec)) func(*appsv1beta1.MyDeployment) {
 var (
 	partitionField  = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
 	updateModeField = "metadata.annotations[" + appsv1beta1.UpdateModeAnnotation + "]"
+	drainField      = "metadata.annotations[" + appsv1beta1.DrainAnnotation + "]"
 )
 
 // annotate sets one annotation of the MyDeployment.
@@ -343,6 +344,16 @@ func Cases() []Case {
 		{Name: "strategy switched to Recreate while in place by an update", Update: true,
 			Before: annotate(appsv1beta1.UpdateModeAnnotation, appsv1beta1.UpdateModeInPlaceIfPossible), Change: recreate,
 			Field: updateModeField, Why: "InPlaceIfPossible needs spec.strategy.type RollingUpdate", By: Webhook},
+
+		{Name: "drain unknown", Change: annotate(appsv1beta1.DrainAnnotation, "Evict"),
+			Field: drainField, Why: `Unsupported value: "Evict": supported values: "SurgeFirst"`, By: Webhook},
+		{Name: "drain SurgeFirst with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(appsv1beta1.DrainAnnotation, appsv1beta1.DrainSurgeFirst)(m)
+		}, Field: drainField, Why: "SurgeFirst needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "strategy switched to Recreate while drain SurgeFirst by an update", Update: true,
+			Before: annotate(appsv1beta1.DrainAnnotation, appsv1beta1.DrainSurgeFirst), Change: recreate,
+			Field: drainField, Why: "SurgeFirst needs spec.strategy.type RollingUpdate", By: Webhook},
 
 		// Names.
 		{Name: "name longer than 253 characters", Change: func(m *appsv1beta1.MyDeployment) { m.Name = strings.Repeat("a", 254) },
