@@ -52,6 +52,9 @@ func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan
 	if s.optIn.InPlace {
 		in.InPlace = r.inPlaceRevisions(ctx, s)
 	}
+	if s.optIn.Drain {
+		in.DrainingNodes = s.drainingNodes
+	}
 	p := syncPlan{Plan: rollout.Compute(in)}
 	now, afterPods := s.annotations(p.Plan)
 	if p.RecordFirst {
