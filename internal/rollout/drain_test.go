@@ -165,13 +165,14 @@ func TestDrainSimulation(t *testing.T) {
 		for _, f := range fences {
 			for i, nodes := range [][]string{{"node-0"}, {"node-0", "node-1"}} {
 				ready := readinessPatterns[(int(replicas)+i)%len(readinessPatterns)]
-				t.Run(fmt.Sprintf("replicas=%d/fence=%s/nodes=%d/%s", replicas, f, len(nodes), ready.name), func(t *testing.T) {
+				minReady := int32(5 * i)
+				t.Run(fmt.Sprintf("replicas=%d/fence=%s/nodes=%d/minReady=%d/%s", replicas, f, len(nodes), minReady, ready.name), func(t *testing.T) {
 					surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
 					if err != nil {
 						t.Fatal(err)
 					}
 					in := draining(replicas, surge, unavailable, nodes)
-					in.UpdateRevision, in.RespectPDB = revNew, i == 1
+					in.UpdateRevision, in.RespectPDB, in.MinReadySeconds = revNew, i == 1, minReady
 					c := newCluster(t, ready, int(replicas), revNew)
 					c.avoid = in.DrainingNodes
 					want := c.onNodes(in.DrainingNodes)
@@ -230,6 +231,39 @@ func TestDrainLiftedSimulation(t *testing.T) {
 					c.reconcile(lifted)
 				}
 				assertSettled(t, c, lifted)
+			})
+		}
+	}
+}
+
+// TestDrainDuringRolloutSimulation drains a node while a rollout is under
+// way: the rollout's bounds hold (with the drain's surge of at least one),
+// no pod is left on the node, and the rollout converges.
+func TestDrainDuringRolloutSimulation(t *testing.T) {
+	for _, replicas := range []int32{1, 3, 10} {
+		for _, f := range fences {
+			t.Run(fmt.Sprintf("replicas=%d/fence=%s", replicas, f), func(t *testing.T) {
+				surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := draining(replicas, surge, unavailable, []string{"node-2"})
+				in.UpdateRevision = revNew
+				c := newCluster(t, readinessPatterns[2], int(replicas), revOld)
+				c.avoid = in.DrainingNodes
+				maxActive := int(replicas) + max(int(surge), 1)
+				minAvailable := int(replicas - min(unavailable, replicas))
+				for !c.converged(in) || c.onNodes(in.DrainingNodes) > 0 {
+					if c.step > stepBudget(replicas) {
+						t.Fatalf("not converged after %d steps", c.step)
+					}
+					o := observe(c.input(in))
+					if o.active > maxActive || o.available < minAvailable {
+						t.Fatalf("step %d: %d active (max %d), %d available (min %d)", c.step, o.active, maxActive, o.available, minAvailable)
+					}
+					c.reconcile(in)
+				}
+				assertSettled(t, c, in)
 			})
 		}
 	}
