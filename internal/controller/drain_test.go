@@ -167,6 +167,21 @@ var _ = Describe("Beyond Deployment: make-before-break drains", Ordered, Continu
 		Consistently(func() []string { return podNames(md) }, 3*time.Second, 200*time.Millisecond).Should(Equal(before))
 		Expect(rec.of(md, appsv1beta1.EventDrainReplaced)).To(BeEmpty())
 	})
+
+	It("reports a drain value admission would refuse as InvalidAnnotation, writing no pod", func() {
+		md := newMD(ns, "baddrain", 1, "nginx:1.27")
+		md.Annotations = map[string]string{appsv1beta1.DrainAnnotation: "Evict"}
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+		Eventually(func() string {
+			if c := condition(get(md), appsv1beta1.ConditionReplicaFailure); c != nil {
+				return c.Reason + ": " + c.Message
+			}
+			return ""
+		}, timeout, interval).Should(And(HavePrefix(appsv1beta1.ReasonInvalidAnnotation+": "), ContainSubstring(appsv1beta1.DrainAnnotation)))
+		Expect(podsOf(md)).To(BeEmpty())
+		annotate(md, appsv1beta1.DrainAnnotation, appsv1beta1.DrainSurgeFirst)
+		Eventually(func() []corev1.Pod { return podsOf(md) }, timeout, interval).Should(HaveLen(1))
+	})
 })
 
 var _ = Describe("Drains without access to Nodes", Ordered, Serial, func() {
