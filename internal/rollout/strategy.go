@@ -12,7 +12,10 @@ package rollout
 //     than being replaced, and what that costs the step;
 //   - recreate.go: planRecreate, Deployment's rolloutRecreate;
 //   - removal.go: what every strategy shares to choose what it removes
-//     (the availability budget, specified delete, RespectPDB).
+//     (the availability budget, specified delete, RespectPDB);
+//   - drain.go: pods on draining nodes (Input.DrainingNodes), doomed as
+//     specified-delete pods, with at least one pod of surge, and removed
+//     only while Replicas pods stay available.
 //
 // Adding a strategy: a strategy either picks the step (a new case in step,
 // its planner in a new file, returning a Plan whose Reason is its own) or
