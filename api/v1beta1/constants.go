@@ -159,6 +159,21 @@ const (
 	// rollout over: the progress deadline runs again from then, and a
 	// deadline verdict older than it never aborts.
 	RetriedAtAnnotation = "apps.mydeployment.io/retried-at"
+	// DrainAnnotation ("SurgeFirst") replaces a pod on a node being drained
+	// (cordoned, or tainted for removal by an autoscaler: TaintToBeDeleted,
+	// TaintKarpenterDisrupted) make-before-break: a new pod first, within
+	// maxSurge but at least one, and the old pod removed once Replicas
+	// pods are available without it. Refused with strategy Recreate. It
+	// needs the manager to list and watch Nodes.
+	DrainAnnotation = "apps.mydeployment.io/drain"
+	// DrainSurgeFirst is DrainAnnotation's one value.
+	DrainSurgeFirst = "SurgeFirst"
+	// TaintToBeDeleted is the NoSchedule taint the Cluster Autoscaler puts
+	// on a node it is about to remove.
+	TaintToBeDeleted = "ToBeDeletedByClusterAutoscaler"
+	// TaintKarpenterDisrupted is the NoSchedule taint Karpenter puts on a
+	// node it is disrupting.
+	TaintKarpenterDisrupted = "karpenter.sh/disrupted"
 )
 
 // Reasons of behaviour beyond Deployment.
@@ -185,6 +200,10 @@ const (
 	// ReasonRolloutRetried: Progressing=True, `rollout retry` started an
 	// aborted rollout over (RetriedAtAnnotation); the deadline runs again.
 	ReasonRolloutRetried = "RolloutRetried"
+	// ReasonDrainAccessDenied: ReplicaFailure=True, the object opts into
+	// DrainAnnotation but the manager may not list and watch Nodes, so it
+	// cannot see drains; everything else works.
+	ReasonDrainAccessDenied = "DrainAccessDenied"
 )
 
 // Event reasons of behaviour beyond Deployment.
@@ -209,4 +228,7 @@ const (
 	// EventRolloutAborted (Warning): the rollout to the revision the
 	// message names exceeded its deadline and is aborted; once per abort.
 	EventRolloutAborted = "RolloutAborted"
+	// EventDrainReplaced: a pod on a draining node was removed once its
+	// replacement was available (DrainAnnotation); one event per pod.
+	EventDrainReplaced = "DrainReplaced"
 )

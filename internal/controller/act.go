@@ -92,6 +92,7 @@ func (r *MyDeploymentReconciler) writePods(ctx context.Context, s *scope) error 
 				return err
 			}
 			s.obj.ExpectDelete(pod.Name, s.now)
+			r.drainReplaced(s, pod)
 			return nil
 		}, func(err error) { errs = append(errs, err) })
 		if len(errs) > 0 {

@@ -38,6 +38,7 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 		switch {
 		case err == nil:
 			s.obj.ExpectDelete(pod.Name, s.now)
+			r.drainReplaced(s, pod)
 		case outcomeUnknown(err) && r.deletedAfterAll(ctx, pod):
 			s.obj.ExpectDelete(pod.Name, s.now)
 		}

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
@@ -79,6 +80,9 @@ type MyDeploymentReconciler struct {
 	// inPlace remembers revision templates and in-place diffs, by
 	// revision UID (immutable: never stale).
 	inPlace inPlaceMemo
+	// nodes watches Nodes for drains once a MyDeployment opts in (nodes.go);
+	// nil: no drain is seen.
+	nodes *nodeWatch
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
@@ -160,7 +164,12 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	// drops it (see leaveWatcher); the handler below notes tombstones.
 	r.PodIndex.notifyLeaves(r.noteStray)
 	r.sweepBefore = time.Now().Add(sweepMargin)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.nodes != nil {
+		// Drains: MyDeployments with pods on a node that starts or stops draining.
+		b = b.WatchesRawSource(source.Channel(r.nodes.events, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.
 		// The objects of the initial list are vetted on their first sync (stalecache.go).
@@ -215,6 +224,7 @@ func (r *MyDeploymentReconciler) statusEvents(md *appsv1beta1.MyDeployment, st s
 		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
 			"MyDeployment %q has timed out progressing.", md.Name)
 	}
+	r.drainDeniedEvent(md, st)
 	if st.PartitionHeld {
 		r.Recorder.Eventf(md, nil, corev1.EventTypeNormal, appsv1beta1.EventPartitionHeld, "Rollout",
 			"Rollout held by partition: %s", st.HeldMessage)

@@ -60,7 +60,11 @@ type scope struct {
 	maxSurge       int32
 	maxUnavailable int32
 	optIn          optin.Options
-	plan           syncPlan
+	// drainingNodes are the nodes being drained, and drainDenied says the
+	// manager may not watch Nodes; read only when optIn.Drain (drain.go).
+	drainingNodes map[string]bool
+	drainDenied   bool
+	plan          syncPlan
 	// retryAfter, when positive, is when to try evictions a budget refused again.
 	retryAfter time.Duration
 	planned    bool // plan was computed
@@ -128,6 +132,9 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if s.optIn, err = parseOptIn(md); err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidAnnotation
 		return s, nil
+	}
+	if s.optIn.Drain {
+		s.drainingNodes, s.drainDenied = r.nodes.snapshot()
 	}
 
 	if err := r.vetStart(ctx, s); err != nil {
@@ -209,7 +216,7 @@ func (s *scope) statusInput(synced bool) status.Input {
 		CollisionCount: s.collisionCount,
 		LabelSelector:  s.selector.String(),
 		MaxUnavailable: s.maxUnavailable,
-		Failure:        s.failure,
+		Failure:        s.statusFailure(),
 		Now:            s.now,
 	}
 	if s.update != nil {

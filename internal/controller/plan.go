@@ -59,6 +59,9 @@ func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan
 	if s.optIn.InPlace {
 		in.InPlace = r.inPlaceRevisions(ctx, s)
 	}
+	if s.optIn.Drain {
+		in.DrainingNodes = s.drainingNodes
+	}
 	p := syncPlan{Plan: rollout.Compute(in)}
 	now, afterPods := s.annotations(p.Plan)
 	p.abortRecorded = s.abortRecord(now)

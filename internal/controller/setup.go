@@ -99,6 +99,10 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		StatusBatchPeriod: opts.StatusBatchPeriod,
 		InPlaceTimeout:    opts.InPlaceTimeout,
 		objects:           newObjects(freshness.DefaultTimeout),
+		nodes:             newNodeWatch(mgr.GetClient(), mgr.GetClient(), opts.Pods, mgr.GetConfig(), mgr.GetLogger()),
+	}
+	if err := mgr.Add(r.nodes); err != nil {
+		return nil, fmt.Errorf("adding the node watch: %w", err)
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// RetriedAt is when `rollout retry` last started an aborted rollout
 	// over (RetriedAtAnnotation); zero if never.
 	RetriedAt time.Time
+	// Drain replaces pods on draining nodes surge-first (DrainAnnotation
+	// SurgeFirst).
+	Drain bool
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -83,8 +86,8 @@ func Path(annotation string) *field.Path {
 // other than Recreate or InPlaceIfPossible, InPlaceIfPossible with strategy
 // Recreate, canary steps that parseCanary refuses, an on-failure other
 // than Continue or Abort, Abort with strategy Recreate, a retried-at that
-// is not an RFC 3339 time. The Options
-// returned hold what could be parsed.
+// is not an RFC 3339 time, a drain other than SurgeFirst or with strategy
+// Recreate. The Options returned hold what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
@@ -119,6 +122,17 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 				"InPlaceIfPossible needs spec.strategy.type RollingUpdate: Recreate promises that no pod of the old template runs beside one of the new"))
 		default:
 			o.InPlace = v == appsv1beta1.UpdateModeInPlaceIfPossible
+		}
+	}
+	if v, ok := md.Annotations[appsv1beta1.DrainAnnotation]; ok {
+		switch {
+		case v != appsv1beta1.DrainSurgeFirst:
+			errs = append(errs, field.NotSupported(Path(appsv1beta1.DrainAnnotation), v, []string{appsv1beta1.DrainSurgeFirst}))
+		case md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
+			errs = append(errs, field.Forbidden(Path(appsv1beta1.DrainAnnotation),
+				"SurgeFirst needs spec.strategy.type RollingUpdate: Recreate removes a pod before it creates one"))
+		default:
+			o.Drain = true
 		}
 	}
 	canary, canaryErrs := parseCanary(md)
@@ -165,7 +179,7 @@ func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Ti
 // their errors are reported.
 var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
-	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation}
+	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

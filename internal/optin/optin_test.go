@@ -26,6 +26,7 @@ func TestParse(t *testing.T) {
 		pods10      int32  // partition pods out of 10 replicas
 		respectPDB  bool
 		inPlace     bool
+		drain       bool
 		err         string // substring of the only error; "" for none
 	}{
 		{name: "no annotations"},
@@ -53,6 +54,11 @@ func TestParse(t *testing.T) {
 			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceIfPossible"}, err: "needs spec.strategy.type RollingUpdate"},
 		{name: "update-mode Recreate with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
 			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "Recreate"}},
+		{name: "drain SurgeFirst", annotations: map[string]string{appsv1beta1.DrainAnnotation: "SurgeFirst"}, drain: true},
+		{name: "drain unknown", annotations: map[string]string{appsv1beta1.DrainAnnotation: "Evict"},
+			err: `metadata.annotations[apps.mydeployment.io/drain]: Unsupported value: "Evict": supported values: "SurgeFirst"`},
+		{name: "drain with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.DrainAnnotation: "SurgeFirst"}, err: "SurgeFirst needs spec.strategy.type RollingUpdate"},
 		{name: "respect-pdb unknown", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "yes"}, err: `metadata.annotations[apps.mydeployment.io/respect-pdb]: Unsupported value: "yes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,6 +84,9 @@ func TestParse(t *testing.T) {
 			}
 			if o.InPlace != tc.inPlace {
 				t.Errorf("inPlace %v, want %v", o.InPlace, tc.inPlace)
+			}
+			if o.Drain != tc.drain {
+				t.Errorf("drain %v, want %v", o.Drain, tc.drain)
 			}
 		})
 	}

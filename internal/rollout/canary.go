@@ -66,7 +66,7 @@ func (s podSet) canaryStep(in Input) *CanaryProgress {
 	if st.Revision != in.UpdateRevision || st.Index < 0 {
 		st = optin.CanaryState{Revision: in.UpdateRevision} // a new template starts at the first step
 	}
-	_, keep := specified(s.updated)
+	_, keep := s.splitDoomed(s.updated)
 	available := int32(s.available(keep))
 	var wait time.Duration
 	for !in.Paused && st.Index < len(c.Steps) {

@@ -66,7 +66,8 @@ func fuzzPods(data []byte) []*corev1.Pod {
 // revision (none, old, older, the update revision), 7 RespectPDB; labels:
 // bit i labels pod i specified-delete, bits 32+2i..33+2i give pod i the
 // in-place gate, True, updating or failed; flags bit 7: the old revisions
-// can move in place) and checks every documented promise
+// can move in place; surge bits 6-7: the nodes being drained) and checks
+// every documented promise
 // (checkPlan), determinism under pod reordering, that the input is not
 // modified, and that nothing panics.
 func FuzzCompute(f *testing.F) {
@@ -92,6 +93,10 @@ func FuzzCompute(f *testing.F) {
 		uint8(0), uint64(0b1101010101)<<32)
 	f.Add(uint8(8), uint8(2), uint8(2), uint8(3), uint8(0x84), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x42, 3, 0, 0, 0x40, 4, 0, 0, 0x40, 5, 0, 0},
 		uint8(0x20|3), uint64(0b0111010101)<<32)
+	// drain: pods on n1 (and n2) draining, maxSurge 0, in sync and mid-rollout
+	f.Add(uint8(3), uint8(0x40), uint8(1), uint8(0), uint8(0), []byte{0x40, 1, 0, 0, 0x40, 2, 0, 0, 0x40, 3, 0, 0}, uint8(0), uint64(0))
+	f.Add(uint8(4), uint8(0x81), uint8(1), uint8(0), uint8(0), []byte{0x40, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0, 0x01, 1, 0, 0, 0x40, 0, 0, 0},
+		uint8(0x80), uint64(0))
 	// in sync, one pod labelled, Recreate and RollingUpdate alike
 	f.Add(uint8(3), uint8(1), uint8(0), uint8(0), uint8(0x01), []byte{0x40, 1, 0, 0, 0x40, 2, 0, 0, 0x40, 3, 0, 0},
 		uint8(0x80), uint64(0b010))
@@ -135,6 +140,14 @@ func FuzzCompute(f *testing.F) {
 		}
 		if flags&0x80 != 0 {
 			in.InPlace = []string{revOld, revOld2}
+		}
+		switch surge >> 6 { // the nodes being drained
+		case 1:
+			in.DrainingNodes = map[string]bool{"n1": true}
+		case 2:
+			in.DrainingNodes = map[string]bool{"n1": true, "n2": true}
+		case 3:
+			in.DrainingNodes = map[string]bool{"n3": true, "n0": false}
 		}
 		for i, pod := range in.Pods {
 			if labels&(1<<i) != 0 {

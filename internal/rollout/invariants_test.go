@@ -28,7 +28,10 @@ type observed struct {
 	// counts active labelled pods, updatedKeep and oldKeep the unlabelled.
 	held, specified      int
 	updatedKeep, oldKeep int
-	labelled             map[*corev1.Pod]bool // active, labelled
+	labelled             map[*corev1.Pod]bool // active, labelled (or on a draining node)
+	// draining are the active pods on a draining node (Input.DrainingNodes,
+	// not under Recreate): labelled too.
+	draining map[*corev1.Pod]bool
 	// movable are the active unlabelled old pods that can move in place
 	// (their revision in Input.InPlace, the gate on them).
 	movable map[*corev1.Pod]bool
@@ -74,7 +77,7 @@ func movingInPlace(in Input, p *corev1.Pod) bool {
 
 func observe(in Input) observed {
 	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{}, labels: map[string]bool{}, labelled: map[*corev1.Pod]bool{},
-		movable: map[*corev1.Pod]bool{}, moving: map[*corev1.Pod]bool{},
+		movable: map[*corev1.Pod]bool{}, moving: map[*corev1.Pod]bool{}, draining: map[*corev1.Pod]bool{},
 		creatable: map[string]bool{in.UpdateRevision: true}, recreate: in.Strategy == Recreate, maxBurst: int(in.MaxBurst)}
 	if o.maxBurst <= 0 {
 		o.maxBurst = DefaultMaxBurst
@@ -118,7 +121,11 @@ func observe(in Input) observed {
 			if isNew && IsAvailable(p, in.MinReadySeconds, in.Now) {
 				o.updatedAvailable++
 			}
-			label := p.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true" || failedInPlace(p)
+			onDraining := !o.recreate && p.Spec.NodeName != "" && in.DrainingNodes[p.Spec.NodeName]
+			if onDraining {
+				o.draining[p] = true
+			}
+			label := p.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true" || failedInPlace(p) || onDraining
 			if label {
 				o.specified++
 				o.labelled[p] = true
@@ -151,6 +158,15 @@ func observe(in Input) observed {
 		}
 	}
 	return o
+}
+
+// drainSurge is the surge a rolling step may use: maxSurge, and at least
+// one while a pod is on a draining node.
+func (o observed) drainSurge() int {
+	if len(o.draining) > 0 {
+		return max(o.maxSurge, 1)
+	}
+	return o.maxSurge
 }
 
 // allowed is Deployment's allowed size for proportional scaling.
@@ -220,7 +236,7 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 	// finished, old, new order within each.
 	seen := map[*corev1.Pod]bool{}
 	var delActive, delOld, delNew, delAvailable int
-	var removedOldKeep, removedAvailableKeep int
+	var removedOldKeep, removedAvailableKeep, removedAvailableDraining int
 	removedAvailable := map[bool]int{} // unlabelled available pods removed, by isOld
 	stage := 0                         // 0 finished, 1 old, 2 new
 	for i, d := range slices.Concat(p.Delete, p.Evict) {
@@ -253,6 +269,9 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			}
 			if IsAvailable(d, in.MinReadySeconds, in.Now) {
 				delAvailable++
+				if o.draining[d] {
+					removedAvailableDraining++
+				}
 				if !o.labelled[d] {
 					removedAvailableKeep++
 					removedAvailable[s == 1]++
@@ -273,6 +292,11 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		}
 	}
 	after := o.active + create - delActive
+	for _, d := range p.Drained {
+		if !o.draining[d] || !seen[d] {
+			t.Fatalf("Drained has pod %q, not a removed pod on a draining node: %s", d.Name, describe(p))
+		}
+	}
 
 	// UpdateInPlace: unique movable old pods from the input, none removed
 	// too; each available one spends the availability budget a removal
@@ -403,7 +427,7 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		if o.minAvailable == o.replicas && o.held == 0 && len(o.movable) > 0 {
 			inPlaceSurge = 1
 		}
-		if create > 0 && o.active+create > o.replicas+o.maxSurge ||
+		if create > 0 && o.active+create > o.replicas+o.drainSurge() ||
 			createNew > 0 && o.updatedKeep+createNew > o.replicas-o.held+inPlaceSurge || createOld > 0 && o.oldKeep+createOld > o.held {
 			t.Fatalf("rolling: create %d breaks surge or shares: active=%d updated=%d replicas=%d maxSurge=%d held=%d: %s",
 				create, o.active, o.updated, o.replicas, o.maxSurge, o.held, describe(p))
@@ -425,6 +449,13 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			o.updatedKeep+createNew+leaving > o.replicas {
 			t.Fatalf("rolling: created %d pods although %d old pods will move in place (updated=%d, target %d): %s",
 				createNew, leaving, o.updatedKeep, o.replicas-o.held, describe(p))
+		}
+		// Drain: with no rollout under way, an available pod on a draining
+		// node goes only once its replacement is available: the step keeps
+		// Replicas available. (A rollout step may take it instead of
+		// another old pod, within maxUnavailable, checked above.)
+		if removedAvailableDraining > 0 && o.old == 0 && o.held == 0 && o.available-delAvailable < o.replicas {
+			t.Fatalf("drain: %d available pods removed of %d, below replicas=%d: %s", delAvailable, o.available, o.replicas, describe(p))
 		}
 		if o.available == o.active && create == 0 && delActive == 0 && len(p.UpdateInPlace) == 0 && !cut {
 			t.Fatalf("rolling: every pod is available yet no progress: %s", describe(p))

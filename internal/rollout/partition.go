@@ -44,7 +44,7 @@ func (s podSet) heldTarget(in Input) int {
 	case s.currentCreatable:
 		return partition
 	default:
-		_, keep := specified(s.old)
+		_, keep := s.splitDoomed(s.old)
 		return min(partition, len(keep))
 	}
 }
@@ -54,7 +54,7 @@ func (s podSet) heldTarget(in Input) int {
 func (s podSet) scaleOrder(pods []*corev1.Pod, held bool) []*corev1.Pod {
 	out := s.rank.sorted(pods)
 	if held {
-		out = stableFirst(out, func(p *corev1.Pod) bool { return isDoomed(p) || revisionOf(p) != s.current })
+		out = stableFirst(out, func(p *corev1.Pod) bool { return s.rank.doomed(p) || revisionOf(p) != s.current })
 	}
 	return out
 }

@@ -90,6 +90,11 @@ type Input struct {
 	// RespectPDB puts the pods a rollout step or a specified delete
 	// replaces in Plan.Evict instead of Plan.Delete.
 	RespectPDB bool
+	// DrainingNodes names the nodes being drained (cordoned, or tainted for
+	// removal by an autoscaler) when the drain annotation is SurgeFirst;
+	// nil otherwise. A RollingUpdate replaces the pods on them surge first
+	// (drain.go); Recreate ignores it.
+	DrainingNodes map[string]bool
 	// InPlace names the old revisions whose pods can move to
 	// UpdateRevision in place (update-mode InPlaceIfPossible, each checked
 	// with inplace.Diff); nil when every pod is to be replaced. A pod of
@@ -140,6 +145,12 @@ type Plan struct {
 	// surplus pods and finished pods are always in Delete. Without
 	// RespectPDB, Evict is empty and those pods are in Delete.
 	Evict []*corev1.Pod
+	// Drained lists the pods on draining nodes (Input.DrainingNodes) that
+	// the plan removes as replaced, each also in Delete or Evict: once
+	// their replacement is available, or in place of an old pod a rollout
+	// step removes anyway (see drain.go). A scale-down's removals are not
+	// listed.
+	Drained []*corev1.Pod
 	// UpdateInPlace lists the pods to move to UpdateRevision in place now
 	// (Input.InPlace), each at most once, none in Delete or Evict: the
 	// caller sets their gate False, and nothing else yet.
@@ -237,6 +248,9 @@ const (
 	// ReasonSpecifiedDelete: pods labelled specified-delete, or whose
 	// in-place update failed, are replaced while no rollout is under way.
 	ReasonSpecifiedDelete Reason = "SpecifiedDelete"
+	// ReasonDrain: pods on draining nodes are replaced, surge first, while
+	// no rollout is under way (drain.go).
+	ReasonDrain Reason = "Drain:SurgeFirst"
 )
 
 // Compute plans the next step for the MyDeployment described by in. It is
@@ -265,6 +279,7 @@ func Compute(in Input) Plan {
 	p, sized, scaled, rolling := step(in, s, l)
 	p.Delete = slices.Concat(s.finished, p.Delete)
 	p = p.cut(l.maxBurst)
+	p.Drained = s.drained(p.Evict)
 	if !in.RespectPDB {
 		p.Delete, p.Evict = mergeRemovals(p.Delete, p.Evict, s.isOld), nil
 	}

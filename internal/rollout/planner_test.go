@@ -29,6 +29,8 @@ type planCase struct {
 	wantRecordFirst bool
 	wantReason      Reason
 	wantRequeue     time.Duration
+	// wantDrained are the pods the plan lists as drained (Plan.Drained).
+	wantDrained []string
 }
 
 func runPlanCases(t *testing.T, cases []planCase) {
@@ -49,10 +51,11 @@ func runPlanCases(t *testing.T, cases []planCase) {
 			}
 			if !slices.Equal(got.Create, wantCreations) || !slices.Equal(names(got.Delete), tc.wantDelete) ||
 				!slices.Equal(names(got.Evict), tc.wantEvict) || !slices.Equal(names(got.UpdateInPlace), tc.wantInPlace) ||
-				!slices.Equal(names(got.MovingInPlace), tc.wantMoving) ||
+				!slices.Equal(names(got.MovingInPlace), tc.wantMoving) || !slices.Equal(names(got.Drained), tc.wantDrained) ||
 				got.Reason != tc.wantReason || got.RequeueAfter != tc.wantRequeue {
-				t.Fatalf("got  %s\nwant create=%v delete=%v evict=%v inPlace=%v moving=%v requeue=%v reason=%s",
-					describe(got), wantCreations, tc.wantDelete, tc.wantEvict, tc.wantInPlace, tc.wantMoving, tc.wantRequeue, tc.wantReason)
+				t.Fatalf("got  %s drained=%v\nwant create=%v delete=%v evict=%v inPlace=%v moving=%v requeue=%v reason=%s drained=%v",
+					describe(got), names(got.Drained), wantCreations, tc.wantDelete, tc.wantEvict, tc.wantInPlace, tc.wantMoving,
+					tc.wantRequeue, tc.wantReason, tc.wantDrained)
 			}
 			if tc.wantSizedFor != nil && (got.SizedFor != *tc.wantSizedFor || got.RecordSize != tc.wantRecord || got.RecordFirst != tc.wantRecordFirst) {
 				t.Fatalf("got  %s\nwant sizedFor=%+v record=%v recordFirst=%v", describe(got), *tc.wantSizedFor, tc.wantRecord, tc.wantRecordFirst)

@@ -27,9 +27,10 @@ type podSet struct {
 	// terminating but not finished. Recreate waits for it to reach 0.
 	oldUnfinished int
 
-	// specified counts active doomed pods (labelled specified-delete, or
-	// whose in-place update failed).
-	specified int
+	// specified counts active doomed pods (labelled specified-delete,
+	// whose in-place update failed, or on a draining node); draining
+	// counts those on a draining node (drain.go).
+	specified, draining int
 	// inPlace are the old revisions whose pods (with the gate) move to the
 	// update revision in place; nil when no rolling step may move them
 	// (paused, Recreate).
@@ -59,7 +60,8 @@ type podSet struct {
 
 // newPodSet classifies pods; nil entries are ignored.
 func newPodSet(in Input) podSet {
-	s := podSet{rank: newRanker(in.Pods), minReadySeconds: in.MinReadySeconds, now: in.Now, update: in.UpdateRevision}
+	s := podSet{rank: newDrainRanker(in.Pods, drainingNodes(in)), minReadySeconds: in.MinReadySeconds, now: in.Now,
+		update: in.UpdateRevision}
 	s.age = make(map[string]int, len(in.Revisions)+1)
 	for i, name := range in.Revisions {
 		s.age[name] = i + 1
@@ -78,8 +80,11 @@ func newPodSet(in Input) podSet {
 			continue
 		}
 		isOld := revisionOf(pod) != in.UpdateRevision
-		if isActive(pod) && isDoomed(pod) {
+		if isActive(pod) && s.rank.doomed(pod) {
 			s.specified++
+		}
+		if isActive(pod) && s.rank.draining[pod.Spec.NodeName] {
+			s.draining++
 		}
 		switch {
 		case isActive(pod) && isOld && s.underWay(pod):

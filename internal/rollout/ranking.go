@@ -14,18 +14,26 @@ import (
 type ranker struct {
 	// podsOnNode counts active pods per node name; it is the rank of rule 5.
 	podsOnNode map[string]int
+	// draining names the nodes being drained (Input.DrainingNodes): their
+	// pods are doomed (see doomed).
+	draining map[string]bool
 }
 
 // newRanker ranks against the given pods, of which only active ones count
 // for co-location, as in getPodsRankedByRelatedPodsOnSameNode.
 func newRanker(related []*corev1.Pod) ranker {
+	return newDrainRanker(related, nil)
+}
+
+// newDrainRanker is newRanker with the pods on the draining nodes doomed.
+func newDrainRanker(related []*corev1.Pod, draining map[string]bool) ranker {
 	podsOnNode := make(map[string]int)
 	for _, pod := range related {
 		if pod != nil && isActive(pod) {
 			podsOnNode[pod.Spec.NodeName]++
 		}
 	}
-	return ranker{podsOnNode: podsOnNode}
+	return ranker{podsOnNode: podsOnNode, draining: draining}
 }
 
 // sorted returns a copy of pods, most deletable first; pods is not modified.
@@ -37,7 +45,7 @@ func (r ranker) sorted(pods []*corev1.Pod) []*corev1.Pod {
 
 // compare returns a negative number when a should be deleted before b.
 func (r ranker) compare(a, b *corev1.Pod) int {
-	if c := cmpBool(isDoomed(a), isDoomed(b)); c != 0 {
+	if c := cmpBool(r.doomed(a), r.doomed(b)); c != 0 {
 		return c
 	}
 	if c := cmpBool(a.Spec.NodeName == "", b.Spec.NodeName == ""); c != 0 {

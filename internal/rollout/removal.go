@@ -53,10 +53,10 @@ func isDoomed(pod *corev1.Pod) bool {
 	return optin.SpecifiedDelete(pod) || inplace.Failed(pod)
 }
 
-// specified splits pods into the doomed ones (isDoomed: to go first) and
-// the others, each in the given order.
-func specified(pods []*corev1.Pod) (doomed, keep []*corev1.Pod) {
-	return splitFunc(pods, isDoomed)
+// splitDoomed splits pods into the doomed ones (ranker.doomed: to go first)
+// and the others, each in the given order.
+func (s podSet) splitDoomed(pods []*corev1.Pod) (doomed, keep []*corev1.Pod) {
+	return splitFunc(pods, s.rank.doomed)
 }
 
 // rollingOrder is the order in which a rolling step removes pods of one
@@ -94,14 +94,30 @@ func stableFirst(pods []*corev1.Pod, first func(*corev1.Pod) bool) []*corev1.Pod
 // remover picks the pods a rolling step removes, spending one budget of
 // available pods for the whole step.
 type remover struct {
-	s       podSet
-	budget  int
+	s      podSet
+	budget int
+	// spare is how many available pods beyond Replicas are left after the
+	// removals so far: an available pod on a draining node goes only
+	// while it is positive (drain.go).
+	spare   int
 	removed map[*corev1.Pod]bool
 }
 
 // take removes up to n pods of candidates, in their order, skipping those
-// already removed and, once the budget is spent, available ones.
+// already removed, once the budget is spent available ones, and available
+// ones on a draining node while no pod is spare.
 func (r *remover) take(candidates []*corev1.Pod, n int) []*corev1.Pod {
+	return r.takeIf(candidates, n, true)
+}
+
+// takeInstead is take without the draining nodes' rule: the pods it
+// removes take the place of pods the step removes anyway.
+func (r *remover) takeInstead(candidates []*corev1.Pod, n int) []*corev1.Pod {
+	return r.takeIf(candidates, n, false)
+}
+
+// takeIf is take, with the draining nodes' rule when makeBeforeBreak.
+func (r *remover) takeIf(candidates []*corev1.Pod, n int, makeBeforeBreak bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range candidates {
 		if len(out) >= n {
@@ -111,10 +127,11 @@ func (r *remover) take(candidates []*corev1.Pod, n int) []*corev1.Pod {
 			continue
 		}
 		if IsAvailable(pod, r.s.minReadySeconds, r.s.now) {
-			if r.budget == 0 {
+			if r.budget == 0 || makeBeforeBreak && r.spare <= 0 && r.s.rank.onDrainingNode(pod) {
 				continue
 			}
 			r.budget--
+			r.spare--
 		}
 		r.removed[pod] = true
 		out = append(out, pod)

@@ -16,8 +16,8 @@ import (
 // the plan is safe in whatever order the caller executes it.
 func planRolling(s podSet, l limits) Plan {
 	active := s.active()
-	doomedNew, keepNew := specified(s.updated)
-	doomedOld, keepOld := specified(s.old)
+	doomedNew, keepNew := s.splitDoomed(s.updated)
+	doomedOld, keepOld := s.splitDoomed(s.old)
 	target := l.replicas - s.held
 
 	// Old pods beyond the held share leave their side: those that can
@@ -31,8 +31,9 @@ func planRolling(s podSet, l limits) Plan {
 	// One budget for every available pod this step removes, whatever its
 	// revision. The maxScaledDown arithmetic below already implies it (as in
 	// Kubernetes); spelling it out keeps the availability promise evident.
+	available := s.available(s.updated) + s.available(s.old)
 	r := remover{s: s, removed: map[*corev1.Pod]bool{},
-		budget: max(0, s.available(s.updated)+s.available(s.old)-l.minAvailable)}
+		budget: max(0, available-l.minAvailable), spare: available - l.replicas}
 
 	// Update-revision pods beyond Replicas (a scale-down mid-rollout) go first,
 	// as reconcileNewReplicaSet does; unavailable ones cost no availability.
@@ -57,18 +58,21 @@ func planRolling(s podSet, l limits) Plan {
 	maxScaledDown := active - len(scaled) - l.minAvailable - updatedUnavailable
 	var replacedOld []*corev1.Pod
 	if maxScaledDown > 0 && s.mayReplace(doomedOld, keepOld, s.held, createHeld) {
-		replacedOld = r.take(s.rank.sorted(doomedOld), maxScaledDown)
+		replacedOld = r.take(s.drainingLast(doomedOld), maxScaledDown)
 	}
 	var replacedNew []*corev1.Pod
 	if s.mayReplace(doomedNew, keepNew, target, create) {
 		candidates := r.left(doomedNew)
-		replacedNew = r.take(s.rank.sorted(candidates), r.maxScaledDown(s, active, l, candidates))
+		replacedNew = r.take(s.drainingLast(candidates), r.maxScaledDown(s, active, l, candidates))
 	}
 	// In place first: no pod needs creating before it. Each one started
 	// spends the same bound as a removal (it is unavailable until done).
 	inPlace := r.startInPlace(moving, maxScaledDown-len(replacedOld), len(keepNew), target)
 	if n := min(len(replaced), maxScaledDown-len(replacedOld)-len(inPlace)); n > 0 {
-		replacedOld = append(replacedOld, r.take(s.rollingOrder(replaced, s.held > 0), n)...)
+		// An old pod on a draining node that waits for a spare pod goes
+		// first in place of one the step removes anyway (drain.go).
+		instead := s.rank.sorted(s.drained(r.left(doomedOld)))
+		replacedOld = append(replacedOld, r.takeInstead(slices.Concat(instead, s.rollingOrder(replaced, s.held > 0)), n)...)
 	}
 	// A raised partition: updated pods beyond the updated side's share go
 	// back, as old pods go forward, held back by unavailable held pods.
@@ -92,7 +96,7 @@ func planRolling(s podSet, l limits) Plan {
 // pods and moving ones short of target), then of the current revision for
 // a held side short of its share (a raised partition, a labelled held pod).
 func (s podSet) rollingCreates(l limits, active, keepNew, keepOld, moving, target int) (create, createHeld int) {
-	room := l.replicas + l.maxSurge - active
+	room := l.replicas + s.drainSurge(l) - active
 	if keepNew+moving < target {
 		create = max(0, min(room, target-keepNew-moving))
 	}
@@ -107,6 +111,8 @@ func (s podSet) rollingCreates(l limits, active, keepNew, keepOld, moving, targe
 // partition with both sides at their shares (atShares), or a wait.
 func (s podSet) rollingReason(p Plan, atShares bool) Reason {
 	switch acted := len(p.Create) > 0 || p.Removes() > 0 || len(p.UpdateInPlace) > 0; {
+	case acted && len(s.old) == 0 && s.held == 0 && s.draining > 0:
+		return ReasonDrain
 	case acted && len(s.old) == 0 && s.held == 0:
 		return ReasonSpecifiedDelete
 	case acted:

@@ -15,7 +15,7 @@ import (
 // (Recreate only: a RollingUpdate replaces them in planRolling) they are
 // replaced: removed, and as many pods created in the same plan.
 func planScale(s podSet, l limits) Plan {
-	doomed, _ := specified(s.updated)
+	doomed, _ := s.splitDoomed(s.updated)
 	switch diff := l.replicas - len(s.updated); {
 	case diff < 0:
 		return Plan{Delete: s.rank.sorted(s.updated)[:-diff], Reason: ReasonScaleDown}

@@ -48,6 +48,8 @@ type cluster struct {
 	ready     readiness
 	// broken is a revision whose pods never become Ready ("" for none).
 	broken string
+	// avoid are nodes the scheduler places no pod on (cordoned); at most two.
+	avoid map[string]bool
 }
 
 // newCluster starts with n available pods, split round-robin over revs.
@@ -78,10 +80,15 @@ func (c *cluster) newPod(rev string) *corev1.Pod {
 	}
 }
 
-// schedule places pods on 3 nodes round-robin, so some end up doubled-up.
+// schedule places pods on 3 nodes round-robin, so some end up doubled-up,
+// skipping the nodes to avoid.
 func (c *cluster) schedule(p *corev1.Pod) {
-	c.scheduled++
-	p.Spec.NodeName = fmt.Sprintf("node-%d", c.scheduled%3)
+	for {
+		c.scheduled++
+		if p.Spec.NodeName = fmt.Sprintf("node-%d", c.scheduled%3); !c.avoid[p.Spec.NodeName] {
+			break
+		}
+	}
 	p.Status.Phase = corev1.PodRunning
 }
 

@@ -15,6 +15,9 @@ package rollout
 //     (the availability budget, specified delete, RespectPDB);
 //   - abort.go: planAbort, an aborted rollout planned towards the current
 //     revision (Compute dispatches to it before classifying the pods).
+//   - drain.go: pods on draining nodes (Input.DrainingNodes), doomed as
+//     specified-delete pods, with at least one pod of surge, and removed
+//     only while Replicas pods stay available.
 //
 // Adding a strategy: a strategy either picks the step (a new case in step,
 // its planner in a new file, returning a Plan whose Reason is its own) or

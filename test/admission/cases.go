@@ -161,6 +161,7 @@ var (
 	updateModeField = "metadata.annotations[" + appsv1beta1.UpdateModeAnnotation + "]"
 	canaryField     = "metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]"
 	onFailureField  = "metadata.annotations[" + appsv1beta1.OnFailureAnnotation + "]"
+	drainField      = "metadata.annotations[" + appsv1beta1.DrainAnnotation + "]"
 )
 
 // annotate sets one annotation of the MyDeployment.
@@ -377,6 +378,16 @@ func Cases() []Case {
 			Field: onFailureField, Why: "Abort needs spec.strategy.type RollingUpdate", By: Webhook},
 		{Name: "retried-at not a time", Change: annotate(appsv1beta1.RetriedAtAnnotation, "yesterday"),
 			Field: "metadata.annotations[" + appsv1beta1.RetriedAtAnnotation + "]", Why: "must be an RFC 3339 time", By: Webhook},
+
+		{Name: "drain unknown", Change: annotate(appsv1beta1.DrainAnnotation, "Evict"),
+			Field: drainField, Why: `Unsupported value: "Evict": supported values: "SurgeFirst"`, By: Webhook},
+		{Name: "drain SurgeFirst with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(appsv1beta1.DrainAnnotation, appsv1beta1.DrainSurgeFirst)(m)
+		}, Field: drainField, Why: "SurgeFirst needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "strategy switched to Recreate while drain SurgeFirst by an update", Update: true,
+			Before: annotate(appsv1beta1.DrainAnnotation, appsv1beta1.DrainSurgeFirst), Change: recreate,
+			Field: drainField, Why: "SurgeFirst needs spec.strategy.type RollingUpdate", By: Webhook},
 
 		// Names.
 		{Name: "name longer than 253 characters", Change: func(m *appsv1beta1.MyDeployment) { m.Name = strings.Repeat("a", 254) },

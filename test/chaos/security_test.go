@@ -165,6 +165,11 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 			{"coordination.k8s.io", "leases", "create,delete,get,list,patch,update,watch"},
 			{"", "events", "create,patch"},
 		},
+		// Nodes, read (an informer of their own, started once a MyDeployment
+		// opts in) to replace pods on draining nodes (drain SurgeFirst).
+		"ClusterRole/mydeployment-operator-node-reader-role": {
+			{"", "nodes", "get,list,watch"},
+		},
 		// The metrics endpoint's authentication and authorization of scrapers.
 		"ClusterRole/mydeployment-operator-metrics-auth-role": {
 			{"authentication.k8s.io", "tokenreviews", "create"},

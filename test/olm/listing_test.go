@@ -26,7 +26,7 @@ func TestBundleListing(t *testing.T) {
 	for _, want := range []string{
 		"**MyDeployment**", "**Application**",
 		appsv1beta1.PartitionAnnotation, appsv1beta1.SpecifiedDeleteLabel,
-		appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
+		appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation, appsv1beta1.DrainAnnotation,
 	} {
 		if !strings.Contains(csv.Spec.Description, want) {
 			t.Errorf("the CSV's description does not mention %s", want)

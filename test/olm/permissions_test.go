@@ -41,7 +41,8 @@ func ruleStrings(perms []v1alpha1.StrategyDeploymentPermissions, sa string) []st
 // cluster-wide whatever the install mode. So everything the manager does to
 // namespaced objects (pods, revisions, MyDeployments, events, its lease) is
 // in `permissions`, and `clusterPermissions` only holds what has no
-// namespace: the metrics endpoint's token and access reviews. The lists are
+// namespace: the metrics endpoint's token and access reviews, and Nodes
+// (read for drain SurgeFirst). The lists are
 // exact: a verb the manager does not use (update on
 // mydeployments, get or update on mydeployments/status) fails it, as does a
 // rule added anywhere. The OperatorCondition is not asked for: OLM grants
@@ -96,6 +97,9 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 		want: []string{
 			"authentication.k8s.io tokenreviews create",
 			"authorization.k8s.io subjectaccessreviews create",
+			// Nodes, cluster-scoped, for drain SurgeFirst
+			// (config/rbac/node_reader_role.yaml).
+			`"" nodes get,list,watch`,
 		},
 	}} {
 		for _, p := range c.perms {

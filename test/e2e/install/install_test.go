@@ -115,6 +115,11 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		Expect(canI("update", "validatingwebhookconfigurations/"+webhookConfiguration)).To(Equal("yes"))
 		Expect(canI("update", "validatingwebhookconfigurations/other")).To(Equal("no"))
 
+		By("it may read Nodes (drain SurgeFirst), and not write them")
+		Expect(canI("list", "nodes")).To(Equal("yes"))
+		Expect(canI("watch", "nodes")).To(Equal("yes"))
+		Expect(canI("patch", "nodes")).To(Equal("no"))
+
 		By("the manager writes a CA and a serving certificate for the webhook Service into the Secret")
 		Eventually(secretData, time.Minute, 500*time.Millisecond).Should(HaveKey("tls.crt"))
 		data := secretData()

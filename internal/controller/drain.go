@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
+)
+
+// What a sync of a MyDeployment that opts into drain SurgeFirst adds to
+// the path: observe reads the draining nodes (nodeWatch.snapshot), decide
+// passes them to the planner (rollout.Input.DrainingNodes), act records
+// DrainReplaced for each pod the plan drained once its removal succeeded,
+// and status says when the manager may not watch Nodes.
+
+// errDrainAccessDenied is the ReplicaFailure message of an opted-in object
+// whose manager may not list and watch Nodes.
+var errDrainAccessDenied = fmt.Errorf("%s: the manager may not list and watch Nodes, so it does not see drains "+
+	"(grant it the ClusterRole of config/rbac/node_reader_role.yaml); pods on draining nodes are left to the drain",
+	appsv1beta1.DrainAnnotation)
+
+// statusFailure is the ReplicaFailure the status reports: the sync's
+// refused write if any, else access to Nodes denied to an opted-in object.
+func (s *scope) statusFailure() *status.Failure {
+	if s.failure == nil && s.optIn.Drain && s.drainDenied {
+		return &status.Failure{Reason: appsv1beta1.ReasonDrainAccessDenied, Message: errDrainAccessDenied.Error()}
+	}
+	return s.failure
+}
+
+// drainReplaced records the DrainReplaced event of pod, removed by this
+// sync, if the plan drained it.
+func (r *MyDeploymentReconciler) drainReplaced(s *scope, pod *corev1.Pod) {
+	if slices.Contains(s.plan.Drained, pod) {
+		r.Recorder.Eventf(s.md, pod, corev1.EventTypeNormal, appsv1beta1.EventDrainReplaced, "Drain",
+			"Replaced pod %s on draining node %s", pod.Name, pod.Spec.NodeName)
+	}
+}
+
+// drainDeniedEvent records a warning when the status newly says access to
+// Nodes is denied.
+func (r *MyDeploymentReconciler) drainDeniedEvent(md *appsv1beta1.MyDeployment, st status.Result) {
+	now := status.Get(&st.Status, appsv1beta1.ConditionReplicaFailure)
+	if now == nil || now.Reason != appsv1beta1.ReasonDrainAccessDenied {
+		return
+	}
+	if before := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); before != nil && before.Reason == now.Reason {
+		return
+	}
+	r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonDrainAccessDenied, "Drain", "%s", now.Message)
+}

@@ -1,0 +1,304 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+)
+
+// nodeWatch knows which nodes are being drained, for the MyDeployments
+// that opt into drain SurgeFirst. Nodes are cluster-scoped and the
+// manager's RBAC may not grant them, and controller-runtime waits for
+// every source's cache to sync before any controller runs: a Node informer
+// in the manager's cache that cannot list would stall every MyDeployment.
+// So nodes are watched by an informer of their own, started only once some
+// MyDeployment opts in and a SelfSubjectAccessReview says the manager may
+// list and watch them; until then no node is draining, and while access is
+// denied the opted-in objects say so (ReplicaFailure DrainAccessDenied).
+// The informer keeps only what drains read (trimNode). A node that starts
+// or stops draining enqueues the opted-in MyDeployments with pods on it.
+type nodeWatch struct {
+	reader client.Reader // the manager's cache: MyDeployments
+	pods   *PodIndex
+	config *rest.Config
+	// mayWatch asks the API server whether the manager may list and watch Nodes.
+	mayWatch func(context.Context) (bool, error)
+	poll     time.Duration
+	log      logr.Logger
+	// events enqueues MyDeployments (a channel source of the controller).
+	events chan event.GenericEvent
+	// wakeup starts a look at once rather than at the next poll.
+	wakeup chan struct{}
+
+	state atomic.Int32
+	mu    sync.RWMutex
+	// draining names the nodes being drained: the one record this watch
+	// keeps, written by the informer's handler only.
+	draining map[string]bool
+}
+
+// The states of a nodeWatch.
+const (
+	nodesIdle     int32 = iota // no MyDeployment opted in yet
+	nodesDenied                // one did; the manager may not list and watch Nodes
+	nodesWatching              // the informer has synced
+)
+
+// nodePoll is how often the watch looks for an opted-in MyDeployment, and
+// asks again for access while denied, when nothing wakes it sooner.
+const nodePoll = 15 * time.Second
+
+var _ manager.LeaderElectionRunnable = &nodeWatch{}
+
+func newNodeWatch(reader client.Reader, writer client.Client, pods *PodIndex, config *rest.Config, log logr.Logger) *nodeWatch {
+	return &nodeWatch{reader: reader, pods: pods, config: config, mayWatch: mayWatchNodes(writer), poll: nodePoll,
+		log: log.WithName("nodes"), events: make(chan event.GenericEvent, 1024), wakeup: make(chan struct{}, 1),
+		draining: map[string]bool{}}
+}
+
+// NeedLeaderElection: only the leader reconciles, so only it watches.
+func (w *nodeWatch) NeedLeaderElection() bool { return true }
+
+// Start looks, at each poll or wake-up, for a MyDeployment that opts in;
+// once one does and access is granted, it runs the Node informer until
+// ctx ends. It returns nil: nothing here may stop the manager.
+func (w *nodeWatch) Start(ctx context.Context) error {
+	ticker := time.NewTicker(w.poll)
+	defer ticker.Stop()
+	for {
+		started, err := w.try(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.log.Error(err, "starting the node watch; trying again later")
+		}
+		if started {
+			<-ctx.Done()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		case <-w.wakeup:
+		}
+	}
+}
+
+// try starts the informer if some MyDeployment opts in and access is
+// granted; it says whether it did.
+func (w *nodeWatch) try(ctx context.Context) (bool, error) {
+	opted, err := w.optedIn(ctx)
+	if err != nil || len(opted) == 0 {
+		return false, err
+	}
+	ok, err := w.mayWatch(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		if w.state.Swap(nodesDenied) != nodesDenied {
+			w.log.Info("the manager may not list and watch Nodes: drains are not seen (grant config/rbac/node_reader_role.yaml)",
+				"optedIn", len(opted))
+			w.enqueue(opted...)
+		}
+		return false, nil
+	}
+	if err := w.run(ctx); err != nil {
+		return false, err
+	}
+	w.state.Store(nodesWatching)
+	w.log.Info("watching Nodes for drains", "optedIn", len(opted))
+	w.enqueue(opted...) // plan again, the drains now known
+	return true, nil
+}
+
+// run starts the Node informer and waits for it to sync.
+func (w *nodeWatch) run(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(w.config)
+	if err != nil {
+		return fmt.Errorf("node client: %w", err)
+	}
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return cs.CoreV1().Nodes().Watch(ctx, o)
+		},
+	}
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, toolscache.Indexers{})
+	if err := inf.SetTransform(trimNode); err != nil {
+		return fmt.Errorf("node informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    w.observe,
+		UpdateFunc: func(_, obj any) { w.observe(obj) },
+		DeleteFunc: w.forget,
+	}); err != nil {
+		return fmt.Errorf("node informer: %w", err)
+	}
+	go inf.RunWithContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("node informer: %w", ctx.Err())
+	}
+	return nil
+}
+
+// observe records whether a node is draining.
+func (w *nodeWatch) observe(obj any) {
+	if node, ok := obj.(*corev1.Node); ok {
+		w.set(node.Name, node.DeletionTimestamp == nil && nodeDraining(node))
+	}
+}
+
+// forget records a deleted node as draining no more.
+func (w *nodeWatch) forget(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if node, ok := obj.(*corev1.Node); ok {
+		w.set(node.Name, false)
+	}
+}
+
+// set records whether a node is draining; a change enqueues the opted-in
+// MyDeployments with pods on it.
+func (w *nodeWatch) set(name string, draining bool) {
+	w.mu.Lock()
+	was := w.draining[name]
+	if draining {
+		w.draining[name] = true
+	} else {
+		delete(w.draining, name)
+	}
+	w.mu.Unlock()
+	if was != draining {
+		w.enqueueOnNode(name)
+	}
+}
+
+// nodeDraining says the node is being drained: cordoned, or tainted for
+// removal by the Cluster Autoscaler or Karpenter.
+func nodeDraining(node *corev1.Node) bool {
+	if node.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == appsv1beta1.TaintToBeDeleted || t.Key == appsv1beta1.TaintKarpenterDisrupted {
+			return true
+		}
+	}
+	return false
+}
+
+// trimNode keeps what nodeDraining reads (and the name and version the
+// informer needs): a node's status, labels and images are most of it.
+func trimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion,
+			DeletionTimestamp: node.DeletionTimestamp},
+		Spec: corev1.NodeSpec{Unschedulable: node.Spec.Unschedulable, Taints: node.Spec.Taints},
+	}, nil
+}
+
+// optedIn lists the MyDeployments that opt into drain SurgeFirst, from the cache.
+func (w *nodeWatch) optedIn(ctx context.Context) ([]*appsv1beta1.MyDeployment, error) {
+	var list appsv1beta1.MyDeploymentList
+	if err := w.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing MyDeployments: %w", err)
+	}
+	var out []*appsv1beta1.MyDeployment
+	for i := range list.Items {
+		if o, _ := optin.Parse(&list.Items[i]); o.Drain {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// enqueueOnNode enqueues the opted-in MyDeployments with a pod on node.
+func (w *nodeWatch) enqueueOnNode(node string) {
+	opted, err := w.optedIn(context.Background())
+	if err != nil {
+		w.log.Error(err, "finding the MyDeployments on a node", "node", node)
+		return
+	}
+	for _, md := range opted {
+		pods, err := w.pods.Owned(md.UID)
+		if err != nil {
+			continue
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == node {
+				w.enqueue(md)
+				break
+			}
+		}
+	}
+}
+
+func (w *nodeWatch) enqueue(mds ...*appsv1beta1.MyDeployment) {
+	for _, md := range mds {
+		w.events <- event.GenericEvent{Object: md}
+	}
+}
+
+// snapshot is what a sync of an opted-in MyDeployment reads: the nodes
+// being drained (a copy), and whether the manager is denied Nodes. It
+// wakes the watch if it has not started: this object opts in. A nil watch
+// (a reconciler built without one) sees no drain.
+func (w *nodeWatch) snapshot() (map[string]bool, bool) {
+	if w == nil {
+		return nil, false
+	}
+	state := w.state.Load()
+	if state == nodesIdle {
+		select {
+		case w.wakeup <- struct{}{}:
+		default:
+		}
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return maps.Clone(w.draining), state == nodesDenied
+}
+
+// mayWatchNodes asks, with SelfSubjectAccessReviews, whether the client's
+// user may list and watch Nodes.
+func mayWatchNodes(c client.Client) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		for _, verb := range []string{"list", "watch"} {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes"}}}
+			if err := c.Create(ctx, review); err != nil {
+				return false, fmt.Errorf("asking whether the manager may %s Nodes: %w", verb, err)
+			}
+			if !review.Status.Allowed {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+}
