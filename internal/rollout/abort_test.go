@@ -93,6 +93,27 @@ func TestComputeAbortWithOtherInputs(t *testing.T) {
 			wantCreations: []Creation{{Revision: revOld, Count: 1}}, wantDelete: []string{"new-0"}, wantReason: ReasonAbortRollBack,
 		},
 		{
+			name: "aborted mid canary step (step 3 of 7, 25%: 3 pods updated, never ready): every pod goes back, the step holds nothing",
+			in: func() Input {
+				in := stepped(t, canarySteps, 10, 2, pods("old", revOld, 8), pods("new", revNew, 3, pending))
+				in.Aborted = true
+				return in
+			}(),
+			// 11 active of 11 allowed: nothing created yet. maxUnavailable 0 leaves room to scale
+			// down 11-10 = 1 pod, as Deployment's cleanupUnhealthyReplicas: one unavailable updated pod.
+			wantDelete: []string{"new-0"}, wantReason: ReasonAbortRollBack,
+		},
+		{
+			name: "aborted at a canary pause with its pods updated: they go back too, not held by the step",
+			in: func() Input {
+				in := stepped(t, canarySteps, 4, 3, pods("old", revOld, 3), pods("new", revNew, 1))
+				in.Aborted = true
+				return in
+			}(),
+			// maxSurge 1, maxUnavailable 0: a stable pod first, as any abort with no availability to spend.
+			wantCreations: []Creation{{Revision: revOld, Count: 1}}, wantReason: ReasonAbortRollBack,
+		},
+		{
 			name: "aborted without the stable revision's history: nothing to go back to, the rollout goes on",
 			in: Input{Replicas: 3, MaxSurge: 1, MaxUnavailable: 0, Aborted: true, CurrentRevision: revOld,
 				Pods: join(pods("old", revOld, 3))},
