@@ -1,10 +1,10 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"maps"
-	"sync"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -50,11 +50,14 @@ type nodeWatch struct {
 	wakeup chan struct{}
 
 	state atomic.Int32
-	mu    sync.RWMutex
-	// draining names the nodes being drained: the one record this watch
-	// keeps, written by the informer's handler only.
-	draining map[string]bool
+	// nodes is the Node informer's store once it has synced, indexed by
+	// drainingIndex: the informer's cache, no record of our own.
+	nodes atomic.Pointer[toolscache.Indexer]
 }
+
+// drainingIndex indexes the Node informer's store by nodeDraining: the
+// nodes being drained are those under "true".
+const drainingIndex = "draining"
 
 // The states of a nodeWatch.
 const (
@@ -71,8 +74,7 @@ var _ manager.LeaderElectionRunnable = &nodeWatch{}
 
 func newNodeWatch(reader client.Reader, writer client.Client, pods *PodIndex, config *rest.Config, log logr.Logger) *nodeWatch {
 	return &nodeWatch{reader: reader, pods: pods, config: config, mayWatch: mayWatchNodes(writer), poll: nodePoll,
-		log: log.WithName("nodes"), events: make(chan event.GenericEvent, 1024), wakeup: make(chan struct{}, 1),
-		draining: map[string]bool{}}
+		log: log.WithName("nodes"), events: make(chan event.GenericEvent, 1024), wakeup: make(chan struct{}, 1)}
 }
 
 // NeedLeaderElection: only the leader reconciles, so only it watches.
@@ -144,14 +146,17 @@ func (w *nodeWatch) run(ctx context.Context) error {
 			return cs.CoreV1().Nodes().Watch(ctx, o)
 		},
 	}
-	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, toolscache.Indexers{})
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, toolscache.Indexers{drainingIndex: func(obj any) ([]string, error) {
+		node, ok := obj.(*corev1.Node)
+		return []string{strconv.FormatBool(ok && draining(node))}, nil
+	}})
 	if err := inf.SetTransform(trimNode); err != nil {
 		return fmt.Errorf("node informer: %w", err)
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    w.observe,
-		UpdateFunc: func(_, obj any) { w.observe(obj) },
-		DeleteFunc: w.forget,
+		AddFunc:    func(obj any) { w.changed(nil, obj) },
+		UpdateFunc: w.changed,
+		DeleteFunc: func(obj any) { w.changed(obj, nil) },
 	}); err != nil {
 		return fmt.Errorf("node informer: %w", err)
 	}
@@ -159,40 +164,35 @@ func (w *nodeWatch) run(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return fmt.Errorf("node informer: %w", ctx.Err())
 	}
+	indexer := inf.GetIndexer()
+	w.nodes.Store(&indexer)
 	return nil
 }
 
-// observe records whether a node is draining.
-func (w *nodeWatch) observe(obj any) {
-	if node, ok := obj.(*corev1.Node); ok {
-		w.set(node.Name, node.DeletionTimestamp == nil && nodeDraining(node))
+// changed enqueues the opted-in MyDeployments with pods on a node that
+// starts or stops draining (old nil: added; obj nil: deleted).
+func (w *nodeWatch) changed(old, obj any) {
+	was, is := draining(nodeOf(old)), draining(nodeOf(obj))
+	if was == is {
+		return
+	}
+	if n := cmp.Or(nodeOf(obj), nodeOf(old)); n != nil {
+		w.enqueueOnNode(n.Name)
 	}
 }
 
-// forget records a deleted node as draining no more.
-func (w *nodeWatch) forget(obj any) {
+// nodeOf is the Node an informer event carries, nil for anything else.
+func nodeOf(obj any) *corev1.Node {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if node, ok := obj.(*corev1.Node); ok {
-		w.set(node.Name, false)
-	}
+	node, _ := obj.(*corev1.Node)
+	return node
 }
 
-// set records whether a node is draining; a change enqueues the opted-in
-// MyDeployments with pods on it.
-func (w *nodeWatch) set(name string, draining bool) {
-	w.mu.Lock()
-	was := w.draining[name]
-	if draining {
-		w.draining[name] = true
-	} else {
-		delete(w.draining, name)
-	}
-	w.mu.Unlock()
-	if was != draining {
-		w.enqueueOnNode(name)
-	}
+// draining says a node that is not being deleted is being drained.
+func draining(node *corev1.Node) bool {
+	return node != nil && node.DeletionTimestamp == nil && nodeDraining(node)
 }
 
 // nodeDraining says the node is being drained: cordoned, or tainted for
@@ -280,9 +280,15 @@ func (w *nodeWatch) snapshot() (map[string]bool, bool) {
 		default:
 		}
 	}
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return maps.Clone(w.draining), state == nodesDenied
+	var nodes map[string]bool
+	if indexer := w.nodes.Load(); indexer != nil {
+		keys, _ := (*indexer).IndexKeys(drainingIndex, "true") // only an unknown index errs
+		nodes = make(map[string]bool, len(keys))
+		for _, k := range keys {
+			nodes[k] = true // a Node's key is its name
+		}
+	}
+	return nodes, state == nodesDenied
 }
 
 // mayWatchNodes asks, with SelfSubjectAccessReviews, whether the client's
