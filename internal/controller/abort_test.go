@@ -64,17 +64,7 @@ var _ = Describe("Beyond Deployment: abort to stable (on-failure Abort)", Ordere
 		ns  string
 		rec *countingRecorder
 	)
-	BeforeAll(func() {
-		stopManager()
-		startManager(func(r *MyDeploymentReconciler) {
-			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
-			r.Recorder = rec
-		})
-	})
-	AfterAll(func() {
-		stopManager()
-		startManager()
-	})
+	withCountingManager(&rec)
 	BeforeEach(func() { ns = newNamespace() })
 
 	// started creates a 4-pod MyDeployment (maxSurge 1, maxUnavailable 1,

@@ -27,17 +27,7 @@ var _ = Describe("Beyond Deployment: canary steps", Ordered, ContinueOnFailure, 
 		ns  string
 		rec *countingRecorder
 	)
-	BeforeAll(func() {
-		stopManager()
-		startManager(func(r *MyDeploymentReconciler) {
-			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
-			r.Recorder = rec
-		})
-	})
-	AfterAll(func() {
-		stopManager()
-		startManager()
-	})
+	withCountingManager(&rec)
 	BeforeEach(func() { ns = newNamespace() })
 
 	It("advances its steps, resumes after a timed pause, holds at a bare pause until promoted, within the bounds", func() {

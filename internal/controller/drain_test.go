@@ -94,17 +94,7 @@ var _ = Describe("Beyond Deployment: make-before-break drains", Ordered, Continu
 		ns  string
 		rec *countingRecorder
 	)
-	BeforeAll(func() {
-		stopManager()
-		startManager(func(r *MyDeploymentReconciler) {
-			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
-			r.Recorder = rec
-		})
-	})
-	AfterAll(func() {
-		stopManager()
-		startManager()
-	})
+	withCountingManager(&rec)
 	BeforeEach(func() { ns = newNamespace() })
 
 	It("replaces a one-replica app's pod on a cordoned, then a tainted, node surge first, never without an available pod", func() {

@@ -281,3 +281,20 @@ func (w *watcher) result() (violations []string, createdTotal int) {
 	defer w.mu.Unlock()
 	return append([]string(nil), w.violations...), len(w.created)
 }
+
+// withCountingManager runs the specs of the Ordered container it is called
+// in against a manager whose events are counted in *rec, and restores the
+// plain manager after them.
+func withCountingManager(rec **countingRecorder) {
+	BeforeAll(func() {
+		stopManager()
+		startManager(func(r *MyDeploymentReconciler) {
+			*rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
+			r.Recorder = *rec
+		})
+	})
+	AfterAll(func() {
+		stopManager()
+		startManager()
+	})
+}

@@ -149,17 +149,7 @@ var _ = Describe("Beyond Deployment: partition, specified delete, PDB-aware roll
 		ns  string
 		rec *countingRecorder
 	)
-	BeforeAll(func() {
-		stopManager()
-		startManager(func(r *MyDeploymentReconciler) {
-			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
-			r.Recorder = rec
-		})
-	})
-	AfterAll(func() {
-		stopManager()
-		startManager()
-	})
+	withCountingManager(&rec)
 	BeforeEach(func() { ns = newNamespace() })
 
 	It("holds a partition canary, moves pods back when the partition is raised, and completes once promoted", func() {
