@@ -83,7 +83,9 @@ var _ = Describe("MyDeployment on a local cluster", Ordered, func() {
 		revs, err := utils.Kubectl("-n", namespace, "get", "controllerrevisions", "-o", "name")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(utils.GetNonEmptyLines(revs)).To(ConsistOf("controllerrevision.apps/"+first, "controllerrevision.apps/"+second))
-		rs, err := utils.Kubectl("get", "replicasets", "-A", "-o", "name")
+		// In the sample's namespace only: other suites' Deployments (the drain
+		// comparison) may run first, and their namespaces go away without waiting.
+		rs, err := utils.Kubectl("-n", namespace, "get", "replicasets", "-o", "name")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.TrimSpace(rs)).To(BeEmpty(), "MyDeployment creates no ReplicaSet")
 	})
