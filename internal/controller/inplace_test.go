@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -192,8 +193,16 @@ var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailu
 		violations, created := w.result()
 		Expect(violations).To(BeEmpty())
 		Expect(created).To(Equal(10), "no pod created")
-		Expect(rec.of(md, appsv1beta1.EventInPlaceUpdate)).NotTo(BeEmpty())
 		Expect(rec.of(md, appsv1beta1.EventInPlaceUpdateFailed)).To(BeEmpty())
+		By("one InPlaceUpdate event for the rollout, a series of its batches, not an event a batch")
+		batches := len(rec.of(md, appsv1beta1.EventInPlaceUpdate))
+		Expect(batches).To(BeNumerically(">=", 3), "10 pods, 2 unavailable at a time, take several syncs")
+		Eventually(func(g Gomega) {
+			evs := eventsOf(md, appsv1beta1.EventInPlaceUpdate)
+			g.Expect(evs).To(HaveLen(1), "one event object")
+			g.Expect(evs[0].Series).NotTo(BeNil(), "a series of the %d batches", batches)
+			g.Expect(evs[0].Note).To(ContainSubstring("Updating pods in place to revision"))
+		}, timeout, interval).Should(Succeed())
 
 		By("rolled back to the image-only earlier revision: back in place too")
 		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.27" })
@@ -273,10 +282,16 @@ var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailu
 			return n
 		}
 		Eventually(started, timeout, interval).Should(Equal(2), "maxUnavailable 2 pods started")
+		Eventually(func() []int32 {
+			st := get(md).Status
+			return []int32{st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas}
+		}, timeout, interval).Should(Equal([]int32{2, 8, 8}),
+			"the 2 pods on their way count as updated and not ready, before their spec patch")
 		Consistently(imagesOf, time.Second, interval).WithArguments(md).Should(Equal([]string{"nginx:1.27"}),
 			"no patch while the pods are still in endpoints")
 		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Paused = true })
 		Eventually(started, timeout, interval).Should(BeZero(), "paused, the updates begun end")
+		Eventually(func() int32 { return get(md).Status.UpdatedReplicas }, timeout, interval).Should(BeZero())
 		for _, p := range podsOf(md) {
 			Expect(p.Labels).To(HaveKeyWithValue(appsv1beta1.RevisionLabel, old), "pod %s keeps its revision", p.Name)
 			Expect(p.Spec.Containers[0].Image).To(Equal("nginx:1.27"))
@@ -407,4 +422,18 @@ func (c refusedMetadataPatch) Patch(ctx context.Context, obj client.Object, patc
 			errors.New("injected: the object has been modified"))
 	}
 	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+// eventsOf returns the events about md with reason, as the API server has
+// them (events.k8s.io/v1).
+func eventsOf(md *appsv1beta1.MyDeployment, reason string) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	Expect(k8sClient.List(ctx, list, client.InNamespace(md.Namespace))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "MyDeployment" && e.Regarding.Name == md.Name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
 }

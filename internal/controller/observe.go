@@ -231,6 +231,14 @@ func (s *scope) statusInput(synced bool) status.Input {
 		deleted := rollout.Count(slices.Concat(s.plan.Delete, s.plan.Evict), in.UpdateRevision, 0, s.now).Replicas
 		in.Planned = ptr.To(in.Counts.Replicas - deleted + s.plan.Creates())
 		in.Canary = s.plan.Canary
+		if !s.aborted {
+			// A pod on its way to the update revision in place still carries
+			// its old revision's labels until its spec patch; it counts as
+			// updated from its gate False on, as a new ReplicaSet's pod does
+			// from its creation. Counted from the patch on, each batch cost
+			// one more status write (issue 31).
+			in.Counts.Updated += int32(len(s.plan.MovingInPlace))
+		}
 	}
 	// Pods created by this sync run (unready) when the status is written:
 	// without them a replacement made at rest (a specified delete) would

@@ -37,9 +37,15 @@ type countingRecorder struct {
 }
 
 func (c *countingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	if o, ok := regarding.(client.Object); ok {
+	var key string
+	switch o := regarding.(type) {
+	case client.Object:
+		key = o.GetNamespace() + "/" + o.GetName() + " " + reason
+	case *corev1.ObjectReference:
+		key = o.Namespace + "/" + o.Name + " " + reason
+	}
+	if key != "" {
 		c.mu.Lock()
-		key := o.GetNamespace() + "/" + o.GetName() + " " + reason
 		c.notes[key] = append(c.notes[key], fmt.Sprintf(note, args...))
 		c.mu.Unlock()
 	}
