@@ -38,6 +38,8 @@ var (
 	// focus hunts one corner's findings: with -run naming a phase, a
 	// finding one full run in ten shows comes up within minutes.
 	focus = flag.String("chaos.corner", "", "make every corner this one (by its name in the figures, e.g. \"orphan delete and re-create\") and one change in two a corner")
+	// optinFocus does the same for one opt-in change.
+	optinFocus = flag.String("chaos.optin", "", "make every opt-in change this one where it applies (by its name in the figures, e.g. \"abort to stable\") and one change in two an opt-in")
 
 	projectDir, logDir string
 	managerKubeconfig  string
@@ -54,6 +56,8 @@ type env struct {
 	changeTimeout time.Duration
 	// inFlight counts changes not yet converged (kills while > 0 land mid-rollout).
 	inFlight atomic.Int64
+	// cordon is held by the one drain change that has a node cordoned.
+	cordon sync.Mutex
 }
 
 func TestMain(m *testing.M) {

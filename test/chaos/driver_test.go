@@ -355,7 +355,7 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 					mu.Unlock()
 					continue
 				}
-				if w.optins && rng.IntN(5) == 0 {
+				if w.optins && rng.IntN(optinOdds()) == 0 {
 					if c, ok := pickOptin(d, rng); ok {
 						if err := e.optin(ctx, d, c, rng); err != nil {
 							fail(fmt.Errorf("%s: %w", c, err))

@@ -32,11 +32,22 @@ const (
 	optinCanaryRaised
 	// optinSpecifiedDelete: one pod labelled specified-delete is replaced.
 	optinSpecifiedDelete
+	// optinCanarySteps: a new image with canary steps (issue 32), sizes
+	// and timed pauses, sometimes a pause promoted with --full.
+	optinCanarySteps
+	// optinAbort: an update whose pods never become Ready, with on-failure
+	// Abort and a short progress deadline: back to the stable revision,
+	// then the template reverted or fixed forward.
+	optinAbort
+	// optinDrain: drain SurgeFirst, and a node with some of its pods
+	// cordoned until they have moved (one cordon at a time).
+	optinDrain
 	optinChanges
 )
 
 func (c optinChange) String() string {
-	return [...]string{"canary held and promoted", "canary raised back and promoted", "specified delete"}[c]
+	return [...]string{"canary held and promoted", "canary raised back and promoted", "specified delete",
+		"canary steps", "abort to stable", "surge-first drain"}[c]
 }
 
 // pdbStrategy is the strategy of a respect-pdb MyDeployment: maxUnavailable
@@ -69,13 +80,37 @@ func (e *env) withPDB(ctx context.Context, d *tracked) error {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// optinOdds: one change in optinOdds is an opt-in change (one in two
+// with -chaos.optin).
+func optinOdds() int {
+	if *optinFocus != "" {
+		return 2
+	}
+	return 5
+}
+
 // pickOptin is the opt-in change for d now, or false if none applies.
 func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
-	if d.recreate() || d.cur.replicas < 2 || rng.IntN(3) == 0 {
+	if d.recreate() || d.cur.replicas < 2 || *optinFocus == "" && rng.IntN(3) == 0 {
 		return optinSpecifiedDelete, d.cur.replicas > 0
 	}
-	if rng.IntN(3) == 0 {
+	if *optinFocus != "" {
+		for c := range optinChanges {
+			if c.String() == *optinFocus {
+				return c, true
+			}
+		}
+		panic(fmt.Sprintf("-chaos.optin=%q names no opt-in change", *optinFocus))
+	}
+	switch rng.IntN(6) {
+	case 0:
 		return optinCanaryRaised, true
+	case 1:
+		return optinCanarySteps, true
+	case 2:
+		return optinAbort, true
+	case 3:
+		return optinDrain, true
 	}
 	return optinCanary, true
 }
@@ -84,8 +119,15 @@ func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
 func (e *env) optin(ctx context.Context, d *tracked, c optinChange, rng *rand.Rand) error {
 	e.inFlight.Add(1)
 	defer e.inFlight.Add(-1)
-	if c == optinSpecifiedDelete {
+	switch c {
+	case optinSpecifiedDelete:
 		return e.specifiedDelete(ctx, d, rng)
+	case optinCanarySteps:
+		return e.canarySteps(ctx, d, rng)
+	case optinAbort:
+		return e.abort(ctx, d, rng)
+	case optinDrain:
+		return e.drain(ctx, d, rng)
 	}
 	return e.canary(ctx, d, c == optinCanaryRaised, rng)
 }

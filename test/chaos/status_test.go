@@ -27,8 +27,12 @@ type statusClaim struct {
 	rv       int64
 	seen     time.Time
 	complete bool // observedGeneration current, every desired replica updated and available
-	zero     bool // status.replicas 0
-	update   string
+	// abortedAvailable: the object records an abort of a revision (the
+	// aborted-revision annotation) and its status claims that revision:
+	// as current, or complete as the update revision (issue 32).
+	abortedAvailable string
+	zero             bool // status.replicas 0
+	update           string
 }
 
 // statusWatcher records the status claims of the MyDeployments the driver
@@ -78,7 +82,11 @@ func (s *statusWatcher) record(md *appsv1beta1.MyDeployment, check bool) {
 		update: st.UpdateRevision, zero: st.Replicas == 0,
 		complete: st.ObservedGeneration == md.Generation && st.Replicas == want && st.UpdatedReplicas == want &&
 			st.AvailableReplicas == want && st.UpdateRevision != ""}
-	if c.complete || c.zero {
+	if r := md.Annotations[appsv1beta1.AbortedRevisionAnnotation]; r != "" &&
+		(st.CurrentRevision == r || c.complete && st.UpdateRevision == r) {
+		c.abortedAvailable = r
+	}
+	if c.complete || c.zero || c.abortedAvailable != "" {
 		s.claims = append(s.claims, c)
 	}
 }
@@ -104,6 +112,10 @@ func (w *watcher) checkStatuses(s *statusWatcher) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range claims {
+		if c.abortedAvailable != "" {
+			w.violate("%s: status at resourceVersion %d claims revision %s, which its aborted-revision annotation says was aborted",
+				c.name, c.rv, c.abortedAvailable)
+		}
 		var old, unready []string
 		running := 0
 		for _, p := range w.podsAtLocked(c.owner, c.rv) {
