@@ -155,6 +155,7 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		return nil
 	}
 	var errs []error
+	gated := make([]bool, len(pods))
 	started := parallel(len(pods), func(i int) error {
 		pod := pods[i]
 		// The gate first: the pod leaves Service endpoints before anything
@@ -168,8 +169,14 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		}
 		s.obj.ExpectChange(pod.Name, inplace.Updating, s.now)
 		s.obj.ForgetSteps(pod) // its last step, gate True, is no longer what the cache will show
+		gated[i] = true
 		return err
 	}, func(err error) { errs = append(errs, err) })
+	for i, pod := range pods {
+		if gated[i] {
+			s.startedInPlace = append(s.startedInPlace, pod)
+		}
+	}
 	if started > 0 {
 		r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceStarted, started)
 		r.Recorder.Eventf(inSeries(s.md), revisionInSeries(s.towards()), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",

@@ -71,6 +71,13 @@ type scope struct {
 	// created counts the pods this sync created, and createdUpdated those
 	// of the update revision: they exist when the status is written.
 	created, createdUpdated int32
+	// startedInPlace are the pods whose in-place update this sync began
+	// (their gate False written, or a lost reply that landed): counted in
+	// the status it writes as the next sync's cache will show them, on
+	// their way and not ready. Otherwise the status a sync writes after
+	// one batch became Ready and the next began is written again once the
+	// cache shows the gates (issue 31: a status write a batch).
+	startedInPlace []*corev1.Pod
 	// uncertain counts creates whose reply was lost (they may exist).
 	uncertain atomic.Int32
 	// unclaimed: adopting or releasing pods failed, so pods lacks some
@@ -245,6 +252,12 @@ func (s *scope) statusInput(synced bool) status.Input {
 	// be written as "complete" beside its new pod.
 	in.Counts.Replicas += s.created
 	in.Counts.Updated += s.createdUpdated
+	started := rollout.Count(s.startedInPlace, in.UpdateRevision, s.md.Spec.MinReadySeconds, s.now)
+	in.Counts.Ready -= started.Ready
+	in.Counts.Available -= started.Available
+	if s.planned && !s.aborted {
+		in.Counts.Updated += started.Replicas - started.Updated // on their way, as MovingInPlace above
+	}
 	if s.current != nil && s.update != nil && s.current.Name != s.update.Name {
 		in.Partition = s.optIn.Partition.Pods(ptr.Deref(s.md.Spec.Replicas, 1))
 	}
