@@ -232,6 +232,7 @@ func (s *scope) statusInput(synced bool) status.Input {
 	// Pods are counted even with no update revision known (its write
 	// failed): a status of 0 replicas while pods run would mislead scalers.
 	in.Counts = rollout.Count(s.pods, in.UpdateRevision, s.md.Spec.MinReadySeconds, s.now)
+	started := rollout.Count(s.startedInPlace, in.UpdateRevision, s.md.Spec.MinReadySeconds, s.now)
 	if s.planned {
 		// What the plan keeps or creates, as Deployment sums its ReplicaSets'
 		// desired sizes: 0 while Recreate waits for the old pods to go.
@@ -243,8 +244,9 @@ func (s *scope) statusInput(synced bool) status.Input {
 			// its old revision's labels until its spec patch; it counts as
 			// updated from its gate False on, as a new ReplicaSet's pod does
 			// from its creation. Counted from the patch on, each batch cost
-			// one more status write (issue 31).
-			in.Counts.Updated += int32(len(s.plan.MovingInPlace))
+			// one more status write (issue 31). So do the pods this sync
+			// started (startedInPlace).
+			in.Counts.Updated += int32(len(s.plan.MovingInPlace)) + started.Replicas - started.Updated
 		}
 	}
 	// Pods created by this sync run (unready) when the status is written:
@@ -252,12 +254,8 @@ func (s *scope) statusInput(synced bool) status.Input {
 	// be written as "complete" beside its new pod.
 	in.Counts.Replicas += s.created
 	in.Counts.Updated += s.createdUpdated
-	started := rollout.Count(s.startedInPlace, in.UpdateRevision, s.md.Spec.MinReadySeconds, s.now)
-	in.Counts.Ready -= started.Ready
+	in.Counts.Ready -= started.Ready // their gates are False
 	in.Counts.Available -= started.Available
-	if s.planned && !s.aborted {
-		in.Counts.Updated += started.Replicas - started.Updated // on their way, as MovingInPlace above
-	}
 	if s.current != nil && s.update != nil && s.current.Name != s.update.Name {
 		in.Partition = s.optIn.Partition.Pods(ptr.Deref(s.md.Spec.Replicas, 1))
 	}
