@@ -6,7 +6,10 @@
 #                            one stable channel: each version replaces the one
 #                            before it and skips every older one; opm validate.
 #   hack/catalog.sh release  record the current bundle/ as released: its render,
-#                            with image BUNDLE_IMG, goes to catalog/releases/.
+#                            with image BUNDLE_IMG, goes to catalog/releases/,
+#                            and the commit it was built from (HEAD, which must
+#                            be clean) to catalog/releases/commits, so upgrade
+#                            tests can build that release's manager.
 #
 # CATALOG_INLINE=1 blanks every bundle image: OLM then installs the bundle
 # content inline, with no unpack job (what a Docker-free local cluster needs).
@@ -27,8 +30,15 @@ render() { bin/opm render "$BUNDLE_DIR" --output yaml | sed "s|^image: \"\"$|ima
 
 if [ "${1:-}" = release ]; then
   mkdir -p "$RELEASES"
+  if [ -n "$(git status --porcelain -- . ':!catalog/releases')" ]; then
+    echo "the working tree has uncommitted changes: a release is recorded from a commit" >&2
+    exit 1
+  fi
   render "${BUNDLE_IMG:?BUNDLE_IMG is required}" >"$RELEASES/$PACKAGE.v$VERSION.yaml"
-  echo "released: $RELEASES/$PACKAGE.v$VERSION.yaml ($BUNDLE_IMG)"
+  commits=$RELEASES/commits
+  { grep -v "^$VERSION " "$commits" 2>/dev/null || true; echo "$VERSION $(git rev-parse HEAD)"; } | sort -V >"$commits.tmp"
+  mv "$commits.tmp" "$commits"
+  echo "released: $RELEASES/$PACKAGE.v$VERSION.yaml ($BUNDLE_IMG), source $(git rev-parse --short HEAD) in $commits"
   exit 0
 fi
 
