@@ -318,14 +318,13 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 			md := &appsv1beta1.MyDeployment{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "web-uid", Generation: 1},
 				Spec: appsv1beta1.MyDeploymentSpec{
-					Replicas:             ptr.To(tc.from),
-					Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-					Strategy:             tc.strategy,
-					RevisionHistoryLimit: ptr.To(tc.history),
+					Replicas: ptr.To(tc.from),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 					Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "v1"}}},
 					},
+					RolloutSpec: appsv1beta1.RolloutSpec{Strategy: tc.strategy, RevisionHistoryLimit: ptr.To(tc.history)},
 				},
 			}
 			owner := func() revision.Owner {

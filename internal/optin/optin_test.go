@@ -13,7 +13,7 @@ import (
 func md(strategy appsv1.DeploymentStrategyType, annotations map[string]string) *appsv1beta1.MyDeployment {
 	return &appsv1beta1.MyDeployment{
 		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-		Spec:       appsv1beta1.MyDeploymentSpec{Strategy: appsv1.DeploymentStrategy{Type: strategy}},
+		Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Strategy: appsv1.DeploymentStrategy{Type: strategy}}},
 	}
 }
 

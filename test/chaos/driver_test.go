@@ -155,7 +155,7 @@ func (d *tracked) object(s spec) *appsv1beta1.MyDeployment {
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 				},
 			},
-			Strategy: d.strategy,
+			RolloutSpec: appsv1beta1.RolloutSpec{Strategy: d.strategy},
 		},
 	}
 }
