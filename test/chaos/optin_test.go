@@ -94,7 +94,7 @@ func optinOdds() int {
 
 // pickOptin is the opt-in change for d now, or false if none applies.
 func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
-	if d.cur.configMap != "" && *optinFocus == "" && rng.IntN(2) == 0 {
+	if d.cur.configMap != "" && (*optinFocus == optinConfigEdit.String() || *optinFocus == "" && rng.IntN(2) == 0) {
 		return optinConfigEdit, true
 	}
 	if d.recreate() || d.cur.replicas < 2 || *optinFocus == "" && rng.IntN(3) == 0 {
@@ -102,6 +102,10 @@ func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
 	}
 	if *optinFocus != "" {
 		for c := range optinChanges {
+			if c == optinConfigEdit && c.String() == *optinFocus {
+				// Only objects that read a ConfigMap have one to edit.
+				return optinSpecifiedDelete, d.cur.replicas > 0
+			}
 			if c.String() == *optinFocus {
 				return c, true
 			}
