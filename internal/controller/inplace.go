@@ -26,14 +26,18 @@ import (
 // start until the pod runs the new template, before the pod is replaced.
 const DefaultInPlaceTimeout = 2 * time.Minute
 
-// inPlaceMemo remembers decoded revision templates and whether the pods of
-// one revision can move to another in place. ControllerRevisions never
-// change, so entries are keyed by UID and never go stale; the memo is
-// emptied when it grows past maxInPlaceMemo entries.
+// inPlaceMemo remembers what is computed from immutable keys: decoded
+// revision templates and whether the pods of one revision can move to
+// another in place (ControllerRevisions never change: keyed by UID), and
+// the hash of a ConfigMap's or Secret's data (keyed by UID and
+// resourceVersion, which never name two different data; see config.go).
+// Entries never go stale; each map is emptied when it grows past
+// maxInPlaceMemo entries.
 type inPlaceMemo struct {
 	mu        sync.Mutex
 	templates map[types.UID]*corev1.PodTemplateSpec
 	diffs     map[[2]types.UID]inPlaceDiff
+	configs   map[configHashKey]string
 }
 
 type inPlaceDiff struct {
