@@ -13,6 +13,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -64,7 +65,10 @@ type scope struct {
 	// manager may not watch Nodes; read only when optIn.Drain (drain.go).
 	drainingNodes map[string]bool
 	drainDenied   bool
-	plan          syncPlan
+	// stepsPending are the pods with an in-place step written and not yet
+	// in the cache: not stepped again (rollout.StepsInput.Pending).
+	stepsPending map[types.UID]bool
+	plan         syncPlan
 	// retryAfter, when positive, is when to try evictions a budget refused
 	// again, or to look again at config access denied (configwatch.go).
 	retryAfter time.Duration
