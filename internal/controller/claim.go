@@ -96,6 +96,14 @@ func (r *MyDeploymentReconciler) decideRevision(s *scope) error {
 		}
 		return nil
 	}
+	return r.decideFromTemplate(s)
+}
+
+// decideFromTemplate is decideRevision of an object that is not paused:
+// the update revision is the template's (revision.Decide), written by
+// writeClaims when new or renumbered.
+func (r *MyDeploymentReconciler) decideFromTemplate(s *scope) error {
+	md := s.md
 	data, err := s.obj.revisionDataOf(md)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)

@@ -43,6 +43,13 @@ type Options struct {
 	// Drain replaces pods on draining nodes surge-first (DrainAnnotation
 	// SurgeFirst).
 	Drain bool
+	// AdoptFrom names the Deployment whose pods the MyDeployment takes
+	// over (AdoptFromAnnotation); "" when the annotation is absent.
+	AdoptFrom string
+	// AdoptRevisions maps a ReplicaSet's pod-template-hash to the revision
+	// its pods are adopted into (AdoptRevisionsAnnotation); nil when the
+	// annotation is absent, empty when it is "{}".
+	AdoptRevisions map[string]string
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -87,7 +94,9 @@ func Path(annotation string) *field.Path {
 // Recreate, canary steps that parseCanary refuses, an on-failure other
 // than Continue or Abort, Abort with strategy Recreate, a retried-at that
 // is not an RFC 3339 time, a drain other than SurgeFirst or with strategy
-// Recreate. The Options returned hold what could be parsed.
+// Recreate, an adopt-from other than Deployment/<name>, an adopt-revisions
+// that is not a JSON object of hashes to revision names. The Options
+// returned hold what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
@@ -140,6 +149,8 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	errs = append(errs, canaryErrs...)
 	o.Abort, errs = parseOnFailure(md, errs)
 	o.RetriedAt, errs = parseRetriedAt(md, errs)
+	o.AdoptFrom, errs = parseAdoptFrom(md, errs)
+	o.AdoptRevisions, errs = parseAdoptRevisions(md, errs)
 	return o, errs
 }
 
@@ -179,7 +190,8 @@ func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Ti
 // their errors are reported.
 var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
-	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation}
+	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation,
+	appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

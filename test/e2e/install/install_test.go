@@ -115,6 +115,14 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		Expect(canI("update", "validatingwebhookconfigurations/"+webhookConfiguration)).To(Equal("yes"))
 		Expect(canI("update", "validatingwebhookconfigurations/other")).To(Equal("no"))
 
+		By("it may read a Deployment and list its ReplicaSets (adopt-from), and not watch or write them")
+		Expect(canI("get", "deployments", "-n", samples)).To(Equal("yes"))
+		Expect(canI("list", "replicasets", "-n", samples)).To(Equal("yes"))
+		for _, verb := range []string{"watch", "patch", "delete"} {
+			Expect(canI(verb, "deployments", "-n", samples)).To(Equal("no"), verb)
+			Expect(canI(verb, "replicasets", "-n", samples)).To(Equal("no"), verb)
+		}
+
 		By("it may read Nodes (drain SurgeFirst), and not write them")
 		Expect(canI("list", "nodes")).To(Equal("yes"))
 		Expect(canI("watch", "nodes")).To(Equal("yes"))
