@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,9 +173,8 @@ func cmpErr(err, otherwise error) error {
 // and md stays, being deleted, until release.
 func (e *ejection) orphan(ctx context.Context, md *appsv1beta1.MyDeployment) (*appsv1beta1.MyDeployment, error) {
 	if !slices.Contains(md.Finalizers, appsv1beta1.EjectFinalizer) && !e.st.dryRun {
-		patch := client.MergeFromWithOptions(md.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		md.Finalizers = append(md.Finalizers, appsv1beta1.EjectFinalizer)
-		if err := e.c.Patch(ctx, md, patch); err != nil {
+		err := e.updateFinalizers(ctx, md.UID, func(f []string) []string { return append(f, appsv1beta1.EjectFinalizer) })
+		if err != nil {
 			return nil, fmt.Errorf("adding the finalizer %s: %w", appsv1beta1.EjectFinalizer, err)
 		}
 	}
@@ -236,8 +236,9 @@ func (e *ejection) relabel(ctx context.Context, md *appsv1beta1.MyDeployment, po
 		if e.st.dryRun {
 			continue
 		}
+		// The uid is a precondition: the pod, not one re-created under its name.
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": p.ResourceVersion, "labels": map[string]any{appsv1beta1.RevisionLabel: nil}}})
+			"uid": p.UID, "labels": map[string]any{appsv1beta1.RevisionLabel: nil}}})
 		if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("relabelling pod %s: %w", p.Name, err)
 		}
@@ -349,12 +350,13 @@ func (e *ejection) deleteRevisions(ctx context.Context, md *appsv1beta1.MyDeploy
 // says what runs the pods now.
 func (e *ejection) release(ctx context.Context, md *appsv1beta1.MyDeployment, rs *appsv1.ReplicaSet, pods int) error {
 	if !e.st.dryRun {
-		patch := client.MergeFromWithOptions(md.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		md.Finalizers = slices.DeleteFunc(md.Finalizers, func(f string) bool { return f == appsv1beta1.EjectFinalizer })
-		if err := e.c.Patch(ctx, md, patch); client.IgnoreNotFound(err) != nil {
+		err := e.updateFinalizers(ctx, md.UID, func(f []string) []string {
+			return slices.DeleteFunc(f, func(f string) bool { return f == appsv1beta1.EjectFinalizer })
+		})
+		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("removing the finalizer %s: %w", appsv1beta1.EjectFinalizer, err)
 		}
-		err := e.st.waitFor(ctx, "the Deployment's rollout to complete", func() (bool, error) {
+		err = e.st.waitFor(ctx, "the Deployment's rollout to complete", func() (bool, error) {
 			d, err := e.deployment(ctx)
 			return d != nil && deploymentComplete(d), err
 		})
@@ -365,6 +367,25 @@ func (e *ejection) release(ctx context.Context, md *appsv1beta1.MyDeployment, rs
 	fmt.Fprintf(e.st.out, "%s gone: deployment.apps/%s runs its %d pods through replicaset.apps/%s, none restarted%s\n",
 		resourceString(e.name), e.name, pods, rs.Name, dryRunMark(e.st))
 	return e.warnOrphans(ctx, e.st, md.Spec.Selector)
+}
+
+// updateFinalizers sets the finalizers of the MyDeployment of uid to
+// change's, read fresh and written under its resourceVersion, again on a
+// conflict: its controller's status writes and the garbage collector
+// change it meanwhile.
+func (e *ejection) updateFinalizers(ctx context.Context, uid types.UID, change func([]string) []string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := e.get(ctx)
+		if err != nil {
+			return err
+		}
+		if cur.UID != uid {
+			return fmt.Errorf("mydeployment %q was re-created meanwhile", e.name)
+		}
+		patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		cur.Finalizers = change(slices.Clone(cur.Finalizers))
+		return e.c.Patch(ctx, cur, patch)
+	})
 }
 
 // deploymentComplete is `kubectl rollout status`'s judgement of d.

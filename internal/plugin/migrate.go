@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -131,9 +132,9 @@ func (m *migration) create(ctx context.Context, d *appsv1.Deployment, md *appsv1
 // while the revisions are recorded.
 func (m *migration) pause(ctx context.Context, d *appsv1.Deployment) error {
 	if !d.Spec.Paused && !m.st.dryRun {
-		patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		d.Spec.Paused = true
-		if err := m.c.Patch(ctx, d, patch); err != nil {
+		// The uid is a precondition: the Deployment read, not one re-created under its name.
+		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"paused":true}}`, d.UID)
+		if err := m.c.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return fmt.Errorf("pausing the Deployment: %w", err)
 		}
 	}
