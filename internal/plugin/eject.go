@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,32 +34,16 @@ const (
 )
 
 func newEjectCommand(f *factory, o *Options) *cobra.Command {
-	var dryRun bool
-	var timeout time.Duration
-	cmd := &cobra.Command{
-		Use:   "eject md/NAME",
-		Short: "Move a MyDeployment's pods back to a Deployment of the same name and spec, restarting none",
-		Long: "Delete the MyDeployment with --cascade=orphan (a finalizer keeps it readable meanwhile), take its " +
-			"revision label off its pods, create the ReplicaSet that adopts them, then the Deployment that adopts the " +
-			"ReplicaSet (paused until it does), point HorizontalPodAutoscalers at the Deployment, delete the " +
-			"MyDeployment's revisions and let it go. Its rollout must be complete. No pod is created, deleted or " +
+	return newHandOverCommand(f, o, "eject md/NAME",
+		"Move a MyDeployment's pods back to a Deployment of the same name and spec, restarting none",
+		"Delete the MyDeployment with --cascade=orphan (a finalizer keeps it readable meanwhile), take its "+
+			"revision label off its pods, create the ReplicaSet that adopts them, then the Deployment that adopts the "+
+			"ReplicaSet (paused until it does), point HorizontalPodAutoscalers at the Deployment, delete the "+
+			"MyDeployment's revisions and let it go. Its rollout must be complete. No pod is created, deleted or "+
 			"restarted. Killed at any step, run it again: it goes on where it stopped.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := parseName(args[0])
-			if err != nil {
-				return err
-			}
-			t, err := f.targetNamed(name)
-			if err != nil {
-				return err
-			}
-			return (&ejection{target: t, st: newSteps(o, dryRun, timeout)}).run(cmd.Context())
-		},
-	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Print each step and change nothing.")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "How long to wait for the controllers at each step.")
-	return cmd
+		parseName, func(ctx context.Context, t *target, st *steps) error {
+			return (&ejection{target: t, st: st}).run(ctx)
+		})
 }
 
 // ejection moves the target MyDeployment's pods to a Deployment.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -98,17 +99,30 @@ func parseDeploymentName(arg string) (string, error) {
 	return "", fmt.Errorf("%q is not a Deployment: use deployment/NAME", arg)
 }
 
-// targetNamed is the target of name in the flags' namespace.
-func (f *factory) targetNamed(name string) (*target, error) {
-	ns, err := f.Namespace()
-	if err != nil {
-		return nil, err
+// newHandOverCommand builds migrate or eject: one argument, the name parse
+// reads from it, --dry-run and --timeout, and run on its target.
+func newHandOverCommand(f *factory, o *Options, use, short, long string, parse func(string) (string, error),
+	run func(context.Context, *target, *steps) error) *cobra.Command {
+	var dryRun bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := parse(args[0])
+			if err != nil {
+				return err
+			}
+			t, err := f.targetNamed(name)
+			if err != nil {
+				return err
+			}
+			return run(cmd.Context(), t, newSteps(o, dryRun, timeout))
+		},
 	}
-	c, err := f.Client()
-	if err != nil {
-		return nil, err
-	}
-	return &target{c: c, namespace: ns, name: name}, nil
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Print each step and change nothing.")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "How long to wait for the controllers at each step.")
+	return cmd
 }
 
 // deployment reads the target's Deployment; nil when it does not exist.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,32 +29,16 @@ const (
 )
 
 func newMigrateCommand(f *factory, o *Options) *cobra.Command {
-	var dryRun bool
-	var timeout time.Duration
-	cmd := &cobra.Command{
-		Use:   "migrate deployment/NAME",
-		Short: "Move a running Deployment's pods to a MyDeployment of the same name and spec, restarting none",
-		Long: "Create a MyDeployment of the Deployment's name and spec that takes over its pods " +
-			"(apps.mydeployment.io/adopt-from), pause the Deployment, wait until the controller recorded the revision " +
-			"of each ReplicaSet with pods, delete the Deployment and its ReplicaSets with --cascade=orphan, wait until " +
-			"the controller adopted the pods, and point HorizontalPodAutoscalers at the MyDeployment. No pod is " +
+	return newHandOverCommand(f, o, "migrate deployment/NAME",
+		"Move a running Deployment's pods to a MyDeployment of the same name and spec, restarting none",
+		"Create a MyDeployment of the Deployment's name and spec that takes over its pods "+
+			"(apps.mydeployment.io/adopt-from), pause the Deployment, wait until the controller recorded the revision "+
+			"of each ReplicaSet with pods, delete the Deployment and its ReplicaSets with --cascade=orphan, wait until "+
+			"the controller adopted the pods, and point HorizontalPodAutoscalers at the MyDeployment. No pod is "+
 			"created, deleted or restarted. Killed at any step, run it again: it goes on where it stopped.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := parseDeploymentName(args[0])
-			if err != nil {
-				return err
-			}
-			t, err := f.targetNamed(name)
-			if err != nil {
-				return err
-			}
-			return (&migration{target: t, st: newSteps(o, dryRun, timeout)}).run(cmd.Context())
-		},
-	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Print each step and change nothing.")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "How long to wait for the controllers at each step.")
-	return cmd
+		parseDeploymentName, func(ctx context.Context, t *target, st *steps) error {
+			return (&migration{target: t, st: st}).run(ctx)
+		})
 }
 
 // migration moves the target Deployment's pods to a MyDeployment.

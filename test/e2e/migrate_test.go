@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
@@ -39,10 +37,7 @@ var _ = Describe("migrate and eject on a local cluster", Ordered, func() {
 	const ns = "e2e-migrate"
 	var cs *kubernetes.Clientset
 	BeforeAll(func() {
-		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-		Expect(err).NotTo(HaveOccurred())
-		cs, err = kubernetes.NewForConfig(cfg)
-		Expect(err).NotTo(HaveOccurred())
+		cs = clientset()
 		utils.MustKubectl("create", "namespace", ns)
 		utils.MustApply(fmt.Sprintf(migrateObjects, ns))
 		Eventually(utils.JSONPath("{.status.availableReplicas}", "-n", ns, "deployment", "web"), 2*time.Minute, time.Second).Should(Equal("10"))
@@ -96,11 +91,7 @@ var _ = Describe("migrate and eject on a local cluster", Ordered, func() {
 	It("ejects it, stopped after each step: a Deployment with one ReplicaSet owning the same pods, rolled out, none created or deleted", func() {
 		uids := podUIDs(cs, ns)
 		w := watchPodsOf(cs, ns, "web")
-		for _, step := range []string{"finalizer", "delete", "orphaned", "label", "replicaset", "deployment", "revisions"} {
-			out, err := plugin(step, "-n", ns, "eject", "md/web", "--timeout", "2m")
-			Expect(err).To(HaveOccurred(), out)
-			Expect(out).To(ContainSubstring("error: stopped after step " + step))
-		}
+		stoppedAfterEach(ejectSteps, nil, "-n", ns, "eject", "md/web", "--timeout", "2m")
 		out, err := plugin("", "-n", ns, "eject", "md/web", "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("deployment.apps/web runs its 10 pods"))
@@ -125,11 +116,7 @@ var _ = Describe("migrate and eject on a local cluster", Ordered, func() {
 			2*time.Second, 500*time.Millisecond).Should(Equal("13/5"))
 		uids := podUIDs(cs, ns)
 		w := watchPodsOf(cs, ns, "web")
-		for _, step := range []string{"create", "pause", "record", "delete-deployment", "delete-replicasets", "handover"} {
-			out, err := plugin(step, "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
-			Expect(err).To(HaveOccurred(), out)
-			Expect(out).To(ContainSubstring("error: stopped after step " + step))
-		}
+		stoppedAfterEach(migrateSteps, nil, "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
 		out, err := plugin("", "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(podUIDs(cs, ns)).To(Equal(uids))
@@ -164,12 +151,7 @@ var _ = Describe("migrate and eject on a local cluster", Ordered, func() {
 		expectEjected(cs, ns, 10)
 		uids := podUIDs(cs, ns)
 		w := watchPodsOf(cs, ns, "web")
-		for _, step := range []string{"create", "pause", "record", "delete-deployment", "delete-replicasets", "handover"} {
-			out, err := plugin(step, "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
-			Expect(err).To(HaveOccurred(), out)
-			Expect(out).To(ContainSubstring("error: stopped after step " + step))
-			killManager()
-		}
+		stoppedAfterEach(migrateSteps, killManager, "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
 		out, err = plugin("", "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), out)
 		r := w.result()
@@ -223,6 +205,26 @@ func plugin(step string, args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"), args...)
 	cmd.Env = append(os.Environ(), "MYDEPLOYMENT_PLUGIN_STOP_AFTER="+step)
 	return utils.Run(cmd)
+}
+
+// The steps of migrate and eject, as MYDEPLOYMENT_PLUGIN_STOP_AFTER names them.
+var (
+	migrateSteps = []string{"create", "pause", "record", "delete-deployment", "delete-replicasets", "handover"}
+	ejectSteps   = []string{"finalizer", "delete", "orphaned", "label", "replicaset", "deployment", "revisions"}
+)
+
+// stoppedAfterEach runs the plugin with args once per step, stopped after
+// it as if killed there, and calls then (unless nil) after each run.
+func stoppedAfterEach(steps []string, then func(), args ...string) {
+	GinkgoHelper()
+	for _, step := range steps {
+		out, err := plugin(step, args...)
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("error: stopped after step " + step))
+		if then != nil {
+			then()
+		}
+	}
 }
 
 // killManager SIGKILLs the suite's manager and starts it again.
@@ -360,91 +362,6 @@ func setReadinessGates(cs *kubernetes.Clientset, ns, condition string) (stop fun
 		}
 	}()
 	return func() { cancel(); <-done }
-}
-
-// podWatch follows an app's pods from the API server's watch: pods added
-// and deleted after it began, and at any event the most live pods and the
-// fewest ready (live and Ready) ones.
-type podWatch struct {
-	mu               sync.Mutex
-	pods             map[string]*corev1.Pod
-	added, deleted   []string
-	mostLive, fewest int
-	events           int
-	stop             context.CancelFunc
-	done             chan struct{}
-}
-
-// podWatchResult is what a podWatch saw.
-type podWatchResult struct {
-	added, deleted        []string
-	mostLive, fewestReady int
-	events                int
-}
-
-func watchPodsOf(cs *kubernetes.Clientset, ns, app string) *podWatch {
-	GinkgoHelper()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := metav1.ListOptions{LabelSelector: "app=" + app}
-	list, err := cs.CoreV1().Pods(ns).List(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	w := &podWatch{pods: map[string]*corev1.Pod{}, stop: cancel, done: make(chan struct{})}
-	for i := range list.Items {
-		w.pods[list.Items[i].Name] = &list.Items[i]
-	}
-	w.mostLive, w.fewest = w.count()
-	opts.ResourceVersion = list.ResourceVersion
-	wi, err := cs.CoreV1().Pods(ns).Watch(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	go func() {
-		defer close(w.done)
-		for ev := range wi.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok {
-				w.observe(ev.Type, pod)
-			}
-		}
-	}()
-	return w
-}
-
-func (w *podWatch) observe(t watch.EventType, pod *corev1.Pod) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch t {
-	case watch.Added:
-		w.added = append(w.added, pod.Name)
-		w.pods[pod.Name] = pod
-	case watch.Deleted:
-		w.deleted = append(w.deleted, pod.Name)
-		delete(w.pods, pod.Name)
-	default:
-		w.pods[pod.Name] = pod
-	}
-	w.events++
-	live, ready := w.count()
-	w.mostLive, w.fewest = max(w.mostLive, live), min(w.fewest, ready)
-}
-
-// count is how many pods are live, and how many of those are ready.
-func (w *podWatch) count() (live, ready int) {
-	for _, p := range w.pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		live++
-		if available(p) {
-			ready++
-		}
-	}
-	return live, ready
-}
-
-func (w *podWatch) result() podWatchResult {
-	w.stop()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return podWatchResult{added: w.added, deleted: w.deleted, mostLive: w.mostLive, fewestReady: w.fewest, events: w.events}
 }
 
 // readyEndpoints counts the ready endpoints of service's EndpointSlices.
