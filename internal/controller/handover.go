@@ -84,15 +84,20 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, s *scope) err
 		}
 	}
 	if err == nil {
-		err = r.decideFromTemplate(s)
+		err = r.decideFromTemplate(ctx, s)
 	}
-	if err == nil {
+	if err == nil && s.update != nil {
 		err = r.writeRevisions(ctx, s)
 	}
 	if err != nil {
 		return err
 	}
 	switch {
+	case s.update == nil:
+		// Held by the config opt-in before its first revision: its
+		// ReplicaFailure says why (configHold).
+		s.handOver.wait = "waiting for the first revision of the pod template"
+		return nil
 	case denied != "":
 		s.handOver = handOverState{wait: denied, failure: &status.Failure{Reason: appsv1beta1.ReasonHandOverAccessDenied, Message: denied}}
 		s.retryAfter = requeueHandOverDenied

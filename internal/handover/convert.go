@@ -36,9 +36,9 @@ func FromDeployment(d *appsv1.Deployment) *appsv1beta1.MyDeployment {
 		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace, Labels: maps.Clone(d.Labels),
 			Annotations: annotations},
 		Spec: appsv1beta1.MyDeploymentSpec{
-			Replicas: s.Replicas, Selector: s.Selector, Template: s.Template, Strategy: s.Strategy,
-			MinReadySeconds: s.MinReadySeconds, RevisionHistoryLimit: s.RevisionHistoryLimit, Paused: s.Paused,
-			ProgressDeadlineSeconds: s.ProgressDeadlineSeconds,
+			Replicas: s.Replicas, Selector: s.Selector, Template: s.Template,
+			RolloutSpec: appsv1beta1.RolloutSpec{Strategy: s.Strategy, MinReadySeconds: s.MinReadySeconds,
+				RevisionHistoryLimit: s.RevisionHistoryLimit, Paused: s.Paused, ProgressDeadlineSeconds: s.ProgressDeadlineSeconds},
 		},
 	}
 }

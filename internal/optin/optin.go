@@ -50,6 +50,9 @@ type Options struct {
 	// its pods are adopted into (AdoptRevisionsAnnotation); nil when the
 	// annotation is absent, empty when it is "{}".
 	AdoptRevisions map[string]string
+	// RolloutOnConfigChange makes the data of the referenced ConfigMaps and
+	// Secrets part of the revision (RolloutOnConfigChangeAnnotation "true").
+	RolloutOnConfigChange bool
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -94,9 +97,10 @@ func Path(annotation string) *field.Path {
 // Recreate, canary steps that parseCanary refuses, an on-failure other
 // than Continue or Abort, Abort with strategy Recreate, a retried-at that
 // is not an RFC 3339 time, a drain other than SurgeFirst or with strategy
-// Recreate, an adopt-from other than Deployment/<name>, an adopt-revisions
-// that is not a JSON object of hashes to revision names. The Options
-// returned hold what could be parsed.
+// Recreate, a rollout-on-config-change other than "true" or "false", an
+// adopt-from other than Deployment/<name>, an adopt-revisions that is not a
+// JSON object of hashes to revision names. The Options returned hold what
+// could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
@@ -151,6 +155,13 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	o.RetriedAt, errs = parseRetriedAt(md, errs)
 	o.AdoptFrom, errs = parseAdoptFrom(md, errs)
 	o.AdoptRevisions, errs = parseAdoptRevisions(md, errs)
+	if v, ok := md.Annotations[appsv1beta1.RolloutOnConfigChangeAnnotation]; ok {
+		b, err := parseBool(v)
+		if err != nil {
+			errs = append(errs, field.NotSupported(Path(appsv1beta1.RolloutOnConfigChangeAnnotation), v, []string{"true", "false"}))
+		}
+		o.RolloutOnConfigChange = b
+	}
 	return o, errs
 }
 
@@ -191,7 +202,7 @@ func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Ti
 var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
 	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation,
-	appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
+	appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.
