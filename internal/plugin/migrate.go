@@ -64,7 +64,10 @@ func (m *migration) run(ctx context.Context) error {
 		if d != nil && d.DeletionTimestamp == nil {
 			return fmt.Errorf("mydeployment %q already exists and does not take over deployment %q", m.name, m.name)
 		}
-		fmt.Fprintf(m.st.out, "deployment.apps/%s already migrated to %s\n", m.name, resourceString(m.name))
+		// The hand-over is done (a run killed after it), or was never ours.
+		if err := m.st.done(stepHandOver, "deployment.apps/%s already migrated to %s", m.name, resourceString(m.name)); err != nil {
+			return err
+		}
 		return m.finish(ctx, md)
 	case md == nil && metav1.GetControllerOf(d) != nil:
 		ref := metav1.GetControllerOf(d)
