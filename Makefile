@@ -335,10 +335,25 @@ endif
 install: manifests kustomize kubectl ## Install CRDs into the K8s cluster specified in ~/.kube/config.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
-# Deleting the CRDs deletes every MyDeployment and Application; uninstall
-# and undeploy delete them first, in the foreground, while their kinds still
-# exist: the garbage collector cannot collect the pods, Services and Ingresses
-# of an owner whose kind is gone, and would leave them behind.
+# Deleting the CRDs deletes every MyDeployment and Application and, through
+# their owner references, their pods, Services and Ingresses. So undeploy
+# keeps the CRDs (config/undeploy), and uninstall refuses while any
+# MyDeployment or Application exists unless FORCE=true; then it deletes them
+# first, in the foreground, while their kinds still exist: the garbage
+# collector cannot collect the children of an owner whose kind is gone.
+# Leaving for good without a restart: eject each MyDeployment first
+# (docs/migrate.md).
+OUR_KINDS = mydeployments.apps.mydeployment.io,applications.apps.mydeployment.io
+
+define refuse-while-custom-resources
+	@if [ "$(FORCE)" != true ]; then \
+	  left=$$($(KUBECTL) get $(OUR_KINDS) -A -o name 2>/dev/null | wc -l); \
+	  if [ "$$left" -gt 0 ]; then \
+	    echo "make uninstall: $$left MyDeployments and Applications exist; deleting the CRDs would delete them and their pods." >&2; \
+	    echo "Eject each MyDeployment first (kubectl mydeployment eject md/NAME -n NAMESPACE: its pods go on under a Deployment)," >&2; \
+	    echo "or delete them with their pods: make uninstall FORCE=true" >&2; exit 1; fi; fi
+endef
+
 define delete-custom-resources
 	@for r in applications.apps.mydeployment.io mydeployments.apps.mydeployment.io; do \
 	  if $(KUBECTL) get crd $$r >/dev/null 2>&1; then echo "$(KUBECTL) delete $$r --all -A --cascade=foreground"; \
@@ -346,7 +361,8 @@ define delete-custom-resources
 endef
 
 .PHONY: uninstall
-uninstall: manifests kustomize kubectl ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config (every MyDeployment and Application with them). Call with ignore-not-found=true to ignore resource not found errors during deletion.
+uninstall: manifests kustomize kubectl ## Uninstall CRDs from the K8s cluster specified in ~/.kube/config; refused while MyDeployments or Applications exist (FORCE=true deletes them, with their pods). Call with ignore-not-found=true to ignore resource not found errors during deletion.
+	$(refuse-while-custom-resources)
 	$(delete-custom-resources)
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
@@ -355,10 +371,15 @@ deploy: manifests kustomize kubectl ## Deploy controller to the K8s cluster spec
 	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
 
+# The operator's namespace goes last, and only while it holds no MyDeployment
+# or Application: deleting a namespace deletes what is in it.
 .PHONY: undeploy
-undeploy: kustomize kubectl ## Undeploy controller from the K8s cluster specified in ~/.kube/config (every MyDeployment and Application with it). Call with ignore-not-found=true to ignore resource not found errors during deletion.
-	$(delete-custom-resources)
-	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+undeploy: kustomize kubectl ## Undeploy controller from the K8s cluster specified in ~/.kube/config; the CRDs, every MyDeployment and Application and their pods stay. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+	$(KUSTOMIZE) build config/undeploy | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+	@ns=$$($(KUSTOMIZE) build config/default | awk '/^kind: Namespace$$/{n=1} n&&!done&&/^  name: /{print $$2; done=1}'); \
+	if [ -n "$$($(KUBECTL) get $(OUR_KINDS) -n $$ns -o name 2>/dev/null)" ]; then \
+	  echo "keeping namespace $$ns: it holds MyDeployments or Applications"; \
+	else echo "$(KUBECTL) delete namespace $$ns"; $(KUBECTL) delete namespace $$ns --ignore-not-found=$(ignore-not-found); fi
 
 ##@ Dependencies
 

@@ -257,3 +257,56 @@ const (
 	// replacement was available (DrainAnnotation); one event per pod.
 	EventDrainReplaced = "DrainReplaced"
 )
+
+// Moving a running Deployment's pods to a MyDeployment and back, with no
+// pod restarted (`kubectl mydeployment migrate` and `eject`, docs/migrate.md).
+const (
+	// AdoptFromAnnotation ("Deployment/<name>", set only when the
+	// MyDeployment is created, as `kubectl mydeployment migrate` does)
+	// makes the MyDeployment take over that Deployment's pods: while the
+	// Deployment or one of its ReplicaSets exists, or a ReplicaSet of it
+	// controls a pod the selector matches, the controller creates and
+	// deletes no pod (Progressing reason ReasonWaitingForHandOver) and
+	// records the revision each ReplicaSet's pods become
+	// (AdoptRevisionsAnnotation); once they are gone it adopts the
+	// orphaned pods into those revisions, then removes both annotations.
+	AdoptFromAnnotation = "apps.mydeployment.io/adopt-from"
+	// AdoptRevisionsAnnotation is written by the controller while
+	// AdoptFromAnnotation is set, never by a user: JSON mapping the
+	// pod-template-hash of each ReplicaSet of the Deployment that has pods
+	// to the name of the ControllerRevision its pods are adopted into
+	// ({"7d9f8c6b5":"web-5d8f7c9b4"}), recorded while the ReplicaSet still
+	// exists (its template is the revision's). Its presence, even "{}",
+	// says the Deployment was seen. The plugin deletes the ReplicaSets
+	// only once every one with pods is in it.
+	AdoptRevisionsAnnotation = "apps.mydeployment.io/adopt-revisions"
+	// EjectFinalizer is put by `kubectl mydeployment eject` on the
+	// MyDeployment it deletes with --cascade=orphan: the object, and so
+	// the spec the Deployment is made from, stays readable until the
+	// Deployment owns the pods; then the plugin removes it. The controller
+	// does nothing for an object being deleted.
+	EjectFinalizer = "apps.mydeployment.io/eject"
+)
+
+// Reasons of the hand-over from a Deployment (AdoptFromAnnotation).
+const (
+	// ReasonWaitingForHandOver: Progressing=Unknown while AdoptFromAnnotation
+	// is set and the hand-over is not done; the controller creates and
+	// deletes no pod, and no progress deadline runs. The message says what
+	// it waits for. Also the reason of the one Normal event when the wait
+	// begins.
+	ReasonWaitingForHandOver = "WaitingForHandOver"
+	// ReasonHandOverAccessDenied: ReplicaFailure=True, the manager may not
+	// read the Deployment or its ReplicaSets (get deployments, list
+	// replicasets in apps); the message names what is missing. It waits,
+	// reading again every 30 seconds.
+	ReasonHandOverAccessDenied = "HandOverAccessDenied"
+	// ReasonHandOverBlocked: ReplicaFailure=True, the hand-over cannot go
+	// on without a change by a user: the Deployment named was never seen
+	// and does not exist, or its selector is not the MyDeployment's. The
+	// message says what to do.
+	ReasonHandOverBlocked = "HandOverBlocked"
+	// EventHandedOver: the hand-over is done and the annotations removed;
+	// the message counts the pods taken over.
+	EventHandedOver = "HandedOver"
+)

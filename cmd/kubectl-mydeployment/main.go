@@ -16,7 +16,7 @@ limitations under the License.
 
 // Command kubectl-mydeployment is a kubectl plugin ("kubectl mydeployment")
 // for MyDeployments: rollout status/history/undo/restart/pause/resume/
-// partition/promote and get.
+// partition/promote, get, and migrate and eject.
 package main
 
 import (
@@ -28,5 +28,6 @@ import (
 func main() {
 	os.Exit(plugin.Run(os.Args[1:], plugin.Options{
 		IOStreams: plugin.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		StopAfter: os.Getenv(plugin.StopAfterEnv),
 	}))
 }

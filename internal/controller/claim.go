@@ -99,6 +99,14 @@ func (r *MyDeploymentReconciler) decideRevision(ctx context.Context, s *scope) e
 		}
 		return nil
 	}
+	return r.decideFromTemplate(ctx, s)
+}
+
+// decideFromTemplate is decideRevision of an object that is not paused:
+// the update revision is the template's (revision.Decide), written by
+// writeClaims when new or renumbered; see decideRevision for config.
+func (r *MyDeploymentReconciler) decideFromTemplate(ctx context.Context, s *scope) error {
+	md := s.md
 	template, config := &md.Spec.Template, ""
 	if s.optIn.RolloutOnConfigChange {
 		var err error

@@ -22,9 +22,13 @@ var errDrainAccessDenied = fmt.Errorf("%s: the manager may not list and watch No
 	"(grant it the ClusterRole of config/rbac/node_reader_role.yaml); pods on draining nodes are left to the drain",
 	appsv1beta1.DrainAnnotation)
 
-// statusFailure is the ReplicaFailure the status reports: the sync's
-// refused write if any, else access to Nodes denied to an opted-in object.
+// statusFailure is the ReplicaFailure the status reports: a hand-over that
+// cannot go on, else the sync's refused write if any, else access to Nodes
+// denied to an opted-in object.
 func (s *scope) statusFailure() *status.Failure {
+	if s.handOver.failure != nil {
+		return s.handOver.failure
+	}
 	if s.failure == nil && s.optIn.Drain && s.drainDenied {
 		return &status.Failure{Reason: appsv1beta1.ReasonDrainAccessDenied, Message: errDrainAccessDenied.Error()}
 	}

@@ -98,6 +98,9 @@ type MyDeploymentReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/status;pods/resize,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Read around the cache, only while a MyDeployment takes over a Deployment's pods (handover.go):
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list
 
 // Reconcile syncs one MyDeployment: observe, decide, act, then write status
 // once. Errors are returned (and retried with backoff) only when retrying can
@@ -125,7 +128,12 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case !s.settled:
 		return s.result(), nil
 	}
-	syncErr := r.sync(ctx, s)
+	var syncErr error
+	if s.optIn.AdoptFrom != "" {
+		syncErr = r.handOver(ctx, s)
+	} else {
+		syncErr = r.sync(ctx, s)
+	}
 	if s.unclaimed {
 		// Counted without the orphans it failed to adopt, the status would
 		// say 0 replicas beside running pods. Deployment returns before its
@@ -236,6 +244,7 @@ func (r *MyDeploymentReconciler) statusEvents(md *appsv1beta1.MyDeployment, st s
 			"MyDeployment %q has timed out progressing.", md.Name)
 	}
 	r.drainDeniedEvent(md, st)
+	r.handOverEvents(md, st)
 	if c := status.Get(&st.Status, appsv1beta1.ConditionReplicaFailure); c != nil &&
 		(c.Reason == appsv1beta1.ReasonConfigMissing || c.Reason == appsv1beta1.ReasonConfigAccessDenied) {
 		if prev := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); prev == nil || prev.Message != c.Message {

@@ -89,6 +89,9 @@ type scope struct {
 	// that are ours or about to be; no status is written from it.
 	unclaimed bool
 	failure   *status.Failure
+	// handOver is what a hand-over sync (adopt-from, handover.go) tells
+	// the status.
+	handOver handOverState
 	// config is the config watch of the object's namespace, read only
 	// when optIn.RolloutOnConfigChange (configwatch.go).
 	config configView
@@ -246,6 +249,9 @@ func (s *scope) statusInput(synced bool) status.Input {
 		MaxUnavailable: s.maxUnavailable,
 		Failure:        s.statusFailure(),
 		Now:            s.now,
+	}
+	if s.optIn.AdoptFrom != "" {
+		in.WaitingForHandOver = s.handOver.wait
 	}
 	if s.update != nil {
 		in.UpdateRevision = s.update.Name

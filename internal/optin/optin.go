@@ -43,6 +43,13 @@ type Options struct {
 	// Drain replaces pods on draining nodes surge-first (DrainAnnotation
 	// SurgeFirst).
 	Drain bool
+	// AdoptFrom names the Deployment whose pods the MyDeployment takes
+	// over (AdoptFromAnnotation); "" when the annotation is absent.
+	AdoptFrom string
+	// AdoptRevisions maps a ReplicaSet's pod-template-hash to the revision
+	// its pods are adopted into (AdoptRevisionsAnnotation); nil when the
+	// annotation is absent, empty when it is "{}".
+	AdoptRevisions map[string]string
 	// RolloutOnConfigChange makes the data of the referenced ConfigMaps and
 	// Secrets part of the revision (RolloutOnConfigChangeAnnotation "true").
 	RolloutOnConfigChange bool
@@ -90,8 +97,10 @@ func Path(annotation string) *field.Path {
 // Recreate, canary steps that parseCanary refuses, an on-failure other
 // than Continue or Abort, Abort with strategy Recreate, a retried-at that
 // is not an RFC 3339 time, a drain other than SurgeFirst or with strategy
-// Recreate, a rollout-on-config-change other than "true" or "false". The
-// Options returned hold what could be parsed.
+// Recreate, a rollout-on-config-change other than "true" or "false", an
+// adopt-from other than Deployment/<name>, an adopt-revisions that is not a
+// JSON object of hashes to revision names. The Options returned hold what
+// could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
@@ -144,6 +153,8 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	errs = append(errs, canaryErrs...)
 	o.Abort, errs = parseOnFailure(md, errs)
 	o.RetriedAt, errs = parseRetriedAt(md, errs)
+	o.AdoptFrom, errs = parseAdoptFrom(md, errs)
+	o.AdoptRevisions, errs = parseAdoptRevisions(md, errs)
 	if v, ok := md.Annotations[appsv1beta1.RolloutOnConfigChangeAnnotation]; ok {
 		b, err := parseBool(v)
 		if err != nil {
@@ -191,7 +202,7 @@ func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Ti
 var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
 	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation,
-	appsv1beta1.RolloutOnConfigChangeAnnotation}
+	appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

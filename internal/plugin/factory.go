@@ -89,6 +89,11 @@ func (f *factory) target(arg string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.targetNamed(name)
+}
+
+// targetNamed is the target of name in the flags' namespace.
+func (f *factory) targetNamed(name string) (*target, error) {
 	ns, err := f.Namespace()
 	if err != nil {
 		return nil, err

@@ -17,7 +17,9 @@ limitations under the License.
 // Package plugin implements kubectl-mydeployment, a kubectl plugin that gives
 // MyDeployments the rollout commands kubectl has for Deployments (status,
 // history, undo, restart, pause, resume) and a get table, with kubectl's
-// wording, and the canary commands a Deployment lacks (partition, promote).
+// wording, the canary commands a Deployment lacks (partition, promote), and
+// migrate and eject, which move a Deployment's pods to a MyDeployment and
+// back with no pod restarted.
 package plugin
 
 import (
@@ -40,8 +42,12 @@ type Options struct {
 	IOStreams
 	// Now returns the current time (restart's annotation, get's AGE).
 	Now func() time.Time
-	// PollInterval is how often rollout status re-reads the object.
+	// PollInterval is how often rollout status, migrate and eject re-read
+	// what they wait for.
 	PollInterval time.Duration
+	// StopAfter names a step of migrate or eject after which the command
+	// stops as if killed (StopAfterEnv); "" runs them through.
+	StopAfter string
 }
 
 // Run executes the plugin with args (without the program name) and returns
@@ -92,6 +98,6 @@ func NewRootCommand(o Options) *cobra.Command {
 		newPromoteCommand(f, &o),
 		newRetryCommand(f, &o),
 	)
-	cmd.AddCommand(rollout, newGetCommand(f, &o))
+	cmd.AddCommand(rollout, newGetCommand(f, &o), newMigrateCommand(f, &o), newEjectCommand(f, &o))
 	return cmd
 }

@@ -51,8 +51,9 @@ type Interface interface {
 	// error for which EvictionRefused reports true.
 	Evict(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod) error
 	// Adopt makes owner the controller of an orphan pod whose template is
-	// rev's (the caller checked its hash label) and labels it with rev's
-	// name, in one write guarded by the pod's resourceVersion. It returns
+	// rev's (the caller checked: its hash label, or the ReplicaSet it was
+	// handed over from) and labels it as rev's pods are (revision name and
+	// hash), in one write guarded by the pod's resourceVersion. It returns
 	// the adopted pod; pod itself (maybe the cache's) is not modified.
 	Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error)
 	// Release removes owner's references from pod, guarded by the pod's
@@ -179,16 +180,17 @@ func EvictionRefused(err error) (bool, string) {
 // The revision label: an orphan whose template hash is the update
 // revision's runs that template, but its label may name the revision of a
 // deleted owner (revision names are <owner>-<hash>); relabelled, it counts
-// as updated instead of being replaced.
+// as updated instead of being replaced. The hash label: a Deployment's pod
+// handed over (adopt-from) carries its ReplicaSet's, and takes rev's, so
+// that its labels say what it runs.
 func (r *Real) Adopt(ctx context.Context, owner *appsv1beta1.MyDeployment, pod *corev1.Pod, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
 	adopted := pod.DeepCopy()
 	adopted.OwnerReferences = ownerref.WithController(pod.OwnerReferences, *controllerRef(owner))
-	if adopted.Labels[appsv1beta1.RevisionLabel] != rev.Name {
-		if adopted.Labels == nil {
-			adopted.Labels = map[string]string{}
-		}
-		adopted.Labels[appsv1beta1.RevisionLabel] = rev.Name
+	if adopted.Labels == nil {
+		adopted.Labels = map[string]string{}
 	}
+	adopted.Labels[appsv1beta1.RevisionLabel] = rev.Name
+	adopted.Labels[appsv1beta1.PodTemplateHashLabel] = rev.Labels[revision.HashLabel]
 	if err := r.patch(ctx, pod, adopted, "adopting"); err != nil {
 		return nil, err
 	}

@@ -66,7 +66,12 @@ type Input struct {
 	Aborted        string
 	AbortOnFailure bool
 	RetriedAt      time.Time
-	Now            time.Time
+	// WaitingForHandOver, when not empty, says what a MyDeployment taking
+	// over a Deployment's pods waits for (adopt-from): Progressing is
+	// Unknown with ReasonWaitingForHandOver and that message, and no
+	// deadline runs.
+	WaitingForHandOver string
+	Now                time.Time
 }
 
 // Result is the new status and, when a rollout is under way, when to check
@@ -83,6 +88,9 @@ type Result struct {
 	// the event once. HeldMessage says how far it went.
 	PartitionHeld bool
 	HeldMessage   string
+	// HandOverBegan: this status newly reports a hand-over waiting (the
+	// caller records the event once).
+	HandOverBegan bool
 }
 
 // Compute returns in.Object's next status. Conditions follow Deployment's
@@ -125,6 +133,8 @@ func Compute(in Input) Result {
 
 	var r Result
 	switch {
+	case in.WaitingForHandOver != "":
+		r.HandOverBegan = waitForHandOver(&s, in.WaitingForHandOver, now)
 	case in.Aborted != "":
 		setAborted(in, &s, now)
 	case hasDeadline(md):
@@ -158,6 +168,11 @@ func SetFailure(s *appsv1beta1.MyDeploymentStatus, f *Failure, now time.Time) {
 func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now metav1.Time) (time.Duration, bool) {
 	md := in.Object
 	current := Get(s, appsv1beta1.ConditionProgressing)
+	if current != nil && current.Reason == appsv1beta1.ReasonWaitingForHandOver {
+		// The hand-over is done: progress is tracked from now, as for a new object.
+		remove(s, appsv1beta1.ConditionProgressing)
+		current = nil
+	}
 	timedOut := current != nil && current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded
 	pausedCond := current != nil && current.Reason == appsv1beta1.ReasonPaused
 
@@ -227,6 +242,24 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 	// Look again when the deadline expires (requeueStuckDeployment), whatever
 	// the condition's status: a resumed rollout is tracked too.
 	return deadline.Sub(now.Time) + time.Second, false
+}
+
+// waitForHandOver sets Progressing to Unknown, ReasonWaitingForHandOver,
+// with msg (a new message replaces the old one, keeping the transition
+// time); it reports whether the wait is new.
+func waitForHandOver(s *appsv1beta1.MyDeploymentStatus, msg string, now metav1.Time) bool {
+	current := Get(s, appsv1beta1.ConditionProgressing)
+	began := current == nil || current.Reason != appsv1beta1.ReasonWaitingForHandOver
+	if !began && current.Message == msg {
+		return false
+	}
+	c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionUnknown, appsv1beta1.ReasonWaitingForHandOver, msg, now)
+	if current != nil && current.Status == corev1.ConditionUnknown {
+		c.LastTransitionTime = current.LastTransitionTime
+	}
+	remove(s, appsv1beta1.ConditionProgressing)
+	set(s, c)
+	return began
 }
 
 // heldAtPartition: the rollout went as far as the partition lets it: the

@@ -162,6 +162,8 @@ var (
 	canaryField     = "metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]"
 	onFailureField  = "metadata.annotations[" + appsv1beta1.OnFailureAnnotation + "]"
 	drainField      = "metadata.annotations[" + appsv1beta1.DrainAnnotation + "]"
+	adoptFromField  = "metadata.annotations[" + appsv1beta1.AdoptFromAnnotation + "]"
+	adoptRevsField  = "metadata.annotations[" + appsv1beta1.AdoptRevisionsAnnotation + "]"
 )
 
 // annotate sets one annotation of the MyDeployment.
@@ -392,6 +394,22 @@ func Cases() []Case {
 		{Name: "strategy switched to Recreate while drain SurgeFirst by an update", Update: true,
 			Before: annotate(appsv1beta1.DrainAnnotation, appsv1beta1.DrainSurgeFirst), Change: recreate,
 			Field: drainField, Why: "SurgeFirst needs spec.strategy.type RollingUpdate", By: Webhook},
+
+		{Name: "adopt-from of another kind", Change: annotate(appsv1beta1.AdoptFromAnnotation, "StatefulSet/web"),
+			Field: adoptFromField, Why: "must be Deployment/<name>", By: Webhook},
+		{Name: "adopt-from without a name", Change: annotate(appsv1beta1.AdoptFromAnnotation, "Deployment/"),
+			Field: adoptFromField, Why: "must be Deployment/<name>", By: Webhook},
+		{Name: "adopt-from naming no valid object", Change: annotate(appsv1beta1.AdoptFromAnnotation, "Deployment/Web_1"),
+			Field: adoptFromField, Why: "must be Deployment/<name>", By: Webhook},
+		{Name: "adopt-from added by an update", Update: true, Change: annotate(appsv1beta1.AdoptFromAnnotation, "Deployment/web"),
+			Field: adoptFromField, Why: "may only be set when the MyDeployment is created", By: Webhook},
+		{Name: "adopt-from changed by an update", Update: true, Before: annotate(appsv1beta1.AdoptFromAnnotation, "Deployment/web"),
+			Change: annotate(appsv1beta1.AdoptFromAnnotation, "Deployment/other"),
+			Field:  adoptFromField, Why: "may only be set when the MyDeployment is created", By: Webhook},
+		{Name: "adopt-revisions not JSON", Change: annotate(appsv1beta1.AdoptRevisionsAnnotation, "web-5d8f7c9b4"),
+			Field: adoptRevsField, Why: "must be a JSON object of pod-template-hash values to revision names", By: Webhook},
+		{Name: "adopt-revisions naming no valid revision", Change: annotate(appsv1beta1.AdoptRevisionsAnnotation, `{"7d9f8c6b5":"Web 1"}`),
+			Field: adoptRevsField, Why: "must be a JSON object of pod-template-hash values to revision names", By: Webhook},
 
 		// Names.
 		{Name: "name longer than 253 characters", Change: func(m *appsv1beta1.MyDeployment) { m.Name = strings.Repeat("a", 254) },

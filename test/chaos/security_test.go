@@ -144,6 +144,10 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 			{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "list,watch"},
 			{"admissionregistration.k8s.io", "validatingwebhookconfigurations named mydeployment-operator-validating-webhook-configuration", "get,update"},
 			{"apps", "controllerrevisions", "create,delete,get,list,patch,watch"},
+			// A Deployment and its ReplicaSets, read around the cache while a
+			// MyDeployment takes over their pods (adopt-from): no watch.
+			{"apps", "deployments", "get"},
+			{"apps", "replicasets", "list"},
 			{"apps.mydeployment.io", "applications", "get,list,watch"},
 			{"apps.mydeployment.io", "applications/finalizers,mydeployments/finalizers", "update"},
 			{"apps.mydeployment.io", "applications/status,mydeployments/status", "patch"},

@@ -1,108 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
-
-// availabilityWatch follows one app's pods from the API server's watch and
-// keeps the fewest available (Ready, not terminating) it saw at any event.
-type availabilityWatch struct {
-	mu     sync.Mutex
-	ready  map[string]bool
-	fewest int
-	events int
-	stop   context.CancelFunc
-	done   chan struct{}
-}
-
-// watchAvailability lists then watches the pods of app in ns.
-func watchAvailability(ns, app string) *availabilityWatch {
-	GinkgoHelper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	Expect(err).NotTo(HaveOccurred())
-	cs, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	wctx, cancel := context.WithCancel(context.Background())
-	opts := metav1.ListOptions{LabelSelector: "app=" + app}
-	list, err := cs.CoreV1().Pods(ns).List(wctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	w := &availabilityWatch{ready: map[string]bool{}, stop: cancel, done: make(chan struct{})}
-	for i := range list.Items {
-		w.ready[list.Items[i].Name] = available(&list.Items[i])
-	}
-	w.fewest = w.available()
-	opts.ResourceVersion = list.ResourceVersion
-	wi, err := cs.CoreV1().Pods(ns).Watch(wctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	go func() {
-		defer close(w.done)
-		for ev := range wi.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok {
-				w.observe(ev.Type, pod)
-			}
-		}
-	}()
-	return w
-}
-
-func available(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func (w *availabilityWatch) observe(t watch.EventType, pod *corev1.Pod) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if t == watch.Deleted {
-		delete(w.ready, pod.Name)
-	} else {
-		w.ready[pod.Name] = available(pod)
-	}
-	w.events++
-	w.fewest = min(w.fewest, w.available())
-}
-
-func (w *availabilityWatch) available() int {
-	n := 0
-	for _, ok := range w.ready {
-		if ok {
-			n++
-		}
-	}
-	return n
-}
-
-// result stops the watch and says the fewest available pods it saw, over
-// how many events.
-func (w *availabilityWatch) result() (fewest, events int) {
-	w.stop()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.fewest, w.events
-}
 
 // Make-before-break drains (issue 32): `kubectl drain` of the node of a
 // one-replica app whose PodDisruptionBudget allows no disruption, with a
@@ -162,9 +68,10 @@ spec:
 		node := nodeOf("single")
 		DeferCleanup(func() { _, _ = utils.Kubectl("uncordon", node) })
 
-		w := watchAvailability(ns, "single")
+		w := watchPodsOf(clientset(), ns, "single")
 		out, took, err := drain(node, "60s")
-		fewest, events := w.result()
+		r := w.result()
+		fewest, events := r.fewestReady, r.events
 		_, _ = fmt.Fprintf(GinkgoWriter, "MyDeployment with drain SurgeFirst: kubectl drain %s took %s, err=%v, fewest available %d over %d pod events:\n%s\n",
 			node, took.Round(time.Second), err, fewest, events, out)
 		Expect(err).NotTo(HaveOccurred(), out)

@@ -79,6 +79,10 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 			`"" pods/eviction create`,
 			`"" pods/resize,pods/status patch`,
 			"apps controllerrevisions create,delete,get,list,patch,watch",
+			// Read around the cache while a MyDeployment takes over a
+			// Deployment's pods (adopt-from): never watched.
+			"apps deployments get",
+			"apps replicasets list",
 			"apps.mydeployment.io applications get,list,watch",
 			"apps.mydeployment.io mydeployments create,get,list,patch,watch",
 			"apps.mydeployment.io applications/finalizers,mydeployments/finalizers update",

@@ -120,6 +120,7 @@ func (v *MyDeploymentValidator) ValidateUpdate(ctx context.Context, oldMD, md *a
 	if optInChanged(oldMD, md) {
 		_, optinErrs = optin.Parse(md)
 	}
+	optinErrs = append(optinErrs, adoptFromChanged(oldMD, md)...)
 	if apiequality.Semantic.DeepEqual(oldMD.Spec.Template, md.Spec.Template) {
 		return v.refuse(ctx, md, nil, optinErrs, false)
 	}
@@ -141,6 +142,19 @@ func optInChanged(oldMD, md *appsv1beta1.MyDeployment) bool {
 		}
 	}
 	return false
+}
+
+// adoptFromChanged refuses an update that adds or changes adopt-from: a
+// MyDeployment takes over a Deployment's pods only from its creation, before
+// it made pods of its own. Removing it is allowed (the controller does once
+// the hand-over is done).
+func adoptFromChanged(oldMD, md *appsv1beta1.MyDeployment) field.ErrorList {
+	v, ok := md.Annotations[appsv1beta1.AdoptFromAnnotation]
+	if ov, oldOK := oldMD.Annotations[appsv1beta1.AdoptFromAnnotation]; !ok || oldOK && ov == v {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(optin.Path(appsv1beta1.AdoptFromAnnotation),
+		"may only be set when the MyDeployment is created (kubectl mydeployment migrate creates it so)")}
 }
 
 // ValidateDelete implements admission.Validator: deletion is always allowed.

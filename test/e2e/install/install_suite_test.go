@@ -18,7 +18,10 @@ limitations under the License.
 // writes and `make deploy` applies) on the local cluster `make test-install`
 // starts, as a user would on a real cluster with no cert-manager, runs the
 // manager as that Deployment's pod would run, checks that it makes and
-// trusts its own webhook certificate and serves, and that `make undeploy`
+// trusts its own webhook certificate and serves, that `make undeploy` keeps
+// the CRDs, the MyDeployments and Applications and their pods, that the
+// manager deployed again takes them back with no pod created or deleted,
+// and that `make uninstall` refuses while they exist and, told FORCE=true,
 // leaves nothing behind.
 package install
 

@@ -1,0 +1,427 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/utils"
+)
+
+// Moving a running Deployment's pods to a MyDeployment and back (issue 41),
+// with the real kube-controller-manager: its garbage collector orphans, its
+// ReplicaSet controller adopts, its Deployment controller adopts the
+// ReplicaSet, its HPA and disruption controllers follow the scale target.
+// One Deployment goes through every spec: migrated at rest, rolled, ejected
+// (the plugin stopped after each step), taken mid-rollout (the plugin stopped
+// after each step), ejected again and migrated with the manager killed
+// after each step.
+var _ = Describe("migrate and eject on a local cluster", Ordered, func() {
+	const ns = "e2e-migrate"
+	var cs *kubernetes.Clientset
+	BeforeAll(func() {
+		cs = clientset()
+		utils.MustKubectl("create", "namespace", ns)
+		utils.MustApply(fmt.Sprintf(migrateObjects, ns))
+		Eventually(utils.JSONPath("{.status.availableReplicas}", "-n", ns, "deployment", "web"), 2*time.Minute, time.Second).Should(Equal("10"))
+		Eventually(func() int { return readyEndpoints(cs, ns) }, time.Minute, time.Second).Should(Equal(10))
+	})
+	AfterAll(func() {
+		// A failed eject leaves its finalizer, which would hold the namespace.
+		_, _ = utils.Kubectl("-n", ns, "patch", "md", "web", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+		_, _ = utils.Kubectl("delete", "namespace", ns, "--wait=false")
+	})
+
+	It("migrates a Deployment at rest: the same pods, never fewer than 10 ready or 10 ready endpoints, none created or deleted", func() {
+		uids := podUIDs(cs, ns)
+		Expect(uids).To(HaveLen(10))
+		w := watchPodsOf(cs, ns, "web")
+		e := watchEndpoints(cs, ns, "web")
+		start := time.Now()
+		out, err := plugin("", "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		_, _ = fmt.Fprintf(GinkgoWriter, "migrate took %s:\n%s\n", time.Since(start).Round(time.Millisecond), out)
+		Expect(out).To(And(ContainSubstring("10 pods handed over to mydeployment.apps.mydeployment.io/web, none restarted"),
+			ContainSubstring("horizontalpodautoscaler.autoscaling/web now targets MyDeployment web")))
+		Expect(out).NotTo(ContainSubstring("warning"))
+		r := w.result()
+		Expect(r.added).To(BeEmpty(), "no pod created")
+		Expect(r.deleted).To(BeEmpty(), "no pod deleted")
+		Expect(r.fewestReady).To(BeNumerically(">=", 10), "ready pods at every event (%d events)", r.events)
+		Expect(e()).To(BeNumerically(">=", 10), "ready endpoints of the Service at every event")
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+		expectMigrated(ns, 10)
+		Expect(utils.MustKubectl("-n", ns, "get", "hpa", "web", "-o", "jsonpath={.spec.scaleTargetRef.apiVersion}/{.spec.scaleTargetRef.kind}/{.spec.scaleTargetRef.name}")).
+			To(Equal("apps.mydeployment.io/v1beta1/MyDeployment/web"))
+		By("the PodDisruptionBudget needed nothing: it counts the MyDeployment's pods through its scale")
+		Eventually(utils.JSONPath("{.status.expectedPods}/{.status.currentHealthy}/{.status.disruptionsAllowed}", "-n", ns, "pdb", "web"),
+			time.Minute, time.Second).Should(Equal("10/10/1"))
+	})
+
+	It("rolls a later image change through the MyDeployment within its bounds", func() {
+		w := watchPodsOf(cs, ns, "web")
+		utils.MustKubectl("-n", ns, "patch", "md", "web", "--type=json",
+			"-p", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.28"}]`)
+		out, err := plugin("", "-n", ns, "rollout", "status", "web", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() []string { return podImages(cs, ns) }, time.Minute, time.Second).Should(HaveEach("nginx:1.28"))
+		r := w.result()
+		Expect(r.mostLive).To(BeNumerically("<=", 13), "replicas + maxSurge (25%% of 10, rounded up)")
+		Expect(r.fewestReady).To(BeNumerically(">=", 8), "replicas - maxUnavailable (25%% of 10, rounded down)")
+		Expect(podUIDs(cs, ns)).To(HaveLen(10))
+	})
+
+	It("ejects it, stopped after each step: a Deployment with one ReplicaSet owning the same pods, rolled out, none created or deleted", func() {
+		uids := podUIDs(cs, ns)
+		w := watchPodsOf(cs, ns, "web")
+		stoppedAfterEach(ejectSteps, nil, "-n", ns, "eject", "md/web", "--timeout", "2m")
+		out, err := plugin("", "-n", ns, "eject", "md/web", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("deployment.apps/web runs its 10 pods"))
+		r := w.result()
+		Expect(r.added).To(BeEmpty(), "no pod created")
+		Expect(r.deleted).To(BeEmpty(), "no pod deleted")
+		Expect(r.fewestReady).To(BeNumerically(">=", 10))
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+		expectEjected(cs, ns, 10)
+		out, err = utils.Kubectl("-n", ns, "rollout", "status", "deployment/web", "--timeout=1m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(`deployment "web" successfully rolled out`))
+	})
+
+	It("migrates it mid-rollout, stopped after each step: two revisions, and the rollout completes under the MyDeployment within its bounds", func() {
+		By("a rollout that waits for a readiness gate nobody sets: two ReplicaSets, 8 old pods ready and 5 new ones not")
+		utils.MustKubectl("-n", ns, "patch", "deployment", "web", "--type=strategic", "-p",
+			`{"spec":{"template":{"spec":{"readinessGates":[{"conditionType":"example.com/ready"}],"containers":[{"name":"web","image":"nginx:1.29"}]}}}}`)
+		Eventually(utils.JSONPath("{.status.replicas}/{.status.updatedReplicas}/{.status.availableReplicas}", "-n", ns, "deployment", "web"),
+			time.Minute, time.Second).Should(Equal("13/5/8"))
+		Consistently(utils.JSONPath("{.status.replicas}/{.status.updatedReplicas}", "-n", ns, "deployment", "web"),
+			2*time.Second, 500*time.Millisecond).Should(Equal("13/5"))
+		uids := podUIDs(cs, ns)
+		w := watchPodsOf(cs, ns, "web")
+		stoppedAfterEach(migrateSteps, nil, "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
+		out, err := plugin("", "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+		migrated := w.result()
+		Expect(migrated.added).To(BeEmpty(), "no pod created")
+		Expect(migrated.deleted).To(BeEmpty(), "no pod deleted")
+
+		By("two revisions: 8 pods of the stable one (the current revision), 5 of the update revision")
+		status := utils.MustKubectl("-n", ns, "get", "md", "web", "-o", "jsonpath={.status.currentRevision} {.status.updateRevision}")
+		revs := strings.Fields(status)
+		Expect(revs).To(HaveLen(2))
+		Expect(revs[0]).NotTo(Equal(revs[1]))
+		Expect(podsPerRevision(cs, ns)).To(Equal(map[string]int{revs[0]: 8, revs[1]: 5}))
+
+		By("the gate set on every pod: the rollout completes, within maxSurge and maxUnavailable at every event")
+		w = watchPodsOf(cs, ns, "web")
+		stop := setReadinessGates(cs, ns, "example.com/ready")
+		defer stop()
+		out, err = plugin("", "-n", ns, "rollout", "status", "web", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() []string { return podImages(cs, ns) }, time.Minute, time.Second).Should(And(HaveLen(10), HaveEach("nginx:1.29")))
+		r := w.result()
+		Expect(r.mostLive).To(BeNumerically("<=", 13))
+		Expect(r.fewestReady).To(BeNumerically(">=", 8))
+		onlyUpdated(cs, ns, uids, revs[1])
+		expectMigrated(ns, 10)
+	})
+
+	It("ejects it and migrates it again with the manager killed after each step: none created or deleted", func() {
+		out, err := plugin("", "-n", ns, "eject", "md/web", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		expectEjected(cs, ns, 10)
+		uids := podUIDs(cs, ns)
+		w := watchPodsOf(cs, ns, "web")
+		stoppedAfterEach(migrateSteps, killManager, "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
+		out, err = plugin("", "-n", ns, "migrate", "deployment/web", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		r := w.result()
+		Expect(r.added).To(BeEmpty(), "no pod created")
+		Expect(r.deleted).To(BeEmpty(), "no pod deleted")
+		Expect(r.fewestReady).To(BeNumerically(">=", 10))
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+		expectMigrated(ns, 10)
+	})
+})
+
+// migrateObjects is the Deployment the specs move, with a Service, a
+// PodDisruptionBudget and an HPA; format it with the namespace.
+const migrateObjects = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: %[1]s}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "nginx:1.27", ports: [{containerPort: 80}], resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: %[1]s}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: %[1]s}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: %[1]s}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 10
+  maxReplicas: 20
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
+`
+
+// plugin runs bin/kubectl-mydeployment, stopped after step unless it is "".
+func plugin(step string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"), args...)
+	cmd.Env = append(os.Environ(), "MYDEPLOYMENT_PLUGIN_STOP_AFTER="+step)
+	return utils.Run(cmd)
+}
+
+// The steps of migrate and eject, as MYDEPLOYMENT_PLUGIN_STOP_AFTER names them.
+var (
+	migrateSteps = []string{"create", "pause", "record", "delete-deployment", "delete-replicasets", "handover"}
+	ejectSteps   = []string{"finalizer", "delete", "orphaned", "label", "replicaset", "deployment", "revisions"}
+)
+
+// stoppedAfterEach runs the plugin with args once per step, stopped after
+// it as if killed there, and calls then (unless nil) after each run.
+func stoppedAfterEach(steps []string, then func(), args ...string) {
+	GinkgoHelper()
+	for _, step := range steps {
+		out, err := plugin(step, args...)
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("error: stopped after step " + step))
+		if then != nil {
+			then()
+		}
+	}
+}
+
+// killManager SIGKILLs the suite's manager and starts it again.
+func killManager() {
+	Expect(manager.Process.Signal(syscall.SIGKILL)).To(Succeed())
+	_ = manager.Wait()
+	logFile, err := os.OpenFile(managerLog, os.O_APPEND|os.O_WRONLY, 0o644)
+	Expect(err).NotTo(HaveOccurred())
+	next := exec.Command(manager.Path, manager.Args[1:]...)
+	next.Env, next.Stdout, next.Stderr = manager.Env, logFile, logFile
+	Expect(next.Start()).To(Succeed())
+	manager = next
+}
+
+// expectMigrated checks the MyDeployment web took over: replicas pods
+// available, no adopt-from left, no Deployment or ReplicaSet left, no pod
+// without a controller.
+func expectMigrated(ns string, replicas int) {
+	GinkgoHelper()
+	want := fmt.Sprintf("%d/%d/%d", replicas, replicas, replicas)
+	Eventually(utils.JSONPath("{.status.replicas}/{.status.updatedReplicas}/{.status.availableReplicas}", "-n", ns, "md", "web"),
+		time.Minute, time.Second).Should(Equal(want))
+	Expect(utils.MustKubectl("-n", ns, "get", "md", "web", "-o", "jsonpath={.metadata.annotations}")).NotTo(ContainSubstring("adopt-"))
+	update := utils.MustKubectl("-n", ns, "get", "md", "web", "-o", "jsonpath={.status.updateRevision}")
+	Eventually(func() []string {
+		return utils.GetNonEmptyLines(utils.MustKubectl("-n", ns, "get", "pods", "-o",
+			`jsonpath={range .items[*]}{.metadata.labels.controller-revision-hash}{"\n"}{end}`))
+	}, time.Minute, time.Second).Should(And(HaveLen(replicas), HaveEach(update)), "every pod labelled with the revision it runs")
+	Expect(utils.MustKubectl("-n", ns, "get", "deployments,replicasets", "-o", "name")).To(BeEmpty())
+	Expect(orphans(ns)).To(BeEmpty())
+}
+
+// expectEjected checks Deployment web took over: one ReplicaSet it
+// controls, controlling every pod; no MyDeployment, revision or orphan
+// left; the HPA targets the Deployment.
+func expectEjected(cs *kubernetes.Clientset, ns string, replicas int) {
+	GinkgoHelper()
+	rss, err := cs.AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(rss.Items).To(HaveLen(1), "one ReplicaSet")
+	rs := rss.Items[0]
+	Expect(metav1.GetControllerOf(&rs).Kind).To(Equal("Deployment"))
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(pods.Items).To(HaveLen(replicas))
+	for _, p := range pods.Items {
+		Expect(metav1.GetControllerOf(&p).UID).To(Equal(rs.UID), "pod %s is the ReplicaSet's", p.Name)
+		Expect(p.Labels).NotTo(HaveKey("controller-revision-hash"))
+	}
+	Expect(utils.MustKubectl("-n", ns, "get", "mydeployments,controllerrevisions", "-o", "name")).To(BeEmpty())
+	Expect(utils.MustKubectl("-n", ns, "get", "hpa", "web", "-o", "jsonpath={.spec.scaleTargetRef.kind}")).To(Equal("Deployment"))
+	Expect(orphans(ns)).To(BeEmpty())
+}
+
+// orphans are ns's pods with no controller.
+func orphans(ns string) []string {
+	out := utils.MustKubectl("-n", ns, "get", "pods", "-o", "json")
+	var list corev1.PodList
+	Expect(json.Unmarshal([]byte(out), &list)).To(Succeed())
+	var names []string
+	for _, p := range list.Items {
+		if metav1.GetControllerOf(&p) == nil {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// podUIDs are the UIDs of ns's live pods, sorted.
+func podUIDs(cs *kubernetes.Clientset, ns string) []types.UID {
+	var out []types.UID
+	for _, p := range livePods(cs, ns) {
+		out = append(out, p.UID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func livePods(cs *kubernetes.Clientset, ns string) []corev1.Pod {
+	GinkgoHelper()
+	list, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+}
+
+func podImages(cs *kubernetes.Clientset, ns string) []string {
+	var out []string
+	for _, p := range livePods(cs, ns) {
+		out = append(out, p.Spec.Containers[0].Image)
+	}
+	return out
+}
+
+func podsPerRevision(cs *kubernetes.Clientset, ns string) map[string]int {
+	out := map[string]int{}
+	for _, p := range livePods(cs, ns) {
+		out[p.Labels["controller-revision-hash"]]++
+	}
+	return out
+}
+
+// onlyUpdated are those of uids whose pod is of revision rev now.
+func onlyUpdated(cs *kubernetes.Clientset, ns string, uids []types.UID, rev string) []types.UID {
+	var out []types.UID
+	for _, p := range livePods(cs, ns) {
+		if slices.Contains(uids, p.UID) && p.Labels["controller-revision-hash"] == rev {
+			out = append(out, p.UID)
+		}
+	}
+	Expect(out).To(HaveLen(5), "the 5 pods of the new ReplicaSet stay through the rollout")
+	return out
+}
+
+// setReadinessGates sets condition True on every pod of ns that lacks it,
+// until stopped: what a load balancer controller would do.
+func setReadinessGates(cs *kubernetes.Clientset, ns, condition string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":"True"}]}}`, condition)
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, p := range list.Items {
+					if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return string(c.Type) == condition }) {
+						_, _ = cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// readyEndpoints counts the ready endpoints of service's EndpointSlices.
+func readyEndpoints(cs *kubernetes.Clientset, ns string) int {
+	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(context.Background(),
+		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+	Expect(err).NotTo(HaveOccurred())
+	n := 0
+	for i := range list.Items {
+		n += readyIn(&list.Items[i])
+	}
+	return n
+}
+
+func readyIn(s *discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, e := range s.Endpoints {
+		if e.Conditions.Ready != nil && *e.Conditions.Ready {
+			n++
+		}
+	}
+	return n
+}
+
+// watchEndpoints follows service's EndpointSlices; the returned func stops
+// and says the fewest ready endpoints at any event.
+func watchEndpoints(cs *kubernetes.Clientset, ns, service string) func() int {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service}
+	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, opts)
+	Expect(err).NotTo(HaveOccurred())
+	ready := map[string]int{}
+	for i := range list.Items {
+		ready[list.Items[i].Name] = readyIn(&list.Items[i])
+	}
+	sum := func() int {
+		n := 0
+		for _, r := range ready {
+			n += r
+		}
+		return n
+	}
+	fewest := sum()
+	opts.ResourceVersion = list.ResourceVersion
+	wi, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, opts)
+	Expect(err).NotTo(HaveOccurred())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range wi.ResultChan() {
+			if s, ok := ev.Object.(*discoveryv1.EndpointSlice); ok {
+				if ev.Type == watch.Deleted {
+					delete(ready, s.Name)
+				} else {
+					ready[s.Name] = readyIn(s)
+				}
+				fewest = min(fewest, sum())
+			}
+		}
+	}()
+	return func() int { cancel(); <-done; return fewest }
+}
