@@ -126,11 +126,20 @@ test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-install
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/chaos -e /test/bench) -coverprofile cover.out
 
-# Prometheus' rule parser (promtool check rules) on config/prometheus, in a
-# module of its own so the Prometheus server's dependencies stay out of go.mod.
+# Prometheus' rule parser (promtool check rules) on config/prometheus, and
+# the Grafana dashboards of config/grafana: generated from hack/dashboards
+# (the committed JSON must be what it writes), and every query evaluated by
+# Prometheus' engine over the built manager's /metrics while it drives a
+# rollout on envtest. Modules of their own, so the Prometheus server's and
+# Grafana SDK's dependencies stay out of go.mod.
 .PHONY: test-rules
-test-rules: ## Check config/prometheus/rules.yaml with Prometheus' rule parser.
-	cd test/prometheus && go vet ./... && go test ./... -count=1
+test-rules: build control-plane ## Check the alert rules with Prometheus' rule parser, and that every dashboard query shows data from a real rollout.
+	cd hack/dashboards && go vet ./... && go test ./... -count=1
+	cd test/prometheus && go vet ./... && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER=$(LOCALBIN)/manager go test ./... -count=1
+
+.PHONY: dashboards
+dashboards: ## Write the Grafana dashboards of config/grafana from their Go definitions (hack/dashboards).
+	cd hack/dashboards && go run . -out $(CURDIR)/config/grafana
 
 # The e2e suite gets a local cluster of its own (not the one `make local-up`
 # starts for you), drives the built manager binary and kubectl against it, and
