@@ -184,6 +184,10 @@ const (
 	// failing: no progress deadline applies. The message says how many
 	// pods are updated, e.g. "2 of 10 pods updated, 8 held by partition".
 	ReasonPartitionAvailable = "PartitionAvailable"
+	// ReasonWaitingForHandOver: Progressing, the MyDeployment waits for
+	// the pods it takes over from another controller to be handed over
+	// (the plugin's STATUS shows it as is).
+	ReasonWaitingForHandOver = "WaitingForHandOver"
 	// ReasonInvalidAnnotation: ReplicaFailure=True, an opt-in annotation
 	// has a value that can never work (only possible for objects admission
 	// did not check); nothing is created or deleted until it changes.
@@ -204,6 +208,20 @@ const (
 	// DrainAnnotation but the manager may not list and watch Nodes, so it
 	// cannot see drains; everything else works.
 	ReasonDrainAccessDenied = "DrainAccessDenied"
+	// ReasonConfigMissing: ReplicaFailure=True (and a warning event of this
+	// reason, once per set of missing objects), a ConfigMap or Secret the
+	// pod template references (not optional) does not exist, under
+	// RolloutOnConfigChangeAnnotation; the message names it. No new
+	// revision is made until it exists: pods are created and removed for
+	// the update revision status names, as if the template were unchanged.
+	ReasonConfigMissing = "ConfigMissing"
+	// ReasonConfigAccessDenied: ReplicaFailure=True (and one warning event
+	// of this reason), the object opts into RolloutOnConfigChangeAnnotation
+	// but the manager may not get, list and watch ConfigMaps and Secrets in
+	// its namespace; the message names what is denied. As with
+	// ReasonConfigMissing no new revision is made until access is granted
+	// (asked again every 15 s); every other object reconciles as before.
+	ReasonConfigAccessDenied = "ConfigAccessDenied"
 )
 
 // Event reasons of behaviour beyond Deployment.

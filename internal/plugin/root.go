@@ -93,5 +93,6 @@ func NewRootCommand(o Options) *cobra.Command {
 		newRetryCommand(f, &o),
 	)
 	cmd.AddCommand(rollout, newGetCommand(f, &o))
+	enableCompletion(cmd, f)
 	return cmd
 }
