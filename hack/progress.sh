@@ -35,10 +35,11 @@ progress_run() {
   progress_say "$label ..."
   # One-second sleeps: a killed ticker leaves no sleep behind for long.
   (
-    n=0
+    next=$((t0 + PROGRESS_TICK))
     while sleep 1; do
-      n=$((n + 1))
-      [ $((n % PROGRESS_TICK)) = 0 ] && progress_say "  ... still $label ($(progress_since "$t0"))"
+      [ "$(date +%s)" -ge "$next" ] || continue
+      progress_say "  ... still $label ($(progress_since "$t0"))"
+      next=$((next + PROGRESS_TICK))
     done
   ) &
   ticker=$!
