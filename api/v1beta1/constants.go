@@ -104,6 +104,17 @@ const (
 	// annotations is applied to the running pod; anything else is
 	// recreated). Refused with strategy Recreate.
 	UpdateModeAnnotation = "apps.mydeployment.io/update-mode"
+	// RolloutOnConfigChangeAnnotation ("true" or "false") makes the data of
+	// the ConfigMaps and Secrets the pod template references part of its
+	// revision: a change of their data is a new revision and a rollout under
+	// the object's strategy (internal/configref finds the references).
+	RolloutOnConfigChangeAnnotation = "apps.mydeployment.io/rollout-on-config-change"
+	// ConfigHashAnnotation is set, with RolloutOnConfigChangeAnnotation, on
+	// the pod template a revision records (never on the MyDeployment's
+	// spec), and so on its pods: the ConfigMaps and Secrets the template
+	// references, each with a hash of its data, sorted
+	// ("configmap/app=1a2b3c4d,secret/db=5e6f7a8b").
+	ConfigHashAnnotation = "apps.mydeployment.io/config-hash"
 	// UpdateModeRecreate replaces pods, as a Deployment does.
 	UpdateModeRecreate = "Recreate"
 	// UpdateModeInPlaceIfPossible updates pods in place where the template
@@ -184,10 +195,6 @@ const (
 	// failing: no progress deadline applies. The message says how many
 	// pods are updated, e.g. "2 of 10 pods updated, 8 held by partition".
 	ReasonPartitionAvailable = "PartitionAvailable"
-	// ReasonWaitingForHandOver: Progressing, the MyDeployment waits for
-	// the pods it takes over from another controller to be handed over
-	// (the plugin's STATUS shows it as is).
-	ReasonWaitingForHandOver = "WaitingForHandOver"
 	// ReasonInvalidAnnotation: ReplicaFailure=True, an opt-in annotation
 	// has a value that can never work (only possible for objects admission
 	// did not check); nothing is created or deleted until it changes.
