@@ -36,7 +36,7 @@ func progress(t *testing.T, script string, env ...string) ([]string, int) {
 
 func TestProgressKeepsNoiseInTheLogAndStampsEveryLine(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "build.log")
-	noisy := `progress_run "[1/2] building x" ` + log + ` sh -c 'for i in 1 2 3; do echo "go: downloading example.com/m$i v1.0.0" >&2; done; sleep 1.5; echo built'
+	noisy := `progress_run "[1/2] building x" ` + log + ` sh -c 'for i in 1 2 3; do echo "go: downloading example.com/m$i v1.0.0" >&2; done; sleep 3; echo built'
 progress_run "[2/2] building y" ` + log + ` true`
 	lines, code := progress(t, noisy, "PROGRESS_TICK=1")
 	if code != 0 {
