@@ -6,6 +6,8 @@
 # plugins/mydeployment.yaml naming them with their sha256, for the
 # release VERSION. Run it when cutting a release, and attach the archives
 # to the GitHub release the manifest's URIs name.
+# PLUGIN_PLATFORMS (default linux/amd64 linux/arm64 darwin/amd64
+# darwin/arm64 windows/amd64) narrows the platforms.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
