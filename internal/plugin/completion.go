@@ -21,7 +21,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -47,17 +47,8 @@ func completeNames(f *factory) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var l appsv1beta1.MyDeploymentList
-		if err := t.c.List(completionContext(cmd), &l, client.InNamespace(t.namespace)); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		var names []cobra.Completion
-		for _, md := range l.Items {
-			if strings.HasPrefix(md.Name, toComplete) {
-				names = append(names, md.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return listedNames(completionContext(cmd), t.c, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{
+			APIVersion: appsv1beta1.GroupVersion.String(), Kind: "MyDeploymentList"}}, toComplete, client.InNamespace(t.namespace))
 	}
 }
 
@@ -68,18 +59,29 @@ func completeNamespaces(f *factory) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var l corev1.NamespaceList
-		if err := c.List(completionContext(cmd), &l); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		var names []cobra.Completion
-		for _, ns := range l.Items {
-			if strings.HasPrefix(ns.Name, toComplete) {
-				names = append(names, ns.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return listedNames(completionContext(cmd), c, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{
+			APIVersion: "v1", Kind: "NamespaceList"}}, toComplete, nil)
 	}
+}
+
+// listedNames lists the objects of l (metadata only) and completes the
+// names that start with prefix; none when the list fails.
+func listedNames(ctx context.Context, c client.Client, l *metav1.PartialObjectMetadataList, prefix string,
+	opt client.ListOption) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var opts []client.ListOption
+	if opt != nil {
+		opts = append(opts, opt)
+	}
+	if err := c.List(ctx, l, opts...); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []cobra.Completion
+	for _, item := range l.Items {
+		if strings.HasPrefix(item.Name, prefix) {
+			names = append(names, item.Name)
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 // enableCompletion completes the NAME of every command of root whose first
