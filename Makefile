@@ -120,7 +120,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules fuzz test-e2e test-install test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules, bounded fuzzing, e2e, dist/install.yaml, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
+test: manifests generate fmt vet test-unit test-rules test-krew fuzz test-e2e test-install test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules and dashboards, the krew manifest, bounded fuzzing, e2e, dist/install.yaml, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
 
 # envtest's kube-apiserver may take over its default 20 s to start on a loaded
 # 2-core machine (seen: every suite's BeforeSuite failing at load 9).
@@ -129,11 +129,27 @@ ENVTEST_START_TIMEOUT ?= 120s
 test-unit: control-plane ## Run unit and envtest integration tests (everything but test/e2e).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) go test $$(go list ./... | grep -v -e /test/e2e -e /test/chaos -e /test/bench) -coverprofile cover.out
 
-# Prometheus' rule parser (promtool check rules) on config/prometheus, in a
-# module of its own so the Prometheus server's dependencies stay out of go.mod.
+# Prometheus' rule parser (promtool check rules) on config/prometheus, and
+# the Grafana dashboards of config/grafana: generated from hack/dashboards
+# (the committed JSON must be what it writes), and every query evaluated by
+# Prometheus' engine over the built manager's /metrics while it drives a
+# rollout on envtest. Modules of their own, so the Prometheus server's and
+# Grafana SDK's dependencies stay out of go.mod.
 .PHONY: test-rules
-test-rules: ## Check config/prometheus/rules.yaml with Prometheus' rule parser.
-	cd test/prometheus && go vet ./... && go test ./... -count=1
+test-rules: build control-plane ## Check the alert rules with Prometheus' rule parser, and that every dashboard query shows data from a real rollout.
+	cd hack/dashboards && go vet ./... && go test ./... -count=1
+	cd test/prometheus && go vet ./... && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER=$(LOCALBIN)/manager go test ./... -count=1
+
+# krew-index's own check of a plugin manifest (validate-krew-manifest: its
+# validation package and platform selectors), without the install (that
+# downloads the release archives).
+.PHONY: test-krew
+test-krew: krew-validate ## Validate the krew manifest plugins/mydeployment.yaml with krew's own validator.
+	$(LOCALBIN)/validate-krew-manifest -manifest plugins/mydeployment.yaml -skip-install
+
+.PHONY: dashboards
+dashboards: ## Write the Grafana dashboards of config/grafana from their Go definitions (hack/dashboards).
+	cd hack/dashboards && go run . -out $(CURDIR)/config/grafana
 
 # The e2e suite gets a local cluster of its own (not the one `make local-up`
 # starts for you), drives the built manager binary and kubectl against it, and
@@ -277,8 +293,15 @@ build: manifests generate fmt vet ## Build manager binary.
 	go build -o bin/manager cmd/main.go
 
 .PHONY: plugin
-plugin: ## Build the kubectl plugin bin/kubectl-mydeployment (put it on PATH: kubectl mydeployment ...).
+plugin: ## Build the kubectl plugin bin/kubectl-mydeployment and its completion bin/kubectl_complete-mydeployment (put bin/ on PATH: kubectl mydeployment ..., TAB completes).
 	go build -o bin/kubectl-mydeployment ./cmd/kubectl-mydeployment
+	install -m 0755 cmd/kubectl-mydeployment/kubectl_complete-mydeployment bin/kubectl_complete-mydeployment
+
+# The plugin's release archives (linux, darwin, windows) and the krew
+# manifest naming them with their sha256: run when cutting a release.
+.PHONY: plugin-archives
+plugin-archives: ## Build the plugin's release archives into dist/plugin and write the krew manifest plugins/mydeployment.yaml for them.
+	VERSION=$(VERSION) hack/plugin-archives.sh
 
 .PHONY: run
 ENABLE_WEBHOOKS ?= false
@@ -401,7 +424,7 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools kubectl
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools kubectl krew-validate
 kubectl: ## Use the kubectl on PATH; build the project's own (with the control plane) only if there is none.
 	@if [ -x "$(KUBECTL)" ] || command -v "$(KUBECTL)" >/dev/null 2>&1; then echo "kubectl: $(KUBECTL)" >&2; \
 	else hack/tools.sh control-plane; fi
@@ -415,6 +438,8 @@ operator-sdk: ## Build operator-sdk if necessary.
 	@hack/tools.sh operator-sdk
 opm: ## Build opm if necessary.
 	@hack/tools.sh opm
+krew-validate: ## Build krew's manifest validator (validate-krew-manifest) if necessary.
+	@hack/tools.sh krew-validate
 olm: ## Build OLM's olm and catalog operators if necessary (bin/olm, bin/catalog-operator, bin/olm-crds).
 	@hack/tools.sh olm
 olmv1: ## Build OLM v1's catalogd and operator-controller and cert-manager if necessary (bin/olmv1-crds: their CRDs).

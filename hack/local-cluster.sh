@@ -29,7 +29,9 @@ export KWOK_KUBECTL_BINARY=$BIN/kubectl
 STATE=$KWOK_WORKDIR/clusters/$NAME
 mkdir -p "$KWOK_WORKDIR"
 
-log() { printf '==> %s\n' "$*" >&2; }
+# shellcheck source=hack/progress.sh
+. "$ROOT/hack/progress.sh"
+log() { progress_say "$*"; }
 
 healthy() {
   [ -f "$STATE/kubeconfig.yaml" ] &&

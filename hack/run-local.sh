@@ -17,9 +17,16 @@ cd "$ROOT"
 BIN=$ROOT/bin
 export KUBECONFIG=$BIN/local/kubeconfig
 CLUSTER=${LOCAL_CLUSTER:-mydeployment}
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+mkdir -p "$BIN/local"
+# Every line says the time since the start; the output of go and of the
+# generators (go: downloading ..., compiler lines) goes to this log.
+export TOOLS_LOG=$BIN/local/build.log
+: >"$TOOLS_LOG"
+# shellcheck source=hack/progress.sh
+. hack/progress.sh
+step() { progress_say "$(printf '\033[1m==> %s\033[0m' "$*")"; }
 
-step "1/6 tools (first run builds the control plane from source: about 15 minutes)"
+step "1/6 tools: built from the Go module proxy the first time (about 15 minutes), then cached; go's output: ${TOOLS_LOG#"$ROOT"/}"
 hack/tools.sh control-plane kwok kwokctl controller-gen kustomize
 
 step "2/6 local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
@@ -27,7 +34,7 @@ hack/local-cluster.sh up "$CLUSTER" "$KUBECONFIG"
 "$BIN/kubectl" get nodes
 
 step "3/6 CRDs"
-make --no-print-directory manifests >/dev/null
+progress_run "generating the CRDs (make manifests)" "$TOOLS_LOG" make --no-print-directory manifests
 "$BIN/kubectl" apply --server-side -f config/crd/bases
 # kubectl wait errors out (rather than waits) while a new CRD has no
 # conditions at all yet: retry it quietly, then once more to show its answer.
@@ -39,7 +46,7 @@ done
 "$BIN/kubectl" wait --for=condition=Established --timeout=60s "${CRDS[@]}"
 
 step "4/6 manager"
-go build -o "$BIN/manager" ./cmd
+progress_run "building bin/manager" "$TOOLS_LOG" go build -o "$BIN/manager" ./cmd
 # No webhook on the host: the local cluster has no configuration calling it.
 ENABLE_WEBHOOKS=false "$BIN/manager" --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:0 --zap-devel >"$BIN/local/manager.log" 2>&1 &
 MANAGER=$!

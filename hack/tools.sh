@@ -6,6 +6,7 @@
 #
 #   hack/tools.sh TOOL...   TOOL: controller-gen kustomize setup-envtest
 #                           operator-sdk scorecard-test opm kwok kwokctl
+#                           krew-validate (krew's validate-krew-manifest)
 #                           olm (olm, catalog-operator and bin/olm-crds)
 #                           olmv1 (catalogd, operator-controller, cert-manager
 #                           and bin/olmv1-crds)
@@ -14,16 +15,46 @@
 #                           for KUBEBUILDER_ASSETS)
 #
 # Versions live in the go.mod of each module under hack/tools/ and nowhere else.
+#
+# What it builds it numbers ("[2/6] building etcd v3.7.3"), with the time
+# since it began, a line a minute while a build runs, and how long each
+# took; go's own output (go: downloading ..., the compiler's) goes to
+# TOOLS_LOG (default bin/tools-build.log), whose tail it prints when a
+# build fails.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=$ROOT/hack/tools
 BIN=$ROOT/bin
 CACHE=${MYDEPLOYMENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mydeployment-operator}
+TOOLS_LOG=${TOOLS_LOG:-$BIN/tools-build.log}
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
-mkdir -p "$BIN" "$CACHE"
+mkdir -p "$BIN" "$CACHE" "$(dirname "$TOOLS_LOG")"
+# shellcheck source=hack/progress.sh
+. "$ROOT/hack/progress.sh"
 
-log() { printf '==> %s\n' "$*" >&2; }
+log() { progress_say "$*"; }
+
+# Builds are counted first (COUNTING=1: build and control_plane only count
+# what is missing, and nothing is linked), then made: steps says "i/n".
+COUNTING=
+planned=0
+step=0
+
+# gobuild DIR ARGS...: go build ARGS in the module DIR.
+gobuild() {
+  local dir=$1
+  shift
+  (cd "$dir" && go build "$@")
+}
+
+# building LABEL DIR ARGS...: the next numbered step, go build ARGS in DIR.
+building() {
+  local label=$1
+  shift
+  step=$((step + 1))
+  progress_run "[$step/$planned] building $label" "$TOOLS_LOG" gobuild "$@"
+}
 
 # modversion MODDIR MODULE: the version MODDIR/go.mod pins for MODULE.
 modversion() {
@@ -40,12 +71,12 @@ build() {
   local name=$1 dir=$2 version=$3 pkg=$4; shift 4
   local out=$CACHE/$name-$version/$name
   if [ ! -x "$out" ]; then
-    log "building $name $version (first use; cached in $CACHE)"
+    [ -n "$COUNTING" ] && { planned=$((planned + 1)); return; }
     local tmp; tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
-    (cd "$dir" && go build -trimpath "$@" -o "$tmp/$name" "$pkg")
+    building "$name $version" "$dir" -trimpath "$@" -o "$tmp/$name" "$pkg"
     mkdir -p "$(dirname "$out")" && mv "$tmp/$name" "$out" && rmdir "$tmp"
   fi
-  ln -sfn "$out" "$BIN/$name"
+  [ -n "$COUNTING" ] || ln -sfn "$out" "$BIN/$name"
 }
 
 control_plane() {
@@ -53,8 +84,9 @@ control_plane() {
   kv=$(modversion "$dir" k8s.io/kubernetes)
   ev=$(modversion "$TOOLS/etcd" go.etcd.io/etcd/server/v3)
   local out=$CACHE/kubernetes-$kv
-  if [ ! -x "$out/kubectl" ]; then
-    log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $kv (cold: 5-10 minutes on 2 cores)"
+  if [ ! -x "$out/kubectl" ] && [ -n "$COUNTING" ]; then
+    planned=$((planned + 1))
+  elif [ ! -x "$out/kubectl" ]; then
     local minor=${kv#v1.}; minor=${minor%%.*}
     local pkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version" x=""
     for p in $pkgs; do
@@ -62,12 +94,14 @@ control_plane() {
       x+=" -X $p.gitCommit=release-$kv -X $p.buildDate=1970-01-01T00:00:00Z"
     done
     local tmp; tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
-    (cd "$dir" && go build -trimpath -ldflags="-s -w$x" -o "$tmp/" \
+    building "kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $kv (5-10 minutes cold)" "$dir" \
+      -trimpath -ldflags="-s -w$x" -o "$tmp/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
     rm -rf "$out" && mv "$tmp" "$out"
   fi
   build etcd "$TOOLS/etcd" "$ev" go.etcd.io/etcd/server/v3 -ldflags=-s\ -w
+  [ -n "$COUNTING" ] && return
   # envtest's layout: one directory with kube-apiserver, etcd and kubectl.
   mkdir -p "$BIN/k8s"
   for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
@@ -82,7 +116,9 @@ sdk_ldflags() {
   echo "-s -w -X $p.Version=$v -X $p.GitVersion=$v -X $p.GitCommit=release-$v -X $p.KubernetesVersion=$kv -X $p.ImageVersion=$v"
 }
 
-for tool in "$@"; do
+# tool TOOL: build (or, COUNTING, count) and link TOOL.
+tool() {
+  local tool=$1 v m api pkg cv d cd_ f
   case $tool in
     controller-gen) build controller-gen "$TOOLS/build" "$(modversion "$TOOLS/build" sigs.k8s.io/controller-tools)" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     kustomize) build kustomize "$TOOLS/build" "$(modversion "$TOOLS/build" sigs.k8s.io/kustomize/kustomize/v5)" sigs.k8s.io/kustomize/kustomize/v5 ;;
@@ -106,6 +142,7 @@ for tool in "$@"; do
       m=github.com/operator-framework/operator-lifecycle-manager
       build olm "$TOOLS/olm" "$v" $m/cmd/olm -tags containers_image_openpgp -ldflags=-s\ -w
       build catalog-operator "$TOOLS/olm" "$v" $m/cmd/catalog -tags containers_image_openpgp -ldflags=-s\ -w
+      [ -n "$COUNTING" ] && return
       ln -sfn "$(cd "$TOOLS/olm" && go list -m -f '{{.Dir}}' $m)/deploy/chart/crds" "$BIN/olm-crds" ;;
     olmv1)
       # OLM v1 (catalogd, operator-controller) and cert-manager, its webhook
@@ -118,6 +155,7 @@ for tool in "$@"; do
       # Our main.go is part of what is built: its hash is part of the key.
       cv=$(modversion "$TOOLS/cert-manager" github.com/cert-manager/cert-manager)-$(sha256sum "$TOOLS/cert-manager/main.go" | cut -c1-12)
       build cert-manager "$TOOLS/cert-manager" "$cv" . -ldflags=-s\ -w
+      [ -n "$COUNTING" ] && return
       d=$(cd "$TOOLS/olmv1" && go list -m -f '{{.Dir}}' $m)
       cd_=$(cd "$TOOLS/cert-manager" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
       mkdir -p "$BIN/olmv1-crds"
@@ -126,8 +164,15 @@ for tool in "$@"; do
       for f in certificaterequests certificates issuers clusterissuers; do
         ln -sfn "$cd_/deploy/crds/cert-manager.io_$f.yaml" "$BIN/olmv1-crds/cert-manager.io_$f.yaml"
       done ;;
+    krew-validate) build validate-krew-manifest "$TOOLS/krew" "$(modversion "$TOOLS/krew" sigs.k8s.io/krew)" sigs.k8s.io/krew/cmd/validate-krew-manifest -ldflags=-s\ -w ;;
     kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;
     control-plane) control_plane ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
-done
+}
+
+COUNTING=1
+for t in "$@"; do tool "$t"; done
+COUNTING=
+[ "$planned" -gt 0 ] && log "$planned to build from the Go module proxy (first use; cached in $CACHE); go's output: $TOOLS_LOG"
+for t in "$@"; do tool "$t"; done

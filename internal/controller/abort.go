@@ -61,8 +61,9 @@ func (s *scope) towards() *appsv1.ControllerRevision {
 }
 
 // abortEvent records, once the abort record is written, that the rollout
-// to the update revision is aborted.
+// to the update revision is aborted: an event and a count of aborts.
 func (r *MyDeploymentReconciler) abortEvent(s *scope) {
+	r.Metrics.RolloutAborted(s.md)
 	r.Recorder.Eventf(s.md, s.update, corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
 		"Rollout to revision %q made no progress within progressDeadlineSeconds: aborted, every pod goes back to revision %q",
 		s.update.Name, s.towards().Name)

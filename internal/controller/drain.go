@@ -36,9 +36,10 @@ func (s *scope) statusFailure() *status.Failure {
 }
 
 // drainReplaced records the DrainReplaced event of pod, removed by this
-// sync, if the plan drained it.
+// sync, and counts it, if the plan drained it.
 func (r *MyDeploymentReconciler) drainReplaced(s *scope, pod *corev1.Pod) {
 	if slices.Contains(s.plan.Drained, pod) {
+		r.Metrics.DrainReplaced(s.md)
 		r.Recorder.Eventf(s.md, pod, corev1.EventTypeNormal, appsv1beta1.EventDrainReplaced, "Drain",
 			"Replaced pod %s on draining node %s", pod.Name, pod.Spec.NodeName)
 	}

@@ -55,7 +55,7 @@ type nodeWatch struct {
 	nodes atomic.Pointer[toolscache.Indexer]
 }
 
-// drainingIndex indexes the Node informer's store by nodeDraining: the
+// drainingIndex indexes the Node informer's store by optin.NodeDraining: the
 // nodes being drained are those under "true".
 const drainingIndex = "draining"
 
@@ -192,24 +192,10 @@ func nodeOf(obj any) *corev1.Node {
 
 // draining says a node that is not being deleted is being drained.
 func draining(node *corev1.Node) bool {
-	return node != nil && node.DeletionTimestamp == nil && nodeDraining(node)
+	return node != nil && node.DeletionTimestamp == nil && optin.NodeDraining(node)
 }
 
-// nodeDraining says the node is being drained: cordoned, or tainted for
-// removal by the Cluster Autoscaler or Karpenter.
-func nodeDraining(node *corev1.Node) bool {
-	if node.Spec.Unschedulable {
-		return true
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == appsv1beta1.TaintToBeDeleted || t.Key == appsv1beta1.TaintKarpenterDisrupted {
-			return true
-		}
-	}
-	return false
-}
-
-// trimNode keeps what nodeDraining reads (and the name and version the
+// trimNode keeps what optin.NodeDraining reads (and the name and version the
 // informer needs): a node's status, labels and images are most of it.
 func trimNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)

@@ -2,7 +2,8 @@
 // Prometheus metrics on the manager's /metrics endpoint (controller-runtime's
 // registry): per MyDeployment (labels namespace and name) the numbers
 // kube-state-metrics gives for a Deployment, the rollout state and duration,
-// and counters of pod writes, failures, deadlines and leaked expectations.
+// the canary step and aborts, and counters of pod writes, failures,
+// deadlines, aborts, drain replacements and leaked expectations.
 // Every series of a MyDeployment is deleted when the object is gone.
 //
 // The controller feeds it with one [Recorder.Record] per sync, from the
@@ -80,6 +81,16 @@ var (
 		"result")
 	expectationTimeouts = counter("mydeployment_expectation_timeouts_total",
 		"Pod creations or deletions not observed in the cache before the expectations timeout (leaked expectations).")
+	canaryStep = gauge("mydeployment_canary_step",
+		"The step (from 1) a canary rollout (canary-steps) is at; 0 when no canary rollout is under way.")
+	canarySteps = gauge("mydeployment_canary_steps",
+		"How many steps the canary-steps annotation lists; 0 without it.")
+	rolloutAborted = gauge("mydeployment_rollout_aborted",
+		"1 while the rollout is aborted (on-failure Abort: Progressing=False, RolloutAborted), else 0.")
+	rolloutAborts = counter("mydeployment_rollout_aborts_total",
+		"Rollouts aborted after exceeding their progress deadline (on-failure Abort), one per abort.")
+	drainReplacements = counter("mydeployment_drain_replacements_total",
+		"Pods on a draining node removed once their replacement was available (drain SurgeFirst).")
 	// The operator's own state, not a MyDeployment's: no labels.
 	upgradeGating = prometheus.NewGauge(prometheus.GaugeOpts{Name: "mydeployment_upgrade_gating_enabled",
 		Help: "1 while the operator reports Upgradeable on its OperatorCondition, so OLM v0 holds operator upgrades during rollouts; 0 when it does not (not installed by OLM v0: OLM v1 has no OperatorCondition; or the OperatorCondition is missing)."})
@@ -103,7 +114,8 @@ var perObject = []*prometheus.MetricVec{
 	generation.MetricVec, observedGeneration.MetricVec, paused.MetricVec, conditionStatus.MetricVec,
 	rolloutInProgress.MetricVec, rolloutDuration.MetricVec, podsCreated.MetricVec, podsDeleted.MetricVec,
 	podWriteFailures.MetricVec, deadlineExceeded.MetricVec, expectationTimeouts.MetricVec, expectationsPending.MetricVec,
-	inPlaceUpdates.MetricVec,
+	inPlaceUpdates.MetricVec, canaryStep.MetricVec, canarySteps.MetricVec, rolloutAborted.MetricVec,
+	rolloutAborts.MetricVec, drainReplacements.MetricVec,
 }
 
 // Collectors returns every collector of this package, for a registry of
@@ -113,7 +125,8 @@ func Collectors() []prometheus.Collector {
 		specReplicas, statusReplicas, readyReplicas, availableReplicas, updatedReplicas, unavailableReplicas,
 		currentRevision, updateRevision, generation, observedGeneration, paused, conditionStatus,
 		rolloutInProgress, rolloutDuration, podsCreated, podsDeleted, podWriteFailures, deadlineExceeded,
-		expectationTimeouts, expectationsPending, inPlaceUpdates, upgradeGating,
+		expectationTimeouts, expectationsPending, inPlaceUpdates, canaryStep, canarySteps, rolloutAborted,
+		rolloutAborts, drainReplacements, upgradeGating,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -55,7 +56,8 @@ type Recorder struct {
 type gaugeInputs struct {
 	specReplicas, replicas, ready, available, updated, unavailable int32
 	generation, observedGeneration, current, update                int64
-	paused, complete                                               bool
+	canaryStep, canarySteps                                        int
+	paused, complete, aborted                                      bool
 	conditions                                                     [3]corev1.ConditionStatus
 }
 
@@ -78,7 +80,32 @@ func inputsOf(o Observation, complete bool) gaugeInputs {
 			in.conditions[i] = c.Status
 		}
 	}
+	if c := status.Get(st, appsv1beta1.ConditionProgressing); c != nil {
+		in.aborted = c.Reason == appsv1beta1.ReasonRolloutAborted
+	}
+	in.canaryStep, in.canarySteps = canaryProgress(md, st)
 	return in
+}
+
+// canaryProgress is the step (from 1) md's canary rollout is at, 0 when
+// none is under way, and how many steps its annotation lists. The step is
+// the controller's record (CanaryStepAnnotation) for the update revision,
+// while that revision is not yet the current one; an annotation optin
+// refuses counts as none.
+func canaryProgress(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentStatus) (step, steps int) {
+	v, ok := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
+	if !ok {
+		return 0, 0
+	}
+	list, err := optin.ParseCanarySteps(v)
+	if err != nil {
+		return 0, 0
+	}
+	at, err := optin.ParseCanaryState(md.Annotations[appsv1beta1.CanaryStepAnnotation])
+	if err != nil || at.Revision != st.UpdateRevision || st.CurrentRevision == st.UpdateRevision || at.Index >= len(list) {
+		return 0, len(list)
+	}
+	return at.Index + 1, len(list)
 }
 
 // NewRecorder returns a Recorder that times no rollout yet.
@@ -115,7 +142,8 @@ func (r *Recorder) Record(o Observation) {
 	if d, ok := r.timeRollout(key, o, complete); ok {
 		rolloutDuration.WithLabelValues(lv...).Observe(d.Seconds())
 	}
-	if !r.changed(key, inputsOf(o, complete)) {
+	in := inputsOf(o, complete)
+	if !r.changed(key, in) {
 		return
 	}
 
@@ -128,6 +156,9 @@ func (r *Recorder) Record(o Observation) {
 	generation.WithLabelValues(lv...).Set(float64(md.Generation))
 	observedGeneration.WithLabelValues(lv...).Set(float64(st.ObservedGeneration))
 	paused.WithLabelValues(lv...).Set(boolValue(md.Spec.Paused))
+	canaryStep.WithLabelValues(lv...).Set(float64(in.canaryStep))
+	canarySteps.WithLabelValues(lv...).Set(float64(in.canarySteps))
+	rolloutAborted.WithLabelValues(lv...).Set(boolValue(in.aborted))
 	if o.Current != nil {
 		currentRevision.WithLabelValues(lv...).Set(float64(o.Current.Revision))
 	}
@@ -148,14 +179,29 @@ func (r *Recorder) Record(o Observation) {
 			conditionStatus.WithLabelValues(md.Namespace, md.Name, string(t), strings.ToLower(string(s))).Set(boolValue(c.Status == s))
 		}
 	}
-	// Counters start at zero, so increase() sees their first event.
+	startCounters(md)
+	rolloutInProgress.WithLabelValues(lv...).Set(boolValue(!complete))
+}
+
+// startCounters creates md's counters and rollout duration histogram at
+// zero, so increase() sees their first event (a series born at 1 shows no
+// increase); the in-place results only for an object that opts in.
+func startCounters(md *appsv1beta1.MyDeployment) {
+	lv := []string{md.Namespace, md.Name}
 	podsCreated.WithLabelValues(lv...)
 	podsDeleted.WithLabelValues(lv...)
 	podWriteFailures.WithLabelValues(md.Namespace, md.Name, opCreate)
 	podWriteFailures.WithLabelValues(md.Namespace, md.Name, opDelete)
 	expectationTimeouts.WithLabelValues(lv...)
 	deadlineExceeded.WithLabelValues(lv...)
-	rolloutInProgress.WithLabelValues(lv...).Set(boolValue(!complete))
+	rolloutAborts.WithLabelValues(lv...)
+	drainReplacements.WithLabelValues(lv...)
+	rolloutDuration.WithLabelValues(lv...)
+	if md.Annotations[appsv1beta1.UpdateModeAnnotation] == appsv1beta1.UpdateModeInPlaceIfPossible {
+		for _, result := range []string{InPlaceStarted, InPlaceCompleted, InPlaceFallback} {
+			inPlaceUpdates.WithLabelValues(md.Namespace, md.Name, result)
+		}
+	}
 }
 
 // timeRollout tracks the rollout of key; it returns its duration when o
@@ -180,6 +226,24 @@ func (r *Recorder) timeRollout(key types.NamespacedName, o Observation, complete
 	}
 	delete(r.rollouts, key)
 	return max(0, o.Now.Sub(start)), true
+}
+
+// RolloutAborted counts one abort of md's rollout (on-failure Abort), when
+// its record is written.
+func (r *Recorder) RolloutAborted(md *appsv1beta1.MyDeployment) {
+	if r == nil {
+		return
+	}
+	rolloutAborts.WithLabelValues(md.Namespace, md.Name).Inc()
+}
+
+// DrainReplaced counts one pod of md removed from a draining node once its
+// replacement was available.
+func (r *Recorder) DrainReplaced(md *appsv1beta1.MyDeployment) {
+	if r == nil {
+		return
+	}
+	drainReplacements.WithLabelValues(md.Namespace, md.Name).Inc()
 }
 
 // ExpectationTimeouts counts n leaked expectations of md.

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
@@ -310,6 +312,91 @@ func TestExpectationsPending(t *testing.T) {
 	r.ExpectationsPending(md, 0)
 	if got := gaugeValue(t, expectationsPending, ns, "web"); got != 0 {
 		t.Errorf("pending after the wait ended = %v, want 0", got)
+	}
+	r.Forget(types.NamespacedName{Namespace: ns, Name: "web"})
+	if n := seriesOf(ns, "web"); n != 0 {
+		t.Errorf("%d series left after Forget", n)
+	}
+}
+
+// histogramCount is how many observations the rollout duration histogram
+// of ns/web holds, and whether its series exists at all.
+func histogramCount(ns string) (uint64, bool) {
+	if countSeries([]prometheus.Collector{rolloutDuration}, map[string]string{LabelNamespace: ns, LabelName: "web"}) == 0 {
+		return 0, false
+	}
+	var m dto.Metric
+	_ = rolloutDuration.WithLabelValues(ns, "web").(prometheus.Metric).Write(&m)
+	return m.GetHistogram().GetSampleCount(), true
+}
+
+func TestCanaryAbortsAndDrains(t *testing.T) {
+	const ns = "canary"
+	r := NewRecorder()
+	r1, r2 := rev("web-1", 1, t0), rev("web-2", 2, t0.Add(time.Minute))
+	md := func(gen int64, annotations map[string]string) *appsv1beta1.MyDeployment {
+		m := newMD(ns, 4, gen)
+		m.Annotations = annotations
+		return m
+	}
+	steps := map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, pause, 100%",
+		appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
+	at := func(step int) map[string]string {
+		a := maps.Clone(steps)
+		a[appsv1beta1.CanaryStepAnnotation] = optin.CanaryState{Revision: "web-2", Index: step - 1}.String()
+		return a
+	}
+	aborted := appsv1.DeploymentCondition{Type: appsv1beta1.ConditionProgressing, Status: corev1.ConditionFalse,
+		Reason: appsv1beta1.ReasonRolloutAborted}
+
+	r.Record(Observation{Object: md(1, steps), Status: mdStatus(1, 4, 4, 4, "web-1", "web-1"), Current: r1, Update: r1, Now: t0})
+	if n, ok := histogramCount(ns); !ok || n != 0 {
+		t.Errorf("before any rollout completed: histogram present %v with %d observations, want present with 0", ok, n)
+	}
+	for _, result := range []string{InPlaceStarted, InPlaceCompleted, InPlaceFallback} {
+		if got := counterValue(t, inPlaceUpdates, ns, "web", result); got != 0 {
+			t.Errorf("in-place %s = %v before any update, want 0", result, got)
+		}
+	}
+	for _, s := range []struct {
+		name            string
+		obs             Observation
+		step, of, abort float64
+	}{
+		{"no rollout: no step", Observation{Object: md(1, steps), Status: mdStatus(1, 4, 4, 4, "web-1", "web-1")}, 0, 3, 0},
+		{"at step 2 of revision 2", Observation{Object: md(2, at(2)), Status: mdStatus(2, 4, 1, 4, "web-1", "web-2")}, 2, 3, 0},
+		{"a record of an older revision is no step", Observation{Object: md(3, at(2)), Status: mdStatus(3, 4, 0, 4, "web-2", "web-3")}, 0, 3, 0},
+		{"aborted", Observation{Object: md(2, at(1)), Status: mdStatus(2, 4, 1, 3, "web-1", "web-2", aborted)}, 1, 3, 1},
+		{"complete: no step", Observation{Object: md(2, at(3)), Status: mdStatus(2, 4, 4, 4, "web-2", "web-2")}, 0, 3, 0},
+		{"no canary", Observation{Object: md(2, nil), Status: mdStatus(2, 4, 4, 4, "web-2", "web-2")}, 0, 0, 0},
+	} {
+		s.obs.Current, s.obs.Update, s.obs.Now = r1, r2, t0.Add(2*time.Minute)
+		r.Record(s.obs)
+		if got := gaugeValue(t, canaryStep, ns, "web"); got != s.step {
+			t.Errorf("%s: canary step = %v, want %v", s.name, got, s.step)
+		}
+		if got := gaugeValue(t, canarySteps, ns, "web"); got != s.of {
+			t.Errorf("%s: canary steps = %v, want %v", s.name, got, s.of)
+		}
+		if got := gaugeValue(t, rolloutAborted, ns, "web"); got != s.abort {
+			t.Errorf("%s: aborted = %v, want %v", s.name, got, s.abort)
+		}
+	}
+
+	if got := counterValue(t, rolloutAborts, ns, "web"); got != 0 {
+		t.Errorf("aborts before any = %v, want 0", got)
+	}
+	if got := counterValue(t, drainReplacements, ns, "web"); got != 0 {
+		t.Errorf("drain replacements before any = %v, want 0", got)
+	}
+	r.RolloutAborted(md(2, nil))
+	r.DrainReplaced(md(2, nil))
+	r.DrainReplaced(md(2, nil))
+	if got := counterValue(t, rolloutAborts, ns, "web"); got != 1 {
+		t.Errorf("aborts = %v, want 1", got)
+	}
+	if got := counterValue(t, drainReplacements, ns, "web"); got != 2 {
+		t.Errorf("drain replacements = %v, want 2", got)
 	}
 	r.Forget(types.NamespacedName{Namespace: ns, Name: "web"})
 	if n := seriesOf(ns, "web"); n != 0 {

@@ -231,3 +231,17 @@ func parseBool(v string) (bool, error) {
 func SpecifiedDelete(pod *corev1.Pod) bool {
 	return pod.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true"
 }
+
+// NodeDraining says node is being drained as DrainAnnotation means it:
+// cordoned, or tainted for removal by the Cluster Autoscaler or Karpenter.
+func NodeDraining(node *corev1.Node) bool {
+	if node.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == appsv1beta1.TaintToBeDeleted || t.Key == appsv1beta1.TaintKarpenterDisrupted {
+			return true
+		}
+	}
+	return false
+}

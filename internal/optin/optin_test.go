@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -155,5 +156,27 @@ func TestParseOnFailure(t *testing.T) {
 				t.Errorf("abort %v, want %v", o.Abort, tc.abort)
 			}
 		})
+	}
+}
+
+func TestNodeDraining(t *testing.T) {
+	taint := func(key string) corev1.NodeSpec {
+		return corev1.NodeSpec{Taints: []corev1.Taint{{Key: key, Effect: corev1.TaintEffectNoSchedule}}}
+	}
+	for name, tc := range map[string]struct {
+		spec corev1.NodeSpec
+		want bool
+	}{
+		"schedulable":                       {corev1.NodeSpec{}, false},
+		"cordoned":                          {corev1.NodeSpec{Unschedulable: true}, true},
+		"tainted by the Cluster Autoscaler": {taint(appsv1beta1.TaintToBeDeleted), true},
+		"tainted by Karpenter":              {taint(appsv1beta1.TaintKarpenterDisrupted), true},
+		"a deletion candidate (soft) only":  {taint("DeletionCandidateOfClusterAutoscaler"), false},
+		"another NoSchedule taint":          {taint("dedicated"), false},
+		"node.kubernetes.io/unschedulable":  {taint(corev1.TaintNodeUnschedulable), false},
+	} {
+		if got := NodeDraining(&corev1.Node{Spec: tc.spec}); got != tc.want {
+			t.Errorf("%s: draining %v, want %v", name, got, tc.want)
+		}
 	}
 }

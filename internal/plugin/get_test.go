@@ -29,11 +29,27 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
-// rows splits a table into the fields of each line.
+// rows splits a table into the cells of each line, at the columns of its
+// header (whose names have no spaces; a cell may, as STATUS's do).
 func rows(table string) [][]string {
+	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+	var starts []int
+	for i, c := range lines[0] {
+		if c != ' ' && (i == 0 || lines[0][i-1] == ' ') {
+			starts = append(starts, i)
+		}
+	}
 	var out [][]string
-	for _, line := range strings.Split(strings.TrimSuffix(table, "\n"), "\n") {
-		out = append(out, strings.Fields(line))
+	for _, line := range lines {
+		var cells []string
+		for j, start := range starts {
+			end := len(line)
+			if j+1 < len(starts) {
+				end = min(starts[j+1], len(line))
+			}
+			cells = append(cells, strings.TrimSpace(line[min(start, len(line)):end]))
+		}
+		out = append(out, cells)
 	}
 	return out
 }
@@ -65,28 +81,28 @@ var _ = Describe("get", func() {
 		r := runPlugin(ns, "get")
 		Expect(r.code).To(Equal(0), r.err)
 		Expect(rows(r.out)).To(Equal([][]string{
-			{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "CONDITION", "AGE"},
-			{"api", "0/2", "0", "0", "<none>", "<none>", rows(r.out)[1][6]},
-			{"web", "2/3", "3", "2", "4", "NewRevisionAvailable", "5m"},
+			{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "STATUS", "AGE"},
+			{"api", "0/2", "0", "0", "<none>", "Progressing", rows(r.out)[1][6]},
+			{"web", "2/3", "3", "2", "4", "Progressing", "5m"},
 		}))
 		Expect(rows(r.out)[1][6]).To(MatchRegexp(`^[45]m`))
-		Expect(r.out).To(HavePrefix("NAME  READY  UP-TO-DATE  AVAILABLE  REVISION  CONDITION             AGE\n"))
+		Expect(r.out).To(HavePrefix("NAME  READY  UP-TO-DATE  AVAILABLE  REVISION  STATUS       AGE\n"))
 	})
 
 	It("shows one MyDeployment by name", func() {
 		r := runPlugin(ns, "get", "web")
 		Expect(r.code).To(Equal(0), r.err)
 		Expect(rows(r.out)).To(Equal([][]string{
-			{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "CONDITION", "AGE"},
-			{"web", "2/3", "3", "2", "4", "NewRevisionAvailable", "5m"},
+			{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "STATUS", "AGE"},
+			{"web", "2/3", "3", "2", "4", "Progressing", "5m"},
 		}))
 	})
 
 	It("adds NAMESPACE with --all-namespaces", func() {
 		r := runPlugin(ns, "get", "-A")
 		Expect(r.code).To(Equal(0), r.err)
-		Expect(rows(r.out)[0]).To(Equal([]string{"NAMESPACE", "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "CONDITION", "AGE"}))
-		Expect(rows(r.out)).To(ContainElement(Equal([]string{ns, "web", "2/3", "3", "2", "4", "NewRevisionAvailable", "5m"})))
+		Expect(rows(r.out)[0]).To(Equal([]string{"NAMESPACE", "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "STATUS", "AGE"}))
+		Expect(rows(r.out)).To(ContainElement(Equal([]string{ns, "web", "2/3", "3", "2", "4", "Progressing", "5m"})))
 	})
 
 	It("says when the namespace has none, and fails for a missing name", func() {
@@ -117,7 +133,7 @@ var _ = Describe("get -o wide", func() {
 			})
 		}
 		canaryStatus(1, appsv1beta1.ReasonRevisionUpdated)
-		header := []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "CONDITION", "AGE",
+		header := []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "REVISION", "STATUS", "AGE",
 			"PARTITION", "UPDATE-MODE", "CONTAINERS", "IMAGES", "SELECTOR"}
 		wide := func() [][]string {
 			r := runPlugin(ns, "get", "-o", "wide")
@@ -130,14 +146,14 @@ var _ = Describe("get -o wide", func() {
 		}
 
 		Expect(wide()).To(Equal([][]string{header,
-			{"api", "0/2", "0", "0", "<none>", "<none>", "AGE", "<none>", "InPlaceIfPossible", "app", "nginx:1", "app=api"},
-			{"canary", "10/10", "1", "10", "<none>", "RevisionUpdated", "AGE", "8", "<none>", "app", "nginx:2", "app=canary"},
+			{"api", "0/2", "0", "0", "<none>", "Progressing", "AGE", "<none>", "InPlaceIfPossible", "app", "nginx:1", "app=api"},
+			{"canary", "10/10", "1", "10", "<none>", "Progressing", "AGE", "8", "<none>", "app", "nginx:2", "app=canary"},
 		}))
 
 		By("held once the controller says so")
 		canaryStatus(2, appsv1beta1.ReasonPartitionAvailable)
 		Expect(wide()[2]).To(Equal(
-			[]string{"canary", "10/10", "2", "10", "<none>", "PartitionAvailable", "AGE", "8(held)", "<none>", "app", "nginx:2", "app=canary"}))
+			[]string{"canary", "10/10", "2", "10", "<none>", "Held at partition 8", "AGE", "8(held)", "<none>", "app", "nginx:2", "app=canary"}))
 
 		By("not held at a partition changed since")
 		setAnnotation(canary, appsv1beta1.PartitionAnnotation, "50%")
@@ -148,9 +164,10 @@ var _ = Describe("get -o wide", func() {
 		Expect(rows(r.out)[0]).To(Equal(header[:7]))
 	})
 
-	It("refuses other output formats", func() {
-		r := runPlugin(newNamespace(), "get", "-o", "json")
+	It("refuses other output formats, as kubectl does", func() {
+		r := runPlugin(newNamespace(), "get", "-o", "custom-columns=NAME:.metadata.name")
 		Expect(r.code).To(Equal(1))
-		Expect(r.err).To(Equal(`error: unable to match a printer suitable for the output format "json", allowed formats are: wide` + "\n"))
+		Expect(r.err).To(Equal(`error: unable to match a printer suitable for the output format "custom-columns=NAME:.metadata.name", ` +
+			`allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,wide,yaml` + "\n"))
 	})
 })

@@ -99,5 +99,6 @@ func NewRootCommand(o Options) *cobra.Command {
 		newRetryCommand(f, &o),
 	)
 	cmd.AddCommand(rollout, newGetCommand(f, &o), newMigrateCommand(f, &o), newEjectCommand(f, &o))
+	enableCompletion(cmd, f)
 	return cmd
 }

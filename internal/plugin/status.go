@@ -20,11 +20,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
@@ -157,7 +159,8 @@ func newStatusCommand(f *factory, o *Options) *cobra.Command {
 			"(on-failure Abort; 'rollout retry' starts it over), or --timeout passes. " +
 			"A rollout held by a partition ('rollout partition') is finished once the partition is reached: " +
 			"it says \"partitioned roll out complete\" and exits 0. A canary rollout (canary steps) says the step it is at, " +
-			"and is finished while paused until 'rollout promote'.",
+			"and is finished while paused until 'rollout promote'. While it waits, a progress line shows the updated, ready and " +
+			"available pods against spec.replicas.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if revision < 0 {
@@ -183,11 +186,16 @@ func newStatusCommand(f *factory, o *Options) *cobra.Command {
 }
 
 // waitRollout polls the MyDeployment, printing each new status message, until
-// the rollout is done or fails, or, without watch, once. After deadline (zero:
-// none) it returns ErrTimeout. Reads use ctx, not the deadline, so a slow or
-// rate-limited read near the deadline is not mistaken for an API error.
+// the rollout is done or fails, or, without watch, once. While it waits it
+// shows a progress line (progressLine) under the message, whenever the
+// counts change: rewritten in place on a terminal, one line per change
+// otherwise. After deadline (zero: none) it returns ErrTimeout. Reads use
+// ctx, not the deadline, so a slow or rate-limited read near the deadline
+// is not mistaken for an API error.
 func (t *target) waitRollout(ctx context.Context, o *Options, revision int64, watch bool, deadline time.Time) error {
 	last := ""
+	progress := &progressPrinter{out: o.Out, terminal: printers.IsTerminal(o.Out)}
+	defer progress.end()
 	for {
 		md, err := t.get(ctx)
 		if err != nil {
@@ -198,12 +206,14 @@ func (t *target) waitRollout(ctx context.Context, o *Options, revision int64, wa
 			return err
 		}
 		if msg != last {
+			progress.end()
 			fmt.Fprint(o.Out, msg)
 			last = msg
 		}
 		if done || !watch {
 			return nil
 		}
+		progress.show(progressLine(md))
 		wait := o.PollInterval
 		if !deadline.IsZero() {
 			remaining := time.Until(deadline)
@@ -218,4 +228,43 @@ func (t *target) waitRollout(ctx context.Context, o *Options, revision int64, wa
 		case <-time.After(wait):
 		}
 	}
+}
+
+// progressLine is where md's pods are against spec.replicas.
+func progressLine(md *appsv1beta1.MyDeployment) string {
+	st, n := md.Status, desired(md)
+	return fmt.Sprintf("  %d/%d updated, %d/%d ready, %d/%d available", st.UpdatedReplicas, n, st.ReadyReplicas, n, st.AvailableReplicas, n)
+}
+
+// progressPrinter shows a progress line below the messages: on a terminal
+// one line rewritten in place (and ended before the next message), else a
+// line each time it changes.
+type progressPrinter struct {
+	out      io.Writer
+	terminal bool
+	last     string
+	// open: a line is on the terminal without its newline.
+	open bool
+}
+
+func (p *progressPrinter) show(line string) {
+	if line == p.last {
+		return
+	}
+	p.last = line
+	if !p.terminal {
+		fmt.Fprintln(p.out, line)
+		return
+	}
+	fmt.Fprint(p.out, "\r\033[K"+line)
+	p.open = true
+}
+
+// end clears the line in place on a terminal, so a message replaces it.
+func (p *progressPrinter) end() {
+	if p.open {
+		fmt.Fprint(p.out, "\r\033[K")
+		p.open = false
+	}
+	p.last = ""
 }

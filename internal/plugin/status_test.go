@@ -70,7 +70,7 @@ var _ = Describe("rollout status", func() {
 			`mydeployment "web" successfully rolled out`+"\n"),
 	)
 
-	It("watches until the rollout finishes, printing each new stage once", func() {
+	It("watches until the rollout finishes, printing each new stage once, with a progress line while it waits", func() {
 		observe(5, 2, 2)
 		var out, errOut syncBuffer
 		wait := start(ns, &out, &errOut, "rollout", "status", "web", "--timeout", "30s")
@@ -81,7 +81,9 @@ var _ = Describe("rollout status", func() {
 		Expect(wait()).To(Equal(0), errOut.String())
 		Expect(out.String()).To(Equal(
 			`Waiting for mydeployment "web" rollout to finish: 2 out of 5 new replicas have been updated...` + "\n" +
+				"  2/5 updated, 2/5 ready, 2/5 available\n" +
 				`Waiting for mydeployment "web" rollout to finish: 3 of 5 updated replicas are available...` + "\n" +
+				"  5/5 updated, 3/5 ready, 3/5 available\n" +
 				`mydeployment "web" successfully rolled out` + "\n"))
 	})
 
@@ -128,7 +130,8 @@ var _ = Describe("rollout status", func() {
 		observe(5, 5, 2)
 		r := runPlugin(ns, "rollout", "status", "web", "--timeout", "300ms")
 		Expect(r.code).To(Equal(1))
-		Expect(r.out).To(Equal(`Waiting for mydeployment "web" rollout to finish: 2 of 5 updated replicas are available...` + "\n"))
+		Expect(r.out).To(Equal(`Waiting for mydeployment "web" rollout to finish: 2 of 5 updated replicas are available...` + "\n" +
+			"  5/5 updated, 2/5 ready, 2/5 available\n"))
 		Expect(r.err).To(Equal("error: timed out waiting for the condition\n"))
 	})
 
@@ -203,9 +206,9 @@ var _ = Describe("rollout status of a partitioned rollout", func() {
 		rolling(10, 2, 10, appsv1beta1.ReasonPartitionAvailable)
 		Expect(wait()).To(Equal(0), errOut.String())
 		Expect(out.String()).To(Equal(
-			waiting("1 out of 2 new replicas have been updated...") +
-				waiting("1 old replicas are pending termination...") +
-				waiting("9 of 10 replicas are available...") +
+			waiting("1 out of 2 new replicas have been updated...") + "  1/10 updated, 10/10 ready, 10/10 available\n" +
+				waiting("1 old replicas are pending termination...") + "  2/10 updated, 10/10 ready, 10/10 available\n" +
+				waiting("9 of 10 replicas are available...") + "  2/10 updated, 9/10 ready, 9/10 available\n" +
 				"partitioned roll out complete: 2 of 10 pods updated\n"))
 	})
 

@@ -100,6 +100,8 @@ type bench struct {
 	mgr     *managerProc
 	prof    *profiler // nil unless BENCH_PROFILE_DIR is set
 	commit  string    // git describe of the repository when the run started
+	// progress counts the scenarios done, for each one's line.
+	progress *progress
 	// lifetime stats of the processes we compare
 	kcmStart, apiStart procSample
 	kcmEnd, apiEnd     procSample
@@ -131,6 +133,7 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	}
 	// The commit measured is the one at the start: bin/manager was built from it.
 	b := &bench{cfg: cfg, cl: cl, commit: describe(cfg.root)}
+	b.progress = newProgress(started, cfg.Rounds, cfg.Parties, func(party string) int { return len(b.steps(party)) })
 	if err := b.clients(); err != nil {
 		return nil, err
 	}
@@ -320,7 +323,6 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	ctx, cancel := context.WithTimeout(ctx, b.timeout(scenario))
 	defer cancel()
 	ctx = b.watchdog(ctx)
-	logf("round %d/%d: %s: %s", ps.round, b.cfg.Rounds, ps.name, scenario)
 	ps.pods.mark()
 	mgrPprof := ""
 	if b.mgr != nil {
@@ -351,8 +353,8 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 		return err
 	}
 	w.LastNewPodS, w.LastReadyPodS = ps.pods.since(w.Start)
-	logf("%s: %s took %.2fs, last pod created at %.2fs, last ready at %.2fs (%s)", ps.name, scenario,
-		w.End.Sub(w.Start).Seconds(), w.LastNewPodS, w.LastReadyPodS, ps.pods.summary())
+	logf("round %d/%d: %s %s took %.2fs, last pod created at %.2fs, last ready at %.2fs (%s); %s", ps.round, b.cfg.Rounds,
+		ps.name, scenario, w.End.Sub(w.Start).Seconds(), w.LastNewPodS, w.LastReadyPodS, ps.pods.summary(), b.progress.step(time.Now()))
 	return nil
 }
 

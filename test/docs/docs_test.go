@@ -57,7 +57,7 @@ var externalFlags = map[string]string{
 	"kubeconfig":                  "kubectl (and the plugin, through genericclioptions)",
 	"context":                     "kubectl (and the plugin, through genericclioptions)",
 	"select-optional":             "operator-sdk bundle validate",
-	"selector":                    "operator-sdk scorecard",
+	"manifest":                    "kubectl krew install",
 	"enable-aggregator-routing":   "kube-apiserver",
 	"advertise-address":           "kube-apiserver",
 	"audit-log-mode":              "kube-apiserver",

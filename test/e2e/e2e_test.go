@@ -90,6 +90,24 @@ var _ = Describe("MyDeployment on a local cluster", Ordered, func() {
 		Expect(strings.TrimSpace(rs)).To(BeEmpty(), "MyDeployment creates no ReplicaSet")
 	})
 
+	It("lets kubectl run the plugin and complete it, and apply back what its get -o yaml prints", func() {
+		By("kubectl mydeployment <TAB>: kubectl runs kubectl_complete-mydeployment from PATH (make plugin puts it in bin/)")
+		out, err := utils.Kubectl("__complete", "mydeployment", "")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(And(MatchRegexp(`(?m)^get\t`), MatchRegexp(`(?m)^rollout\t`)))
+		out, err = utils.Kubectl("__complete", "mydeployment", "-n", namespace, "rollout", "status", "mydeployment-s")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`(?m)^mydeployment-sample$`))
+
+		By("kubectl mydeployment get -o yaml | kubectl apply --dry-run=server -f -")
+		yaml, err := utils.Kubectl("mydeployment", "-n", namespace, "get", "mydeployment-sample", "-o", "yaml")
+		Expect(err).NotTo(HaveOccurred(), yaml)
+		out, err = utils.KubectlStdin(yaml, "-n", namespace, "apply", "--dry-run=server", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("mydeployment.apps.mydeployment.io/mydeployment-sample"))
+		Expect(out).To(ContainSubstring("(server dry run)"))
+	})
+
 	It("lets the kubectl plugin follow a rollout, show history and undo it", func() {
 		plugin := func(args ...string) (string, error) {
 			return utils.Run(exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"),

@@ -1,8 +1,10 @@
 // Package prometheus checks config/prometheus/rules.yaml as `promtool check
 // rules` does, with Prometheus' own rule parser (model/rulefmt: YAML, PromQL
 // and annotation templates), and that the alerts are ones an on-call
-// engineer can act on. It is a module of its own so that the Prometheus
-// server's dependencies stay out of the operator's go.mod.
+// engineer can act on; and that every query of the Grafana dashboards in
+// config/grafana returns data from the built manager's /metrics during a
+// real rollout (dashboards_test.go). It is a module of its own so that the
+// Prometheus server's dependencies stay out of the operator's go.mod.
 package prometheus
 
 import (
