@@ -69,8 +69,11 @@ func trimPod(obj any) (any, error) {
 // in-place update by: the readiness gates, generation and observed
 // generation, each container's name, image, resources (and an init
 // container's restart policy), the containers' reported image, readiness
-// and resources, and the gate's and resize conditions.
+// and resources, and the gate's and resize conditions; and what its update
+// patches against: every annotation (a template annotation removed is
+// removed from the pod only if the cache shows the pod has it).
 func keepInPlace(pod, out *corev1.Pod) {
+	out.Annotations = pod.Annotations
 	out.Generation = pod.Generation
 	out.Spec.ReadinessGates = pod.Spec.ReadinessGates
 	out.Status.ObservedGeneration = pod.Status.ObservedGeneration
