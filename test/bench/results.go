@@ -604,12 +604,21 @@ const (
 
 // updateReadme replaces the generated section of path (or writes one).
 func updateReadme(path, section string) error {
-	body := "# Benchmarks\n\n" + beginMarker + "\n" + endMarker + "\n"
-	if old, err := os.ReadFile(path); err == nil && strings.Contains(string(old), beginMarker) && strings.Contains(string(old), endMarker) {
+	return updateSection(path, beginMarker, endMarker, section)
+}
+
+// updateSection replaces the section of path between the markers begin and
+// end; a file without them gets them appended (a new file: a title too).
+func updateSection(path, begin, end, section string) error {
+	body := "# Benchmarks\n"
+	if old, err := os.ReadFile(path); err == nil {
 		body = string(old)
 	}
-	i, j := strings.Index(body, beginMarker), strings.Index(body, endMarker)
-	return writeFile(path, []byte(body[:i+len(beginMarker)]+"\n"+section+body[j:]))
+	if !strings.Contains(body, begin) || !strings.Contains(body, end) {
+		body += "\n" + begin + "\n" + end + "\n"
+	}
+	i, j := strings.Index(body, begin), strings.Index(body, end)
+	return writeFile(path, []byte(body[:i+len(begin)]+"\n"+section+body[j:]))
 }
 
 func cell(v *float64, unit string) string {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -66,8 +67,9 @@ func (m *managerProc) goRuntime() goRuntime {
 // liveHeap forces a collection in the manager (pprof's heap endpoint with
 // gc=1 runs one before it writes the profile) and returns the heap that
 // collection found live: what the manager keeps, without the garbage
-// between two collections that RSS also holds.
-func (m *managerProc) liveHeap() (float64, error) {
+// between two collections that RSS also holds. The heap profile goes to
+// profile, unless that is "".
+func (m *managerProc) liveHeap(profile string) (float64, error) {
 	if m.pprof == "" {
 		return 0, fmt.Errorf("the manager serves no pprof")
 	}
@@ -75,10 +77,15 @@ func (m *managerProc) liveHeap() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("heap profile: %s", resp.Status)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("heap profile: %s %v", resp.Status, err)
+	}
+	if profile != "" {
+		if err := writeFile(profile, data); err != nil {
+			return 0, err
+		}
 	}
 	g := m.goRuntime()
 	if g.LiveHeapBytes == 0 {
@@ -135,7 +142,11 @@ func (b *bench) noteHeap(ps *partyState, pods int) {
 	if b.mgr == nil {
 		return
 	}
-	live, err := b.mgr.liveHeap()
+	profile := ""
+	if dir := os.Getenv("BENCH_PROFILE_DIR"); dir != "" {
+		profile = filepath.Join(dir, fmt.Sprintf("%s-r%d-manager-heap-%dpods.pprof", ps.name, ps.round, pods))
+	}
+	live, err := b.mgr.liveHeap(profile)
 	if err != nil {
 		logf("%s: live heap: %v", ps.name, err)
 		return
