@@ -297,6 +297,7 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 			return fmt.Errorf("%s: %w (%s)", st.scenario, err, ps.pods.summary())
 		}
 		if st.scenario == scaleOut || st.scenario == inPlaceSetup {
+			time.Sleep(2 * time.Second) // the last status writes and their events
 			b.noteHeap(ps, b.cfg.Objects*b.cfg.Replicas)
 		}
 	}
