@@ -48,6 +48,10 @@ type results struct {
 	ManagerLiveHeapMiB     *float64     `json:"manager_live_heap_mib,omitempty"`
 	ManagerHeapPerPodBytes *float64     `json:"manager_heap_per_pod_bytes,omitempty"`
 	ManagerHeaps           []heapSample `json:"manager_live_heap,omitempty"`
+	// PeakRSSSplit: our manager's (its party's windows) and
+	// kube-controller-manager's resident set when its anonymous part was
+	// highest: anonymous memory and the binary's pages.
+	PeakRSSSplit map[string]rssSplit `json:"peak_rss_split,omitempty"`
 	// LoadByRound: the machine's load average around each round.
 	LoadByRound []roundLoad `json:"load_by_round,omitempty"`
 

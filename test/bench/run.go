@@ -87,6 +87,9 @@ type window struct {
 	LastNewPodS, LastReadyPodS float64
 	// Runtime: what our manager allocated and collected in the window (nil: none ran).
 	Runtime *windowRuntime
+	// RSS: our manager's and kube-controller-manager's resident set at its
+	// most anonymous in the window.
+	RSS map[string]rssSplit
 }
 
 // bench is one run: the cluster, its clients, and what was measured.
@@ -331,6 +334,7 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 		rec0 = b.mgr.reconciles()
 	}
 	rt0 := b.runtimeNow()
+	stopRSS := b.sampleRSS()
 	ctx, cancel := context.WithTimeout(ctx, b.timeout(scenario))
 	defer cancel()
 	ctx = b.watchdog(ctx)
@@ -357,6 +361,7 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 		w.Reconciles = b.mgr.reconciles() - rec0
 	}
 	w.Runtime = b.runtimeSince(rt0)
+	w.RSS = stopRSS()
 	if scenario == rollingUpdate || scenario == inPlaceUpdate {
 		w.Violations, w.ViolationExamples = ps.pods.checkInvariants(nil)
 	}

@@ -230,6 +230,17 @@ func (b *bench) runtimeResults(res *results) {
 		res.ManagerHeapPerPodBytes, res.ManagerLiveHeapMiB = &p, &s
 	}
 	res.ManagerHeaps, res.LoadByRound = b.heaps, b.loads
+	res.PeakRSSSplit = map[string]rssSplit{}
+	for _, w := range b.windows {
+		for proc, s := range w.RSS {
+			if proc == procManager && w.Party != partyMyDeployment {
+				continue // the in-place party's manager is reported apart
+			}
+			if s.AnonMiB > res.PeakRSSSplit[proc].AnonMiB {
+				res.PeakRSSSplit[proc] = s
+			}
+		}
+	}
 }
 
 // runtimeMarkdown: the manager's allocation, collections and heap per pod,
@@ -239,6 +250,11 @@ func (r *results) runtimeMarkdown(p func(string, ...any)) {
 		p("Our manager's live heap (a collection forced before each reading, through pprof): %.1f MiB once every pod of its "+
 			"scale-out is Ready, **%.0f bytes a pod** more than before its first scenario (the median over rounds; each pod's "+
 			"share of its MyDeployment, revisions and records included).\n\n", *r.ManagerLiveHeapMiB, *r.ManagerHeapPerPodBytes)
+	}
+	if m, k := r.PeakRSSSplit[procManager], r.PeakRSSSplit["kube-controller-manager"]; m.AnonMiB > 0 && k.AnonMiB > 0 {
+		p("What the peak RSS is made of, at each process's most anonymous memory seen (every %s): our manager %.1f MiB "+
+			"anonymous (heap, stacks, buffers) and %.1f MiB of its binary's pages; kube-controller-manager %.1f MiB and "+
+			"%.1f MiB.\n\n", rssSampleEvery, m.AnonMiB, m.FileMiB, k.AnonMiB, k.FileMiB)
 	}
 	var cells []string
 	for _, sc := range r.scenarios() {
@@ -256,5 +272,53 @@ func (r *results) runtimeMarkdown(p func(string, ...any)) {
 			parts[i] = fmt.Sprintf("round %d (%s) %s to %s", l.Round, l.At, l.Start, l.End)
 		}
 		p("Load average (1, 5, 15 min) at the start and end of each round: %s.\n\n", strings.Join(parts, "; "))
+	}
+}
+
+// rssSplit is a process's resident set at its highest anonymous part seen
+// in a window: its heap, stacks and buffers (anonymous) and the pages of
+// its binary (file). VmHWM says how high the whole went, not of what.
+type rssSplit struct {
+	AnonMiB float64 `json:"anon_mib"`
+	FileMiB float64 `json:"file_mib"`
+}
+
+// rssSampleEvery is how often the window's RSS sampler reads /proc.
+const rssSampleEvery = 500 * time.Millisecond
+
+// sampleRSS reads, every rssSampleEvery until stop is called, the resident
+// set of our manager and kube-controller-manager, and returns at stop each
+// one's sample with the most anonymous memory.
+func (b *bench) sampleRSS() (stop func() map[string]rssSplit) {
+	pids := map[string]int{}
+	if pid, err := b.cl.pid("kube-controller-manager"); err == nil {
+		pids["kube-controller-manager"] = pid
+	}
+	if b.mgr != nil {
+		pids[procManager] = b.mgr.cmd.Process.Pid
+	}
+	peaks := map[string]rssSplit{}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(rssSampleEvery)
+		defer t.Stop()
+		for {
+			for proc, pid := range pids {
+				if s, err := readProc(pid); err == nil && s.RSSAnonMiB > peaks[proc].AnonMiB {
+					peaks[proc] = rssSplit{AnonMiB: round(s.RSSAnonMiB, 1), FileMiB: round(s.RSSFileMiB, 1)}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() map[string]rssSplit {
+		close(done)
+		<-finished
+		return peaks
 	}
 }
