@@ -259,6 +259,19 @@ BENCH_OUT ?= $(if $(filter full,$(BENCH_SIZE)),docs/benchmarks,bin/bench-$(BENCH
 bench: build kwok-tools ## Benchmark scale-out, rolling update, in-place update, scale-in and rest against Deployment and a raw client (BENCH_SIZE=full|small).
 	BENCH_LOAD_AT_START="$$(cut -d' ' -f1-3 /proc/loadavg)" go run ./test/bench --size $(BENCH_SIZE) --cluster $(BENCH_CLUSTER) --out $(BENCH_OUT) $(BENCH_ARGS)
 
+# make bench-scale runs the scale curve: raw client, Deployment and
+# MyDeployment at 2,000, 10,000 and 30,000 pods (50 replicas an object, one
+# round each, a fresh cluster each, kwok's pod workers 16 at every size) and
+# writes docs/benchmarks/scale.json, scale.svg and its README section. Other
+# sizes (BENCH_SCALE_PODS) write bin/bench-scale-out unless BENCH_SCALE_OUT says.
+BENCH_SCALE_PODS ?= 2000,10000,30000
+BENCH_SCALE_ARGS ?=
+BENCH_SCALE_OUT ?= $(if $(filter 2000$(comma)10000$(comma)30000,$(BENCH_SCALE_PODS)),docs/benchmarks,bin/bench-scale-out)
+comma := ,
+.PHONY: bench-scale
+bench-scale: build kwok-tools ## Benchmark how time, controller CPU and RSS grow with pods (2,000 / 10,000 / 30,000; about 90 minutes) against Deployment.
+	go run ./test/bench --size full --scale-pods $(BENCH_SCALE_PODS) --cluster $(BENCH_CLUSTER) --out $(BENCH_SCALE_OUT) $(BENCH_SCALE_ARGS)
+
 # The smoke run of make test: tiny size, its own cluster, outputs in a temp dir.
 .PHONY: test-bench
 test-bench: build kwok-tools ## Smoke-run the benchmark (3 x 4 pods): outputs written, invariants kept (in-place: 0 pods recreated), 0 writes at rest.

@@ -49,6 +49,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/application"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
 	"github.com/mydeployment-io/mydeployment-operator/internal/faultclient"
+	"github.com/mydeployment-io/mydeployment-operator/internal/lazylog"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
@@ -183,7 +184,9 @@ func parseFlags() *flags {
 
 func main() {
 	f := parseFlags()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	// Every reconcile's logger gets the object's keys; they are encoded only
+	// if it writes a line (lazylog).
+	ctrl.SetLogger(lazylog.New(zap.New(zap.UseFlagOptions(&f.zap))))
 	if percent := memlimit.GCPercent(); percent > 0 {
 		setupLog.Info("garbage collection target", "GOGC", percent)
 	}

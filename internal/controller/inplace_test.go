@@ -262,6 +262,34 @@ var _ = Describe("Beyond Deployment: in-place updates", Ordered, ContinueOnFailu
 		}
 	})
 
+	// The template's annotations are the pods' too: one the template drops
+	// is removed from each pod its update moves in place. (The pod cache
+	// once kept no annotation of a pod but its deletion cost, so the removal
+	// was never written.)
+	It("removes from the pods, in place, an annotation the template drops", func() {
+		md, w, stop := inPlaceMD("annotations")
+		defer stop()
+		before := uids(md)
+		update(md, func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+			m.Spec.Template.Annotations = map[string]string{"example.com/note": "in place", "example.com/keep": "yes"}
+		})
+		complete(md)
+		update(md, func(m *appsv1beta1.MyDeployment) {
+			m.Spec.Template.Spec.Containers[0].Image = "nginx:1.29"
+			delete(m.Spec.Template.Annotations, "example.com/note")
+		})
+		complete(md)
+		Expect(imagesOf(md)).To(Equal([]string{"nginx:1.29"}))
+		Expect(uids(md)).To(Equal(before), "no pod was replaced")
+		violations, _ := w.result()
+		Expect(violations).To(BeEmpty())
+		for _, p := range podsOf(md) {
+			Expect(p.Annotations).NotTo(HaveKey("example.com/note"), "pod %s", p.Name)
+			Expect(p.Annotations).To(HaveKeyWithValue("example.com/keep", "yes"), "pod %s", p.Name)
+		}
+	})
+
 	// A pod whose gate went False keeps its old labels and spec until its
 	// spec patch; paused, the rollout takes no step, so the update ends
 	// where it stands. Without a kubelet here the started pods never leave

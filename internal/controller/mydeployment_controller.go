@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -194,8 +195,11 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.noteInitialList(), specChanged(true))).
 		Watches(&appsv1beta1.MyDeployment{}, lowPriority(&handler.EnqueueRequestForObject{}),
 			builder.WithPredicates(specChanged(false))).
+		// A revision's resync (an update with nothing changed) would sync its
+		// owner again beside the owner's own resync: once a period is enough.
 		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
-			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))).
+			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner())),
+			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&corev1.Pod{}, lowPriority(podDeletes{handler.EnqueueRequestsFromMapFunc(r.podOwners), r}),
 			builder.WithPredicates(podUpdateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).

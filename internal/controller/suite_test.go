@@ -132,6 +132,23 @@ func startManagerCounting(writes *podWriteCounter, changes ...func(*MyDeployment
 // wrap (nil: as they are).
 func startManagerWith(restCfg *rest.Config, wrap func(toolscache.ListerWatcher) toolscache.ListerWatcher,
 	changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
+	return startManagerOpts(managerOpts{restCfg: restCfg, wrap: wrap}, changes...)
+}
+
+// managerOpts are how a test's manager differs from cmd/main.go's.
+type managerOpts struct {
+	restCfg *rest.Config
+	// wrap, if set, passes the pod cache's list and watch through it.
+	wrap func(toolscache.ListerWatcher) toolscache.ListerWatcher
+	// namespaces, if set, are the only ones cached (as WATCH_NAMESPACE says).
+	namespaces []string
+	// syncPeriod, if set, is the cache's resync period (--sync-period).
+	syncPeriod time.Duration
+}
+
+// startManagerOpts runs a manager as startManager does, changed as o says.
+func startManagerOpts(o managerOpts, changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
+	restCfg, wrap := o.restCfg, o.wrap
 	podIndex := NewPodIndex()
 	needs := MyDeploymentCache(podIndex)
 	if wrap != nil {
@@ -144,8 +161,11 @@ func startManagerWith(restCfg *rest.Config, wrap func(toolscache.ListerWatcher) 
 			return newInformer(lw, obj, resync, indexers)
 		}
 	}
-	cacheOpts, err := managercache.Compose(nil, needs)
+	cacheOpts, err := managercache.Compose(o.namespaces, needs)
 	Expect(err).NotTo(HaveOccurred())
+	if o.syncPeriod > 0 {
+		cacheOpts.SyncPeriod = &o.syncPeriod
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,

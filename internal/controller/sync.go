@@ -77,22 +77,19 @@ func (s *scope) annotations(p rollout.Plan) (now, afterPods map[string]string) {
 // updates md's annotations and resourceVersion). Nothing to change: no request.
 func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, s *scope, want map[string]string) (wait func() error) {
 	md := s.md
+	if !annotationsDiffer(md.Annotations, want) {
+		return func() error { return nil } // most syncs: no copy of the object either
+	}
 	orig, patched := md.DeepCopy(), md.DeepCopy()
-	changed := false
 	for k, v := range want {
-		if cur, ok := md.Annotations[k]; v == "" && ok {
+		if _, ok := md.Annotations[k]; v == "" && ok {
 			delete(patched.Annotations, k) // "" removes (a stale abort record)
-			changed = true
-		} else if v != "" && (!ok || cur != v) {
+		} else if v != "" {
 			if patched.Annotations == nil {
 				patched.Annotations = map[string]string{}
 			}
 			patched.Annotations[k] = v
-			changed = true
 		}
-	}
-	if !changed {
-		return func() error { return nil }
 	}
 	done := make(chan error, 1)
 	go func() { done <- r.Patch(ctx, patched, client.MergeFrom(orig)) }()
@@ -105,6 +102,17 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, s *scope, w
 		md.ResourceVersion = patched.ResourceVersion
 		return nil
 	}
+}
+
+// annotationsDiffer says setting want on have would change it: a value ""
+// of a key have holds, or another value than have's.
+func annotationsDiffer(have, want map[string]string) bool {
+	for k, v := range want {
+		if cur, ok := have[k]; v == "" && ok || v != "" && (!ok || cur != v) {
+			return true
+		}
+	}
+	return false
 }
 
 func named(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {

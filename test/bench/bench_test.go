@@ -120,6 +120,7 @@ func TestSmoke(t *testing.T) {
 	if v := num(st, "mydeployment_reconciles_at_rest"); v < 3 {
 		t.Errorf("only %v reconciles at rest: the resync did not happen, so 0 writes proves nothing", v)
 	}
+	checkRuntimeOutputs(t, res)
 	// Every process's CPU is measured in every window: the cluster's, ours, the benchmark's.
 	so := res[scaleOut].(map[string]any)
 	cpu, _ := so["cpu_s"].(map[string]any)[partyMyDeployment].(map[string]any)

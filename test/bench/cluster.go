@@ -81,6 +81,13 @@ func (c *cluster) up(ctx context.Context, cfg *config) error {
 		"--extra-args", "kube-scheduler=leader-elect=false",
 		"--extra-args", "kube-controller-manager=leader-elect=false",
 	}
+	if cfg.KwokPodWork != kwokDefaultPodWorkers {
+		conf := filepath.Join(c.workDir, c.name+"-kwok.yaml")
+		if err := os.WriteFile(conf, []byte(kwokConfiguration(cfg.KwokPodWork)), 0o644); err != nil {
+			return err
+		}
+		args = append(args, "-c", conf)
+	}
 	if addr := os.Getenv("ADVERTISE_ADDRESS"); addr != "" {
 		args = append(args, "--extra-args", "kube-apiserver=advertise-address="+addr)
 	}
@@ -97,7 +104,7 @@ func (c *cluster) up(ctx context.Context, cfg *config) error {
 	}
 	if out, err := c.kwokctl(ctx, "scale", "node", "--name", c.name, "--replicas", fmt.Sprint(cfg.Nodes),
 		"--param", fmt.Sprintf(".allocatable.pods=%d", cfg.PodsPerNode),
-		"--param", `.podCIDRs=["10.0.0.0/20"]`); err != nil {
+		"--param", fmt.Sprintf(`.podCIDRs=["10.0.0.0/%d"]`, podCIDRPrefix(cfg.PodsPerNode))); err != nil {
 		return fmt.Errorf("kwokctl scale node: %w\n%s", err, out)
 	}
 	if err := c.kubectl(ctx, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s"); err != nil {
@@ -112,6 +119,33 @@ func (c *cluster) up(ctx context.Context, cfg *config) error {
 			"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 		return err == nil && out == "True"
 	})
+}
+
+// podCIDRPrefix is the pod CIDR's prefix length a node needs to give each
+// of its pods an address: /20 (4,094 addresses) or larger.
+func podCIDRPrefix(podsPerNode int) int {
+	prefix := 20
+	for prefix > 8 && 1<<(32-prefix) < podsPerNode+2 {
+		prefix--
+	}
+	return prefix
+}
+
+// kwokDefaultPodWorkers is kwok v0.8.0's podPlayStageParallelism default.
+const kwokDefaultPodWorkers = 4
+
+// kwokConfiguration sets kwok's pod workers. A KwokConfiguration given to
+// kwokctl replaces kwok's whole configuration, so every parallelism is
+// listed (kwok exits on a zero one): the others at kwok's defaults.
+func kwokConfiguration(podWorkers int) string {
+	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+`, podWorkers)
 }
 
 // down deletes the cluster and waits until none of its processes is left.

@@ -57,6 +57,8 @@ type config struct {
 	// move by 15% from one run to the next).
 	Rounds      int  `json:"rounds"`
 	WaitCleanup bool `json:"wait_cleanup"`
+	// ScalePods: the sizes of the scale curve (--scale-pods; scale.go), empty for a run of the benchmark.
+	ScalePods []int `json:"scale_pods,omitempty"`
 
 	out, cluster, root, render string
 }
@@ -84,6 +86,13 @@ func main() {
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.ScalePods) > 0 {
+		if err := scaleMain(ctx, cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.render != "" {
 		if err := render(cfg.render, cfg.out); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -120,6 +129,10 @@ func parseFlags(args []string) (*config, error) {
 	rounds := fs.Int("rounds", 0, "rounds (0: the preset's): each runs every party once, in an order rotated "+
 		"each round; a scenario's figure is the median over the rounds")
 	parties := fs.String("parties", strings.Join(allParties, ","), "which parties run, in this order (for profiling one of them)")
+	kwokWorkers := fs.Int("kwok-pod-workers", 0, "kwok's pod workers, the same for every party (0: its default, 4; the scale curve's 16)")
+	scalePods := fs.String("scale-pods", "", "the scale curve: pods at each size, comma-separated (e.g. 2000,10000,30000), "+
+		"one round of raw, deployment and mydeployment at each, --replicas per object; writes scale.json, scale.svg and "+
+		"README.md's scale section in --out (with --render: rewrite them from this scale.json)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -127,6 +140,7 @@ func parseFlags(args []string) (*config, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown --size %q (full, small, tiny)", *size)
 	}
+	var err error
 	cfg.Size = *size
 	for dst, v := range map[*int]int{&cfg.Objects: *objects, &cfg.Replicas: *replicas, &cfg.Nodes: *nodes, &cfg.Rounds: *rounds} {
 		if v > 0 {
@@ -154,6 +168,15 @@ func parseFlags(args []string) (*config, error) {
 	cfg.SyncPeriodS = cfg.SyncPeriod.Seconds()
 	cfg.ManagerArgs = strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))
 	cfg.KwokPodWork = 4 // kwok v0.8.0's default podPlayStageParallelism, the same for every party
+	if *scalePods != "" {
+		if cfg.ScalePods, err = parsePods(*scalePods); err != nil {
+			return nil, err
+		}
+		cfg.KwokPodWork = scaleKwokPodWorkers
+	}
+	if *kwokWorkers > 0 {
+		cfg.KwokPodWork = *kwokWorkers
+	}
 	cfg.KwokStages = "hack/kwok/stages.yaml"
 	cfg.RawControllerPods = true
 	for _, p := range strings.Split(*parties, ",") {
@@ -166,7 +189,6 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("--replicas must be at least 4 for %s: below, maxUnavailable 25%% rounds down to 0 "+
 			"and an in-place rollout surges a pod first", partyInPlace)
 	}
-	var err error
 	if cfg.root, err = filepath.Abs(*root); err != nil {
 		return nil, err
 	}

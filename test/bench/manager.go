@@ -52,15 +52,15 @@ func startManager(ctx context.Context, cfg *config, cl *cluster) (*managerProc, 
 		"--metrics-bind-address", metrics, "--metrics-secure=false",
 		"--health-probe-bind-address", health,
 	}
+	// pprof always: its heap endpoint forces the collection before the
+	// live heap is read (runtime.go); idle, it costs nothing.
 	pprof := os.Getenv("BENCH_PPROF")
-	if pprof == "" && os.Getenv("BENCH_PROFILE_DIR") != "" {
+	if pprof == "" {
 		if pprof, err = freePort(); err != nil {
 			return nil, err
 		}
 	}
-	if pprof != "" {
-		args = append(args, "--pprof-bind-address", pprof)
-	}
+	args = append(args, "--pprof-bind-address", pprof)
 	// BENCH_MANAGER_ARGS: more flags for the manager, to try a setting
 	// (for example "--status-batch-period=2s"); results.json records them.
 	args = append(args, cfg.ManagerArgs...)

@@ -28,6 +28,9 @@ type procSample struct {
 	CPUSeconds float64 // user + system since it started
 	PeakRSSMiB float64 // VmHWM: the resident set's high-water mark
 	RSSMiB     float64
+	// The resident set now, split: anonymous memory (heap, stacks, buffers)
+	// and pages of files (the binary's code and data).
+	RSSAnonMiB, RSSFileMiB float64
 }
 
 // clockTicks is USER_HZ, 100 on every Linux the benchmark runs on.
@@ -70,6 +73,10 @@ func readProc(pid int) (procSample, error) {
 			s.PeakRSSMiB = kib / 1024
 		case "VmRSS":
 			s.RSSMiB = kib / 1024
+		case "RssAnon":
+			s.RSSAnonMiB = kib / 1024
+		case "RssFile":
+			s.RSSFileMiB = kib / 1024
 		}
 	}
 	return s, sc.Err()

@@ -43,7 +43,10 @@ func newProfiler(dir string, cfg *rest.Config) (*profiler, error) {
 
 // window starts profiling one party's scenario; the returned stop waits for
 // the slices under way (at most profileSliceS) and starts no more. The files
-// are <dir>/<party>-<scenario>-<process>-<n>.pprof.
+// are <dir>/<party>-<scenario>-<process>-<n>.pprof, and our manager's
+// allocation profiles at the window's start and end
+// (<party>-<scenario>-manager-allocs-{start,end}.pprof: `go tool pprof
+// -base start end` is what the window allocated).
 func (p *profiler) window(party, scenario, managerPprof string) (stop func()) {
 	if p == nil {
 		return func() {}
@@ -58,6 +61,16 @@ func (p *profiler) window(party, scenario, managerPprof string) (stop func()) {
 	if managerPprof != "" {
 		targets["manager"] = target{"http://" + managerPprof + "/debug/pprof/profile", http.DefaultClient}
 	}
+	allocs := func(which string) {
+		if managerPprof == "" {
+			return
+		}
+		path := filepath.Join(p.dir, fmt.Sprintf("%s-%s-manager-allocs-%s.pprof", party, scenario, which))
+		if err := fetchProfile(http.DefaultClient, "http://"+managerPprof+"/debug/pprof/allocs", path); err != nil {
+			logf("allocation profile of the manager: %v", err)
+		}
+	}
+	allocs("start")
 	for proc, t := range targets {
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
@@ -69,7 +82,7 @@ func (p *profiler) window(party, scenario, managerPprof string) (stop func()) {
 			}
 		})
 	}
-	return func() { cancel(); wg.Wait() }
+	return func() { cancel(); wg.Wait(); allocs("end") }
 }
 
 func fetchProfile(hc *http.Client, url, path string) error {

@@ -192,11 +192,11 @@ func TestResultsInPlace(t *testing.T) {
 		byName[tg.Name] = tg
 	}
 	for _, want := range []target{
-		{"in_place_update mydeployment/deployment (its rolling_update)", 0.273, 1.25, true},
-		{"in_place_update writes: our manager / kcm's deployment and replicaset controllers", 0.5, 0.6, true},
-		{"in_place_update writes by everyone: in place / rolling update", 0.24, 0.8, true},
-		{"in_place_update invariant violations", 1, 0, false},
-		{"in_place_update pods recreated", 1, 0, false},
+		{"in_place_update mydeployment/deployment (its rolling_update)", 0.273, 1.25, true, 31},
+		{"in_place_update writes: our manager / kcm's deployment and replicaset controllers", 0.5, 0.6, true, 31},
+		{"in_place_update writes by everyone: in place / rolling update", 0.24, 0.8, true, 31},
+		{"in_place_update invariant violations", 1, 0, false, 31},
+		{"in_place_update pods recreated", 1, 0, false, 31},
 	} {
 		if got := byName[want.Name]; got != want {
 			t.Errorf("target %+v, want %+v", got, want)

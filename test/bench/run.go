@@ -85,6 +85,11 @@ type window struct {
 	Reconciles               float64 // our manager's reconciles in the window (steady state)
 	// Seconds from the start to the newest pod's appearance and the last pod becoming ready.
 	LastNewPodS, LastReadyPodS float64
+	// Runtime: what our manager allocated and collected in the window (nil: none ran).
+	Runtime *windowRuntime
+	// RSS: our manager's and kube-controller-manager's resident set at its
+	// most anonymous in the window.
+	RSS map[string]rssSplit
 }
 
 // bench is one run: the cluster, its clients, and what was measured.
@@ -115,6 +120,10 @@ type bench struct {
 	// in the parties beyond the first three (raw_plain, mydeployment_inplace),
 	// cleanups included, so the whole-run figures stay those of the three.
 	extra struct{ kcm, api float64 }
+	// heaps: our managers' live heap before and after each scale-out (runtime.go).
+	heaps []heapSample
+	// loads: the machine's load average around each round.
+	loads []roundLoad
 }
 
 func run(ctx context.Context, cfg *config) (*results, error) {
@@ -152,6 +161,7 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	b.kcmStart, _ = readProc(kcm)
 	b.apiStart, _ = readProc(api)
 	for round := 1; round <= cfg.Rounds; round++ {
+		b.startRound(round)
 		for _, p := range roundOrder(cfg.Parties, round) {
 			kcm0, _ := readProc(kcm)
 			api0, _ := readProc(api)
@@ -166,6 +176,7 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 				b.extra.api += api1.CPUSeconds - api0.CPUSeconds
 			}
 		}
+		b.endRound()
 	}
 	if b.kcmEnd, err = readProc(kcm); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager is gone: %w", err)
@@ -277,6 +288,7 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 			return err
 		}
 		b.mgrParty = name
+		b.noteHeap(ps, 0)
 	}
 	for _, st := range b.steps(name) {
 		if st.scenario == steadyState {
@@ -289,6 +301,10 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 		}
 		if err := b.measure(ctx, ps, st.scenario, st.fn); err != nil {
 			return fmt.Errorf("%s: %w (%s)", st.scenario, err, ps.pods.summary())
+		}
+		if st.scenario == scaleOut || st.scenario == inPlaceSetup {
+			time.Sleep(2 * time.Second) // the last status writes and their events
+			b.noteHeap(ps, b.cfg.Objects*b.cfg.Replicas)
 		}
 	}
 	b.stopManager()
@@ -320,6 +336,8 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	if b.mgr != nil {
 		rec0 = b.mgr.reconciles()
 	}
+	rt0 := b.runtimeNow()
+	stopRSS := b.sampleRSS()
 	ctx, cancel := context.WithTimeout(ctx, b.timeout(scenario))
 	defer cancel()
 	ctx = b.watchdog(ctx)
@@ -344,6 +362,8 @@ func (b *bench) measure(ctx context.Context, ps *partyState, scenario string, fn
 	if b.mgr != nil {
 		w.Reconciles = b.mgr.reconciles() - rec0
 	}
+	w.Runtime = b.runtimeSince(rt0)
+	w.RSS = stopRSS()
 	if scenario == rollingUpdate || scenario == inPlaceUpdate {
 		w.Violations, w.ViolationExamples = ps.pods.checkInvariants(nil)
 	}
