@@ -17,7 +17,6 @@ limitations under the License.
 package v1beta1
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -206,55 +205,8 @@ type ApplicationDeploymentSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 
-	// The deployment strategy to use to replace existing pods with new ones.
-	// Defaults to RollingUpdate; a RollingUpdate without a rollingUpdate
-	// block rolls out with maxSurge 25% and maxUnavailable 25%, Deployment's
-	// defaults. No rollingUpdate block is stored by default, so that changing
-	// the type to Recreate (kubectl apply, client- or server-side) needs no
-	// block to be removed.
-	// +optional
-	// +patchStrategy=retainKeys
-	// +kubebuilder:default={type: "RollingUpdate"}
-	// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'Recreate' || !has(self.rollingUpdate)",message="may not be specified when strategy `type` is 'Recreate'",fieldPath=".rollingUpdate"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || (type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) >= 0 : string(self.rollingUpdate.maxSurge).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxSurge"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) >= 0 : string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$'))",message="a valid value is a non-negative integer or a percent string like '25%'",fieldPath=".rollingUpdate.maxUnavailable"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || type(self.rollingUpdate.maxUnavailable) == int || !string(self.rollingUpdate.maxUnavailable).matches('^[0-9]+%$') || (!string(self.rollingUpdate.maxUnavailable).matches('^0*[1-9][0-9]{3,}%$') && int(string(self.rollingUpdate.maxUnavailable).replace('%', '')) <= 100)",message="must not be greater than 100%",fieldPath=".rollingUpdate.maxUnavailable"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxUnavailable) || type(self.rollingUpdate.maxUnavailable) != int || int(self.rollingUpdate.maxUnavailable) <= 2147483647",message="must not be greater than 2147483647",fieldPath=".rollingUpdate.maxUnavailable"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || (type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) <= 2147483647 : (!string(self.rollingUpdate.maxSurge).matches('^[0-9]+%$') || (!string(self.rollingUpdate.maxSurge).matches('^0*[1-9][0-9]{10,}%$') && int(string(self.rollingUpdate.maxSurge).replace('%', '')) <= 2147483647)))",message="must not be greater than 2147483647 or 2147483647%",fieldPath=".rollingUpdate.maxSurge"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !has(self.rollingUpdate.maxSurge) || !has(self.rollingUpdate.maxUnavailable) || !((type(self.rollingUpdate.maxSurge) == int ? int(self.rollingUpdate.maxSurge) == 0 : string(self.rollingUpdate.maxSurge).matches('^0+%$')) && (type(self.rollingUpdate.maxUnavailable) == int ? int(self.rollingUpdate.maxUnavailable) == 0 : string(self.rollingUpdate.maxUnavailable).matches('^0+%$')))",message="may not be 0 when `maxSurge` is 0",fieldPath=".rollingUpdate.maxUnavailable"
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Update Strategy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:updateStrategy"}
-	Strategy appsv1.DeploymentStrategy `json:"strategy,omitempty" patchStrategy:"retainKeys"`
-
-	// Minimum number of seconds for which a newly created pod should be ready
-	// without any of its containers crashing, for it to be considered
-	// available. Defaults to 0 (available as soon as it is ready).
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Min Ready Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
-	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
-
-	// The number of old ControllerRevisions to retain to allow rollback.
-	// Defaults to 10.
-	// +optional
-	// +kubebuilder:default=10
-	// +kubebuilder:validation:Minimum=0
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Revision History Limit",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
-	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
-
-	// Indicates that the MyDeployment is paused: template changes do not
-	// roll out; scaling still happens.
-	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
-	Paused bool `json:"paused,omitempty"`
-
-	// The maximum time in seconds for a MyDeployment to make progress before
-	// it is considered failed (Progressing=False, ProgressDeadlineExceeded).
-	// Defaults to 600.
-	// +optional
-	// +kubebuilder:default=600
-	// +kubebuilder:validation:Minimum=1
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Progress Deadline Seconds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
-	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// How pods are replaced, and how much history is kept: as a MyDeployment's.
+	RolloutSpec `json:",inline"`
 }
 
 // ApplicationServiceSpec is the Application's Service: a Service spec, and

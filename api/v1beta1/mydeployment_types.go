@@ -51,6 +51,15 @@ type MyDeploymentSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Template corev1.PodTemplateSpec `json:"template"`
 
+	// How pods are replaced, and how much history is kept.
+	RolloutSpec `json:",inline"`
+}
+
+// RolloutSpec is how pods are replaced and how much history is kept: the
+// fields of the apps/v1 Deployment spec beside replicas, selector and
+// template, with their defaults and validation. MyDeploymentSpec and an
+// Application's spec.deployment share it.
+type RolloutSpec struct {
 	// The deployment strategy to use to replace existing pods with new ones.
 	// Defaults to RollingUpdate; a RollingUpdate without a rollingUpdate
 	// block rolls out with maxSurge 25% and maxUnavailable 25%, Deployment's

@@ -27,8 +27,7 @@ const FieldManager = "application-controller"
 
 // child is one object the Application may own.
 type child struct {
-	// kind names it in events and conditions ("Service").
-	kind string
+	kind *childKind
 	// live is an empty object of the child's type, filled by sync with the
 	// object as the API server last returned it.
 	live client.Object
@@ -39,7 +38,7 @@ type child struct {
 
 // outcome is what syncing one child found and did.
 type outcome struct {
-	kind string
+	kind *childKind
 	// present: the child exists and is ours; live holds it.
 	present bool
 	live    client.Object
@@ -68,7 +67,7 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 	}
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
-		out.err = fmt.Errorf("reading %s %s: %w", c.kind, app.Name, err)
+		out.err = fmt.Errorf("reading %s %s: %w", c.kind.name, app.Name, err)
 		return out
 	}
 	if exists && !metav1.IsControlledBy(c.live, app) {
@@ -81,12 +80,12 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		}
 		err := r.Client.Delete(ctx, c.live, client.Preconditions{UID: ptr.To(c.live.GetUID())})
 		if err != nil && !apierrors.IsNotFound(err) {
-			out.err = fmt.Errorf("deleting %s %s: %w", c.kind, app.Name, err)
+			out.err = fmt.Errorf("deleting %s %s: %w", c.kind.name, app.Name, err)
 			r.event(app, c.live, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Delete", out.err.Error())
 			return out
 		}
 		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildDeleted, "Delete",
-			fmt.Sprintf("Deleted %s %s: no longer in the spec", c.kind, app.Name))
+			fmt.Sprintf("Deleted %s %s: no longer in the spec", c.kind.name, app.Name))
 		return out
 	}
 
@@ -104,23 +103,23 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		_, err = r.removeForeignItems(ctx, u, c.desired)
 	}
 	if err != nil {
-		out.err = fmt.Errorf("applying %s %s: %w", c.kind, app.Name, err)
+		out.err = fmt.Errorf("applying %s %s: %w", c.kind.name, app.Name, err)
 		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
 		return out
 	}
 	before := c.live.DeepCopyObject().(client.Object)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c.live); err != nil {
-		out.err = fmt.Errorf("reading the applied %s %s: %w", c.kind, app.Name, err)
+		out.err = fmt.Errorf("reading the applied %s %s: %w", c.kind.name, app.Name, err)
 		return out
 	}
 	out.present = true
 	switch {
 	case !exists:
 		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildCreated, "Create",
-			fmt.Sprintf("Created %s %s", c.kind, app.Name))
+			fmt.Sprintf("Created %s %s", c.kind.name, app.Name))
 	case changed(before, c.live):
 		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildUpdated, "Update",
-			fmt.Sprintf("Updated %s %s", c.kind, app.Name))
+			fmt.Sprintf("Updated %s %s", c.kind.name, app.Name))
 	}
 	return out
 }

@@ -28,15 +28,7 @@ func DeploymentSpec(app *appsv1beta1.Application) appsv1beta1.MyDeploymentSpec {
 	if app.Spec.Autoscaling != nil {
 		d.Replicas = nil // the HPA's
 	}
-	spec := appsv1beta1.MyDeploymentSpec{
-		Replicas:                d.Replicas,
-		Selector:                d.Selector,
-		Strategy:                d.Strategy,
-		MinReadySeconds:         d.MinReadySeconds,
-		RevisionHistoryLimit:    d.RevisionHistoryLimit,
-		Paused:                  d.Paused,
-		ProgressDeadlineSeconds: d.ProgressDeadlineSeconds,
-	}
+	spec := appsv1beta1.MyDeploymentSpec{Replicas: d.Replicas, Selector: d.Selector, RolloutSpec: d.RolloutSpec}
 	if d.Template != nil {
 		spec.Template = *d.Template
 	} else {
@@ -151,35 +143,6 @@ func IngressSpec(app *appsv1beta1.Application) *networkingv1.IngressSpec {
 		}
 	}
 	return spec
-}
-
-// desiredChildren are the Application's six children, each with the
-// object its spec wants (nil: delete it if ours).
-func desiredChildren(app *appsv1beta1.Application) []child {
-	md := &appsv1beta1.MyDeployment{ObjectMeta: childMeta(app, app.Spec.Deployment.Metadata), Spec: DeploymentSpec(app)}
-	children := []child{{kind: "MyDeployment", live: &appsv1beta1.MyDeployment{}, desired: md}}
-
-	svc := child{kind: "Service", live: &corev1.Service{}}
-	if spec := ServiceSpec(app); spec != nil {
-		svc.desired = &corev1.Service{ObjectMeta: childMeta(app, app.Spec.Service.Metadata), Spec: *spec}
-	}
-	ing := child{kind: "Ingress", live: &networkingv1.Ingress{}}
-	if spec := IngressSpec(app); spec != nil {
-		ing.desired = &networkingv1.Ingress{ObjectMeta: childMeta(app, app.Spec.Ingress.Metadata), Spec: *spec}
-	}
-	route := child{kind: "HTTPRoute", live: &gatewayv1.HTTPRoute{}}
-	if spec := RouteSpec(app); spec != nil {
-		route.desired = &gatewayv1.HTTPRoute{ObjectMeta: childMeta(app, app.Spec.Route.Metadata), Spec: *spec}
-	}
-	hpa := child{kind: "HorizontalPodAutoscaler", live: &autoscalingv2.HorizontalPodAutoscaler{}}
-	if spec := AutoscalerSpec(app); spec != nil {
-		hpa.desired = &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: childMeta(app, nil), Spec: *spec}
-	}
-	pdb := child{kind: "PodDisruptionBudget", live: &policyv1.PodDisruptionBudget{}}
-	if spec := DisruptionBudgetSpec(app); spec != nil {
-		pdb.desired = &policyv1.PodDisruptionBudget{ObjectMeta: childMeta(app, nil), Spec: *spec}
-	}
-	return append(children, svc, ing, route, hpa, pdb)
 }
 
 // RouteSpec is the Application's spec.route with its defaults: a rule

@@ -95,8 +95,12 @@ func TestURLs(t *testing.T) {
 
 func TestDeploymentSpecFiveLineForm(t *testing.T) {
 	app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	app.Spec.Deployment = appsv1beta1.ApplicationDeploymentSpec{Image: "nginx:1.27", Replicas: ptr.To(int32(3)), Port: 8080,
-		MinReadySeconds: 5}
+	app.Spec.Deployment = appsv1beta1.ApplicationDeploymentSpec{
+		Image:       "nginx:1.27",
+		Replicas:    ptr.To(int32(3)),
+		Port:        8080,
+		RolloutSpec: appsv1beta1.RolloutSpec{MinReadySeconds: 5},
+	}
 	got := DeploymentSpec(app)
 	want := []corev1.Container{{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}
 	if !reflect.DeepEqual(got.Template.Spec.Containers, want) {

@@ -39,6 +39,10 @@ import (
 // server refused as invalid (an admission policy may change).
 const SlowRetry = time.Minute
 
+// requeueConflict is when an Application whose status write met a newer
+// object is synced again (its watch event may have come already).
+const requeueConflict = time.Second
+
 // Reconciler keeps Applications' children and status.
 type Reconciler struct {
 	client.Client
@@ -92,15 +96,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	obs := observed{}
-	for _, c := range desiredChildren(app) {
-		if c.kind == "HTTPRoute" && !r.routesServed.Load() {
+	for i, c := range desiredChildren(app) {
+		if c.kind.gatewayAPI && !r.routesServed.Load() {
 			// Nothing to read or delete: the kind does not exist (yet).
-			obs.outcomes = append(obs.outcomes, outcome{kind: c.kind, crdAbsent: c.desired != nil})
+			obs.outcomes[i] = outcome{kind: c.kind, crdAbsent: c.desired != nil}
 			continue
 		}
-		obs.outcomes = append(obs.outcomes, r.syncChild(ctx, app, c))
+		obs.outcomes[i] = r.syncChild(ctx, app, c)
 	}
-	if svc := obs.find("Service"); svc != nil && svc.present {
+	if obs.outcomes[kindService].present {
 		slices := &discoveryv1.EndpointSliceList{}
 		if err := r.List(ctx, slices, client.InNamespace(app.Namespace),
 			client.MatchingLabels{discoveryv1.LabelServiceName: app.Name}); err != nil {
@@ -112,12 +116,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	app.Status = computeStatus(app, obs)
 	if !apiequality.Semantic.DeepEqual(orig.Status, app.Status) {
-		r.recordRefusals(orig, app)
-		if err := r.Status().Patch(ctx, app, client.MergeFrom(orig)); err != nil {
+		// Guarded by the resourceVersion read: computed from an older copy
+		// (a cache behind our own last write), it would undo that write.
+		err := r.Status().Patch(ctx, app, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			logf.FromContext(ctx).V(1).Info("status computed from an older Application; syncing again")
+			return ctrl.Result{RequeueAfter: requeueConflict}, nil
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
+		r.recordRefusals(orig, app)
 	}
-	return requeue(obs.outcomes)
+	return requeue(obs.outcomes[:])
 }
 
 // requeue is Reconcile's result from the children's outcomes: their write

@@ -7,33 +7,21 @@ import (
 	"sort"
 	"strings"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
-// observed is what one reconcile found: each child's outcome, in the order
-// MyDeployment, Service, Ingress, and the Service's EndpointSlices.
+// observed is what one reconcile found: each child's outcome, by its
+// kind's index in kinds, and the Service's EndpointSlices.
 type observed struct {
-	outcomes       []outcome
+	outcomes       [numKinds]outcome
 	endpointSlices []discoveryv1.EndpointSlice
-}
-
-func (o observed) find(kind string) *outcome {
-	for i := range o.outcomes {
-		if o.outcomes[i].kind == kind {
-			return &o.outcomes[i]
-		}
-	}
-	return nil
 }
 
 func (o observed) summary() []string {
@@ -41,23 +29,64 @@ func (o observed) summary() []string {
 	for _, c := range o.outcomes {
 		switch {
 		case c.notOwned:
-			s = append(s, c.kind+": not ours")
+			s = append(s, c.kind.name+": not ours")
 		case c.err != nil:
-			s = append(s, c.kind+": "+c.err.Error())
+			s = append(s, c.kind.name+": "+c.err.Error())
 		case c.present:
-			s = append(s, c.kind+": applied")
+			s = append(s, c.kind.name+": applied")
 		default:
-			s = append(s, c.kind+": absent")
+			s = append(s, c.kind.name+": absent")
 		}
 	}
 	return s
 }
 
+// readiness is why an Application is not ready: the problems of its
+// children and the reason that leads (a name taken by someone else first,
+// then a refused write, then the Gateway API missing); ChildrenReady and
+// nothing when every child was synced.
+type readiness struct {
+	reason   string
+	problems []string
+}
+
+// add records a problem under reason, which leads only if no problem
+// before it had a reason earlier in precedence.
+func (r *readiness) add(reason, problem string) {
+	if len(r.problems) == 0 || precedence[reason] < precedence[r.reason] {
+		r.reason = reason
+	}
+	r.problems = append(r.problems, problem)
+}
+
+// precedence orders the reasons of Ready=False: the first applies.
+var precedence = map[string]int{appsv1beta1.ReasonChildNotOwned: 0, appsv1beta1.ReasonChildApplyFailed: 1,
+	appsv1beta1.ReasonRouteCRDAbsent: 2, appsv1beta1.ReasonDeploymentNotAvailable: 3, appsv1beta1.ReasonNoReadyEndpoints: 4}
+
+// childProblems is the readiness of the children's outcomes alone.
+func childProblems(app *appsv1beta1.Application, obs observed) readiness {
+	r := readiness{reason: appsv1beta1.ReasonChildrenReady}
+	for _, o := range obs.outcomes {
+		switch {
+		case o.notOwned:
+			r.add(appsv1beta1.ReasonChildNotOwned,
+				fmt.Sprintf("%s %s exists and is not controlled by this Application; it is left alone", o.kind.name, app.Name))
+		case o.err != nil:
+			r.add(appsv1beta1.ReasonChildApplyFailed, o.err.Error())
+		case o.crdAbsent:
+			r.add(appsv1beta1.ReasonRouteCRDAbsent, fmt.Sprintf("%s %s: the Gateway API CRDs are not installed "+
+				"(gateway.networking.k8s.io/v1 %s is not served); it is made once they are", o.kind.name, app.Name, o.kind.name))
+		}
+	}
+	return r
+}
+
 // computeStatus is the Application's status from what was observed: the
 // MyDeployment's counters and its Available and Progressing conditions, the
-// Service's cluster IP and ready endpoints, the Ingress's URLs and load
-// balancer, and Ready. observedGeneration moves only when every child was
-// synced. Conditions keep their lastTransitionTime while unchanged.
+// Service's cluster IP and ready endpoints, the Ingress's and HTTPRoute's
+// URLs and load balancer, and Ready. observedGeneration moves only when
+// every child was synced. Conditions keep their lastTransitionTime while
+// unchanged.
 func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.ApplicationStatus {
 	st := appsv1beta1.ApplicationStatus{
 		ObservedGeneration: app.Status.ObservedGeneration,
@@ -66,32 +95,43 @@ func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.Appli
 	if sel, err := metav1.LabelSelectorAsSelector(DeploymentSpec(app).Selector); err == nil {
 		st.LabelSelector = sel.String()
 	}
-	var problems []string
-	reason := appsv1beta1.ReasonChildrenReady
-	for _, o := range obs.outcomes {
-		switch {
-		case o.notOwned:
-			problems = append(problems, fmt.Sprintf("%s %s exists and is not controlled by this Application; it is left alone", o.kind, app.Name))
-			reason = appsv1beta1.ReasonChildNotOwned
-		case o.err != nil:
-			problems = append(problems, o.err.Error())
-			if reason != appsv1beta1.ReasonChildNotOwned {
-				reason = appsv1beta1.ReasonChildApplyFailed
-			}
-		case o.crdAbsent:
-			problems = append(problems, fmt.Sprintf("%s %s: the Gateway API CRDs are not installed (gateway.networking.k8s.io/v1 %s is not served); it is made once they are",
-				o.kind, app.Name, o.kind))
-			if reason == appsv1beta1.ReasonChildrenReady {
-				reason = appsv1beta1.ReasonRouteCRDAbsent
-			}
-		}
-	}
-	if len(problems) == 0 {
+	ready := childProblems(app, obs)
+	if len(ready.problems) == 0 {
 		st.ObservedGeneration = app.Generation
 	}
+	mirrorDeployment(app, obs.outcomes[kindMyDeployment], &st, &ready)
+	if o := obs.outcomes[kindService]; o.present {
+		svc := o.live.(*corev1.Service)
+		st.Service = &appsv1beta1.ApplicationServiceStatus{ClusterIP: svc.Spec.ClusterIP, ReadyEndpoints: readyEndpoints(obs.endpointSlices)}
+		if st.Service.ReadyEndpoints == 0 && len(ready.problems) == 0 {
+			ready.add(appsv1beta1.ReasonNoReadyEndpoints, fmt.Sprintf("Service %s has no ready endpoint", app.Name))
+		}
+	}
+	if o := obs.outcomes[kindIngress]; o.present {
+		ing := o.live.(*networkingv1.Ingress)
+		st.Ingress = &appsv1beta1.ApplicationIngressStatus{LoadBalancer: ing.Status.LoadBalancer.Ingress}
+		st.URLs = URLs(ing)
+	}
+	if o := obs.outcomes[kindHTTPRoute]; o.present {
+		st.URLs = mergeURLs(st.URLs, RouteURLs(o.live.(*gatewayv1.HTTPRoute)))
+	}
+	st.Children = childLines(obs, &st)
 
+	cond := metav1.Condition{Type: appsv1beta1.ApplicationReady, Status: metav1.ConditionTrue, Reason: ready.reason,
+		Message: "every child is present and available", ObservedGeneration: app.Generation}
+	if len(ready.problems) > 0 {
+		cond.Status, cond.Message = metav1.ConditionFalse, strings.Join(ready.problems, "; ")
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	return st
+}
+
+// mirrorDeployment copies the MyDeployment's counters and its Available and
+// Progressing conditions into st (Unknown while it reports none), and
+// notes it not available when nothing else is wrong.
+func mirrorDeployment(app *appsv1beta1.Application, o outcome, st *appsv1beta1.ApplicationStatus, ready *readiness) {
 	mirrored := false
-	if o := obs.find("MyDeployment"); o != nil && o.present {
+	if o.present {
 		md := o.live.(*appsv1beta1.MyDeployment)
 		st.Replicas, st.ReadyReplicas = md.Status.Replicas, md.Status.ReadyReplicas
 		st.UpdatedReplicas, st.AvailableReplicas = md.Status.UpdatedReplicas, md.Status.AvailableReplicas
@@ -106,9 +146,8 @@ func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.Appli
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status),
 				Reason: c.Reason, Message: c.Message, ObservedGeneration: app.Generation})
 		}
-		if !deploymentAvailable(md) && len(problems) == 0 {
-			reason = appsv1beta1.ReasonDeploymentNotAvailable
-			problems = append(problems, fmt.Sprintf("MyDeployment %s is not available: %d of %d pods available",
+		if !deploymentAvailable(md) && len(ready.problems) == 0 {
+			ready.add(appsv1beta1.ReasonDeploymentNotAvailable, fmt.Sprintf("MyDeployment %s is not available: %d of %d pods available",
 				app.Name, md.Status.AvailableReplicas, md.Status.Replicas))
 		}
 	}
@@ -119,33 +158,6 @@ func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.Appli
 				ObservedGeneration: app.Generation})
 		}
 	}
-
-	if o := obs.find("Service"); o != nil && o.present {
-		svc := o.live.(*corev1.Service)
-		st.Service = &appsv1beta1.ApplicationServiceStatus{ClusterIP: svc.Spec.ClusterIP, ReadyEndpoints: readyEndpoints(obs.endpointSlices)}
-		if st.Service.ReadyEndpoints == 0 && len(problems) == 0 {
-			reason = appsv1beta1.ReasonNoReadyEndpoints
-			problems = append(problems, fmt.Sprintf("Service %s has no ready endpoint", app.Name))
-		}
-	}
-	if o := obs.find("Ingress"); o != nil && o.present {
-		ing := o.live.(*networkingv1.Ingress)
-		st.Ingress = &appsv1beta1.ApplicationIngressStatus{LoadBalancer: ing.Status.LoadBalancer.Ingress}
-		st.URLs = URLs(ing)
-	}
-
-	if o := obs.find("HTTPRoute"); o != nil && o.present {
-		st.URLs = mergeURLs(st.URLs, RouteURLs(o.live.(*gatewayv1.HTTPRoute)))
-	}
-	st.Children = childLines(app, obs, st)
-
-	ready := metav1.Condition{Type: appsv1beta1.ApplicationReady, Status: metav1.ConditionTrue, Reason: reason,
-		Message: "every child is present and available", ObservedGeneration: app.Generation}
-	if len(problems) > 0 {
-		ready.Status, ready.Message = metav1.ConditionFalse, strings.Join(problems, "; ")
-	}
-	meta.SetStatusCondition(&st.Conditions, ready)
-	return st
 }
 
 // deploymentAvailable: the MyDeployment has synced its current spec and
@@ -252,7 +264,7 @@ func URLs(ing *networkingv1.Ingress) []string {
 // childLines is one line per child the spec asks for (kubectl describe's
 // status.children): its state from what this sync observed, or why it is
 // not there.
-func childLines(app *appsv1beta1.Application, obs observed, st appsv1beta1.ApplicationStatus) *appsv1beta1.ApplicationChildrenStatus {
+func childLines(obs observed, st *appsv1beta1.ApplicationStatus) *appsv1beta1.ApplicationChildrenStatus {
 	lines := &appsv1beta1.ApplicationChildrenStatus{}
 	for _, o := range obs.outcomes {
 		var line string
@@ -266,60 +278,11 @@ func childLines(app *appsv1beta1.Application, obs observed, st appsv1beta1.Appli
 		case !o.present:
 			continue
 		default:
-			line = presentLine(o.live, st)
+			line = o.kind.line(o.live, st)
 		}
-		switch o.kind {
-		case "MyDeployment":
-			lines.MyDeployment = line
-		case "Service":
-			lines.Service = line
-		case "Ingress":
-			lines.Ingress = line
-		case "HTTPRoute":
-			lines.HTTPRoute = line
-		case "HorizontalPodAutoscaler":
-			lines.HorizontalPodAutoscaler = line
-		case "PodDisruptionBudget":
-			lines.PodDisruptionBudget = line
-		}
+		*o.kind.slot(lines) = line
 	}
 	return lines
-}
-
-// presentLine sums up a child the Application applied.
-func presentLine(live client.Object, st appsv1beta1.ApplicationStatus) string {
-	switch c := live.(type) {
-	case *appsv1beta1.MyDeployment:
-		desired := int32(1)
-		if c.Spec.Replicas != nil {
-			desired = *c.Spec.Replicas
-		}
-		return fmt.Sprintf("%d/%d pods available, %d up to date", c.Status.AvailableReplicas, desired, c.Status.UpdatedReplicas)
-	case *corev1.Service:
-		ready := int32(0)
-		if st.Service != nil {
-			ready = st.Service.ReadyEndpoints
-		}
-		return fmt.Sprintf("%s %s, %d ready endpoints", c.Spec.Type, c.Spec.ClusterIP, ready)
-	case *networkingv1.Ingress:
-		if len(st.URLs) == 0 {
-			return "no URL yet (no host, and no load balancer address)"
-		}
-		return strings.Join(st.URLs, " ")
-	case *gatewayv1.HTTPRoute:
-		return routeLine(c)
-	case *autoscalingv2.HorizontalPodAutoscaler:
-		minimum := int32(1)
-		if c.Spec.MinReplicas != nil {
-			minimum = *c.Spec.MinReplicas
-		}
-		return fmt.Sprintf("%d replicas, %d desired, between %d and %d", c.Status.CurrentReplicas, c.Status.DesiredReplicas,
-			minimum, c.Spec.MaxReplicas)
-	case *policyv1.PodDisruptionBudget:
-		return fmt.Sprintf("%d/%d pods healthy, %d disruptions allowed", c.Status.CurrentHealthy, c.Status.DesiredHealthy,
-			c.Status.DisruptionsAllowed)
-	}
-	return "applied"
 }
 
 // RouteURLs are the addresses an HTTPRoute serves: http://hostname/path for

@@ -228,8 +228,8 @@ func expectedWrites(md *appsv1beta1.MyDeployment, c claimed, p syncPlan) [][]wri
 	}
 	for _, st := range p.steps {
 		verb := map[inplace.Step]string{inplace.StepMarkReady: "gateTrue", inplace.StepPatch: "update",
-			inplace.StepFail: "gateFalse"}[st.step]
-		steps = append(steps, write{verb, st.pod.Name})
+			inplace.StepFail: "gateFalse"}[st.Step]
+		steps = append(steps, write{verb, st.Pod.Name})
 	}
 	for _, rev := range p.truncate {
 		truncate = append(truncate, write{"delete-revision", rev.Name})
@@ -318,14 +318,13 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 			md := &appsv1beta1.MyDeployment{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "web-uid", Generation: 1},
 				Spec: appsv1beta1.MyDeploymentSpec{
-					Replicas:             ptr.To(tc.from),
-					Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-					Strategy:             tc.strategy,
-					RevisionHistoryLimit: ptr.To(tc.history),
+					Replicas: ptr.To(tc.from),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 					Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "v1"}}},
 					},
+					RolloutSpec: appsv1beta1.RolloutSpec{Strategy: tc.strategy, RevisionHistoryLimit: ptr.To(tc.history)},
 				},
 			}
 			owner := func() revision.Owner {

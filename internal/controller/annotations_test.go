@@ -77,7 +77,7 @@ func TestScopeAnnotations(t *testing.T) {
 			s := &scope{
 				md: &appsv1beta1.MyDeployment{
 					ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations},
-					Spec:       appsv1beta1.MyDeploymentSpec{Paused: tc.paused},
+					Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Paused: tc.paused}},
 				},
 				update: &appsv1.ControllerRevision{Revision: 2},
 			}

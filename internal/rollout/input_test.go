@@ -33,8 +33,10 @@ func TestNewInput(t *testing.T) {
 			md: appsv1beta1.MyDeployment{
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
 					appsv1beta1.DesiredReplicasAnnotation: "3", appsv1beta1.MaxReplicasAnnotation: "4"}},
-				Spec: appsv1beta1.MyDeploymentSpec{Replicas: ptr.To[int32](6), Paused: true, MinReadySeconds: 9,
-					Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}},
+				Spec: appsv1beta1.MyDeploymentSpec{
+					Replicas:    ptr.To[int32](6),
+					RolloutSpec: appsv1beta1.RolloutSpec{Paused: true, MinReadySeconds: 9, Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}},
+				},
 			},
 			want: Input{Replicas: 6, Strategy: Recreate, Paused: true, MinReadySeconds: 9, SizedFor: &Size{Replicas: 3, MaxReplicas: 4}},
 		},
@@ -66,14 +68,16 @@ func TestNewInput(t *testing.T) {
 			name: "a partition with Recreate is an error",
 			md: appsv1beta1.MyDeployment{
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{appsv1beta1.PartitionAnnotation: "1"}},
-				Spec:       appsv1beta1.MyDeploymentSpec{Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}},
+				Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}}},
 			},
 			wantErr: true,
 		},
 		{
 			name: "an invalid strategy is an error",
-			md: appsv1beta1.MyDeployment{Spec: appsv1beta1.MyDeploymentSpec{Strategy: appsv1.DeploymentStrategy{
-				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("x"))}}}},
+			md: appsv1beta1.MyDeployment{Spec: appsv1beta1.MyDeploymentSpec{
+				RolloutSpec: appsv1beta1.RolloutSpec{Strategy: appsv1.DeploymentStrategy{
+					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("x"))}}},
+			}},
 			wantErr: true,
 		},
 	} {

@@ -20,7 +20,8 @@ func md(replicas int32, paused bool, st appsv1beta1.MyDeploymentStatus) *appsv1b
 	return &appsv1beta1.MyDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 2},
 		Spec: appsv1beta1.MyDeploymentSpec{
-			Replicas: ptr.To(replicas), Paused: paused, ProgressDeadlineSeconds: ptr.To[int32](60),
+			Replicas:    ptr.To(replicas),
+			RolloutSpec: appsv1beta1.RolloutSpec{Paused: paused, ProgressDeadlineSeconds: ptr.To[int32](60)},
 		},
 		Status: st,
 	}
