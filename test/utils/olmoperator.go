@@ -36,6 +36,9 @@ type OLMOperator struct {
 	ServiceAccount string // the one the CSV's permissions are for
 	// WorkDir holds the manager's log, kubeconfig and certificates.
 	WorkDir string
+	// Binary is the manager StartManager runs: bin/manager when empty, an
+	// earlier release's (ReleaseManager) while that release is installed.
+	Binary string
 
 	manager *Process
 	added   []string
@@ -147,7 +150,7 @@ func (o *OLMOperator) StartManager(projectDir string, extraEnv ...string) {
 	o.manager, err = Start("manager", filepath.Join(o.WorkDir, "manager-"+pod+".log"), env,
 		// Leader election as in the pod: the lease is in the operator's
 		// namespace, which the install need not target.
-		filepath.Join(projectDir, "bin", "manager"), "--webhook-cert-path="+certDir,
+		o.binary(projectDir), "--webhook-cert-path="+certDir,
 		"--leader-elect", "--leader-election-namespace="+o.Namespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
@@ -161,6 +164,13 @@ func (o *OLMOperator) StartManager(projectDir string, extraEnv ...string) {
 		}
 		return err
 	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the webhook server listens at the pod's address")
+}
+
+func (o *OLMOperator) binary(projectDir string) string {
+	if o.Binary != "" {
+		return o.Binary
+	}
+	return filepath.Join(projectDir, "bin", "manager")
 }
 
 // StopManager stops the host manager, if one runs.

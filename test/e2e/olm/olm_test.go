@@ -26,6 +26,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/inflight"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
@@ -86,7 +87,15 @@ var _ = Describe("the operator through OLM", Ordered, func() {
 	prev := ""
 	csv := func(v string) string { return pkg + ".v" + v }
 
-	BeforeAll(func() { prev = utils.PreviousRelease(projectDir, version) })
+	// workloads are in flight when the upgrade lands (test/e2e/inflight).
+	var workloads *inflight.Workloads
+
+	BeforeAll(func() {
+		prev = utils.PreviousRelease(projectDir, version)
+		// Until the upgrade, the operator pod runs the previous release's
+		// own manager, built from the commit it was released from.
+		operator.Binary = utils.ReleaseManager(projectDir, prev)
+	})
 
 	It("installs the previous release from the catalog through a Subscription", func() {
 		apply(fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
@@ -153,10 +162,16 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Expect(err).NotTo(HaveOccurred(), "only the webhook refuses it")
 	})
 
+	It("leaves workloads in every state with the previous release's manager: a canary held at a pause, an Application", func() {
+		workloads = inflight.Create(targets[1], filepath.Join(projectDir, "bin", "kubectl-mydeployment"))
+		workloads.WaitSettled()
+	})
+
 	It("holds the upgrade while a rollout runs: the operator reports Upgradeable=False to OLM", func() {
 		upgradeable := jsonpath(`{.spec.conditions[?(@.type=="Upgradeable")].status}`,
 			"-n", operatorNamespace, "operatorcondition", csv(prev))
-		Eventually(upgradeable, time.Minute, time.Second).Should(Equal("True"), "settled before the rollout")
+		Eventually(upgradeable, time.Minute, time.Second).Should(Equal("True"),
+			"settled before the rollout: a canary waiting for a promote holds nothing")
 
 		By("starting a slow rollout (each new pod counts as available only after 10 s)")
 		kubectl("-n", targets[0], "patch", "md", "mydeployment-sample", "--type=merge", "-p",
@@ -195,14 +210,19 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		}, time.Minute, time.Second).Should(Equal("released"))
 	})
 
-	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
-		before := podUIDs()
-		Expect(before).To(HaveLen(3 * len(targets)))
-		generations := mdGenerations()
+	var before, generations []string
 
-		By("OLM goes on with the upgrade it held")
-		Eventually(jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version)), 4*time.Minute, time.Second).
-			Should(Equal("Succeeded"))
+	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
+		before = podUIDs()
+		Expect(before).To(HaveLen(3 * len(targets)))
+
+		By("OLM goes on with the upgrade it held; meanwhile the old operator pod starts an in-place update")
+		phase := jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))
+		Eventually(phase, time.Minute, 200*time.Millisecond).Should(BeElementOf("InstallReady", "Installing", "Succeeded"))
+		workloads.StartInPlace()
+		workloads.Snapshot()
+		generations = mdGenerations()
+		Eventually(phase, 4*time.Minute, time.Second).Should(Equal("Succeeded"))
 		Expect(jsonpath("{.spec.replaces}", "-n", operatorNamespace, "csv", csv(version))()).To(Equal(csv(prev)))
 		Eventually(jsonpath("{.items[*].metadata.name}", "-n", operatorNamespace, "csv"), time.Minute, time.Second).
 			Should(Equal(csv(version)), "the old CSV is gone")
@@ -215,15 +235,22 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 			Eventually(canI(sa, ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), ns)
 		}
 		Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal("no"), outside)
+		waitOperatorSettled(version)
 
-		By("the running workloads did not notice")
+		By("the old operator pod is gone: its manager stops mid-way through the in-place update")
+		stopManager()
+		workloads.ExpectUnderWay()
+	})
+
+	It("runs this version's manager, which finishes what the old one left and changes nothing else", func() {
+		operator.Binary = "" // bin/manager
+		startManager()
+		workloads.ExpectKept()
 		Expect(podUIDs()).To(Equal(before))
 		Expect(mdGenerations()).To(Equal(generations), "no MyDeployment's spec changed")
-		Expect(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
-			"applications.apps.mydeployment.io")()).To(Equal("True"), "the upgrade brought the second CRD")
+		workloads.ExpectGoesOn()
 
-		By("the new operator pod takes over: scaling works and the webhook still guards admission")
-		startManager()
+		By("scaling works and the webhook still guards admission")
 		kubectl("-n", targets[0], "scale", "md", "mydeployment-sample", "--replicas=4")
 		Eventually(jsonpath("{.status.availableReplicas}", "-n", targets[0], "md", "mydeployment-sample"),
 			2*time.Minute, time.Second).Should(Equal("4"))
