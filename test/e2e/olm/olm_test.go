@@ -26,6 +26,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/configroll"
 	"github.com/mydeployment-io/mydeployment-operator/test/e2e/inflight"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
@@ -245,6 +246,7 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Expect(podUIDs()).To(Equal(before))
 		Expect(mdGenerations()).To(Equal(generations), "no MyDeployment's spec changed")
 		workloads.ExpectGoesOn()
+		configroll.Check(targets[0])
 
 		By("scaling works and the webhook still guards admission")
 		kubectl("-n", targets[0], "scale", "md", "mydeployment-sample", "--replicas=4")
@@ -313,6 +315,13 @@ spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespa
 			sa := serviceAccountUser(mode.ns, operatorServiceAccount)
 			Eventually(canI(sa, mode.ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), mode.ns)
 			Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal(mode.elsewhere), outside)
+
+			By("the operator of this install reads config where it may create pods: rollouts on config change work")
+			op := &utils.OLMOperator{Namespace: mode.ns, Deployment: operatorDeployment, ServiceAccount: operatorServiceAccount, WorkDir: workDir}
+			op.StartManager(projectDir, "OPERATOR_NAMESPACE="+mode.ns)
+			configroll.Check(mode.ns)
+			op.StopManager()
+
 			kubectl("-n", mode.ns, "delete", "subscription", pkg)
 			kubectl("-n", mode.ns, "delete", "csv", csv(version))
 			kubectl("-n", mode.ns, "delete", "operatorgroup", "mydeployment")
