@@ -42,6 +42,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/configroll"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
@@ -177,6 +178,10 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 			"-n", samples, "md", "mydeployment-sample"), 2*time.Minute, time.Second).Should(Equal("3/3/True"))
 		Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}/{.status.service.readyEndpoints}`,
 			"-n", samples, "mdapp", "application-sample"), 2*time.Minute, time.Second).Should(Equal("True/1"))
+	})
+
+	It("rolls a MyDeployment on a config change: the install lets it read config where it may create pods", func() {
+		configroll.Check(samples)
 	})
 
 	It("makes a new certificate when its Secret loses it: the new CA is injected and the webhook serves on", func() {

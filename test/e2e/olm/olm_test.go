@@ -26,6 +26,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/configroll"
 	"github.com/mydeployment-io/mydeployment-operator/test/e2e/inflight"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
@@ -191,37 +192,36 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 			return jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))() + " " + image()
 		}, 5*time.Second, time.Second).Should(Equal("Pending "+oldImage), "no upgrade while Upgradeable=False")
 
-		By("the rollout completes, the operator says Upgradeable=True again")
+		By("the old operator starts an in-place update while OLM holds the upgrade (its webhook still answers)")
+		workloads.StartInPlace()
+
+		By("the slow rollout completes; the in-place update still holds the upgrade")
 		Eventually(jsonpath("{.status.updatedReplicas}/{.status.availableReplicas}", "-n", targets[0], "md", "mydeployment-sample"),
 			2*time.Minute, time.Second).Should(Equal("3/3"))
-		// OLM goes on with the upgrade as soon as it reads True, and deletes
-		// the old CSV's OperatorCondition with it: either sight will do.
-		newPhase := jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))
-		Eventually(func() string {
-			if upgradeable() == "True" {
-				return "released"
-			}
-			switch phase := newPhase(); phase {
-			case "InstallReady", "Installing", "Succeeded":
-				return "released"
-			default:
-				return "held: " + phase
-			}
-		}, time.Minute, time.Second).Should(Equal("released"))
+		message := jsonpath(`{.spec.conditions[?(@.type=="Upgradeable")].message}`, "-n", operatorNamespace, "operatorcondition", csv(prev))
+		Eventually(message, time.Minute, time.Second).Should(And(ContainSubstring(inflight.InPlace), Not(ContainSubstring("mydeployment-sample"))),
+			"the operator names what still rolls")
+		Expect(upgradeable()).To(Equal("False"))
 	})
 
 	var before, generations []string
 
-	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
+	It("upgrades to this version in the middle of the in-place update when an admin overrides the hold, leaving MyDeployments and their pods alone", func() {
 		before = podUIDs()
 		Expect(before).To(HaveLen(3 * len(targets)))
-
-		By("OLM goes on with the upgrade it held; meanwhile the old operator pod starts an in-place update")
-		phase := jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))
-		Eventually(phase, time.Minute, 200*time.Millisecond).Should(BeElementOf("InstallReady", "Installing", "Succeeded"))
-		workloads.StartInPlace()
 		workloads.Snapshot()
 		generations = mdGenerations()
+
+		By("a cluster admin forces the upgrade: the OperatorCondition's spec.overrides says Upgradeable=True")
+		kubectl("-n", operatorNamespace, "patch", "operatorcondition", csv(prev), "--type=merge", "-p",
+			`{"spec":{"overrides":[{"type":"Upgradeable","status":"True","reason":"ForcedByAdmin","message":"e2e: upgrade mid-rollout"}]}}`)
+		phase := jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))
+		Eventually(phase, time.Minute, 200*time.Millisecond).Should(BeElementOf("InstallReady", "Installing", "Succeeded"))
+
+		By("OLM replaces the old operator pod: its manager stops mid-way through the in-place update")
+		stopManager()
+		workloads.ExpectUnderWay()
+
 		Eventually(phase, 4*time.Minute, time.Second).Should(Equal("Succeeded"))
 		Expect(jsonpath("{.spec.replaces}", "-n", operatorNamespace, "csv", csv(version))()).To(Equal(csv(prev)))
 		Eventually(jsonpath("{.items[*].metadata.name}", "-n", operatorNamespace, "csv"), time.Minute, time.Second).
@@ -236,9 +236,6 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		}
 		Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal("no"), outside)
 		waitOperatorSettled(version)
-
-		By("the old operator pod is gone: its manager stops mid-way through the in-place update")
-		stopManager()
 		workloads.ExpectUnderWay()
 	})
 
@@ -249,6 +246,7 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Expect(podUIDs()).To(Equal(before))
 		Expect(mdGenerations()).To(Equal(generations), "no MyDeployment's spec changed")
 		workloads.ExpectGoesOn()
+		configroll.Check(targets[0])
 
 		By("scaling works and the webhook still guards admission")
 		kubectl("-n", targets[0], "scale", "md", "mydeployment-sample", "--replicas=4")
@@ -317,6 +315,13 @@ spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespa
 			sa := serviceAccountUser(mode.ns, operatorServiceAccount)
 			Eventually(canI(sa, mode.ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), mode.ns)
 			Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal(mode.elsewhere), outside)
+
+			By("the operator of this install reads config where it may create pods: rollouts on config change work")
+			op := &utils.OLMOperator{Namespace: mode.ns, Deployment: operatorDeployment, ServiceAccount: operatorServiceAccount, WorkDir: workDir}
+			op.StartManager(projectDir, "OPERATOR_NAMESPACE="+mode.ns)
+			configroll.Check(mode.ns)
+			op.StopManager()
+
 			kubectl("-n", mode.ns, "delete", "subscription", pkg)
 			kubectl("-n", mode.ns, "delete", "csv", csv(version))
 			kubectl("-n", mode.ns, "delete", "operatorgroup", "mydeployment")

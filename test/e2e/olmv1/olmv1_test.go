@@ -27,6 +27,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/configroll"
 	"github.com/mydeployment-io/mydeployment-operator/test/e2e/inflight"
 	"github.com/mydeployment-io/mydeployment-operator/test/olm/crdsafety"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
@@ -221,6 +222,7 @@ spec:
 		Expect(podUIDs()).To(Equal(before))
 		Expect(jsonpath("{.metadata.generation}", "-n", workloads, "md", "mydeployment-sample")()).To(Equal(generation))
 		flight.ExpectGoesOn()
+		configroll.Check(inFlight)
 
 		By("scaling works and the webhook still guards admission")
 		kubectl("-n", workloads, "scale", "md", "mydeployment-sample", "--replicas=4")
