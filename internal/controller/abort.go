@@ -24,47 +24,39 @@ import (
 
 // recordedAbort says md's abort record names its update revision, with
 // on-failure Abort still set (removing the annotation resumes the rollout).
-func (s *scope) recordedAbort() bool {
-	return s.optIn.Abort && s.update != nil && !s.newRevision &&
-		s.md.Annotations[appsv1beta1.AbortedRevisionAnnotation] == s.update.Name
+func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
+	return o.optIn.Abort && update != nil && !newRevision &&
+		o.md.Annotations[appsv1beta1.AbortedRevisionAnnotation] == update.Name
 }
 
 // abortOrNot is the planner's Input.Aborted: the record says so, or the
 // verdict is due now (the record is then written first).
-func (s *scope) abortOrNot() bool {
-	return s.recordedAbort() || s.optIn.Abort && !s.newRevision && status.AbortDue(s.md, s.update.Name, s.optIn.RetriedAt)
+func abortOrNot(o *observation, c *claimed) bool {
+	return recordedAbort(o, c.update, c.newRevision) ||
+		o.optIn.Abort && !c.newRevision && status.AbortDue(o.md, c.update.Name, o.optIn.RetriedAt)
 }
 
 // abortRecord adds to now the abort record's change: the update revision
 // when an abort takes effect now, a removal when the record names another
 // revision (a new template, or one renumbered by going back to it). It
 // reports whether it records a new abort (which must be written first).
-func (s *scope) abortRecord(now map[string]string) bool {
-	recorded, ok := s.md.Annotations[appsv1beta1.AbortedRevisionAnnotation]
+func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision, newRevision, aborted bool, now map[string]string) bool {
+	recorded, ok := md.Annotations[appsv1beta1.AbortedRevisionAnnotation]
 	switch {
-	case s.aborted && recorded != s.update.Name:
-		now[appsv1beta1.AbortedRevisionAnnotation] = s.update.Name
+	case aborted && recorded != update.Name:
+		now[appsv1beta1.AbortedRevisionAnnotation] = update.Name
 		return true
-	case ok && (recorded != s.update.Name || s.newRevision):
+	case ok && (recorded != update.Name || newRevision):
 		now[appsv1beta1.AbortedRevisionAnnotation] = ""
 	}
 	return false
 }
 
-// towards is the revision the plan moves pods to: s.target once decided,
-// the update revision before.
-func (s *scope) towards() *appsv1.ControllerRevision {
-	if s.target != nil {
-		return s.target
-	}
-	return s.update
-}
-
 // abortEvent records, once the abort record is written, that the rollout
 // to the update revision is aborted: an event and a count of aborts.
-func (r *MyDeploymentReconciler) abortEvent(s *scope) {
-	r.Metrics.RolloutAborted(s.md)
-	r.Recorder.Eventf(s.md, s.update, corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
+func (r *MyDeploymentReconciler) abortEvent(p *syncPlan, out *outcome) {
+	r.Metrics.RolloutAborted(p.md)
+	r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
 		"Rollout to revision %q made no progress within progressDeadlineSeconds: aborted, every pod goes back to revision %q",
-		s.update.Name, s.towards().Name)
+		p.update.Name, p.towards.Name)
 }

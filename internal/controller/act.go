@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +19,60 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
-// act carries out s.plan in its order and decides nothing:
+// outcome is what act did that the status and the next look need: what
+// the cache cannot show yet (the pods it created, the in-place updates it
+// began), the writes that failed, and when to look again.
+type outcome struct {
+	// planned: a plan was made and its claims written, so the status
+	// counts what it keeps and creates.
+	planned bool
+	// revisionsFailed: a revision write failed before the pods were
+	// claimed: the status counts the pods as cached against the revisions
+	// status names. unclaimed: adopting or releasing pods failed, so the
+	// claimed pods lack some that are ours or about to be: no status is
+	// written.
+	revisionsFailed, unclaimed bool
+	// update is the update revision as written (nil: not written by this
+	// sync); collisionCount the count it was written under.
+	update         *appsv1.ControllerRevision
+	collisionCount int32
+	// created counts the pods this sync created, and createdUpdated those
+	// of the update revision: they exist when the status is written.
+	created, createdUpdated int32
+	// startedInPlace are the pods whose in-place update this sync began
+	// (their gate False written, or a lost reply that landed): counted in
+	// the status it writes as the next sync's cache will show them, on
+	// their way and not ready. Otherwise the status a sync writes after
+	// one batch became Ready and the next began is written again once the
+	// cache shows the gates (issue 31: a status write a batch).
+	startedInPlace []*corev1.Pod
+	// uncertain counts creates whose reply was lost (they may exist).
+	uncertain atomic.Int32
+	failure   *status.Failure
+	// retryAfter, when positive, is when to try evictions a budget refused
+	// again, to look again at config access denied (configwatch.go), or
+	// at a hand-over (handover.go).
+	retryAfter time.Duration
+	// handOver is what a hand-over sync (adopt-from, handover.go) tells
+	// the status.
+	handOver handOverState
+}
+
+// revision is p's revision named name, as this sync wrote it if it did.
+func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevision {
+	if out.update != nil && out.update.Name == name {
+		return out.update
+	}
+	if rev := named(p.revisions, name); rev != nil {
+		return rev
+	}
+	if p.update != nil && p.update.Name == name {
+		return p.update
+	}
+	return nil
+}
+
+// act carries out p in its order and decides nothing:
 //  0. the claims (writeClaims: revisions adopted, the update revision
 //     written, pods released and adopted), and a failure stops the sync;
 //     then the plan's events;
@@ -31,32 +86,31 @@ import (
 //     for pods that were not made would hide an unfinished scale);
 //  6. the revisions to truncate.
 //
-// It returns every error; what it did is in s (created, failure, retryAfter).
-func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
-	p := s.plan
-	if err := r.writeClaims(ctx, s); err != nil {
+// It returns every error; what it did is in out.
+func (r *MyDeploymentReconciler) act(ctx context.Context, p *syncPlan, out *outcome) error {
+	if err := r.writeClaims(ctx, p, out); err != nil {
 		return err
 	}
 	for _, e := range p.events {
-		r.Recorder.Eventf(s.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
+		r.Recorder.Eventf(p.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
 	}
 	if len(p.recordFirst) > 0 {
-		if err := r.setAnnotations(ctx, s, p.recordFirst)(); err != nil {
+		if err := r.setAnnotations(ctx, p.md, p.obj, p.recordFirst)(); err != nil {
 			return err
 		}
 		if c := p.Canary; c != nil && c.NewStep {
-			r.Recorder.Eventf(s.md, s.update, corev1.EventTypeNormal, appsv1beta1.EventCanaryStep, "Rollout",
+			r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeNormal, appsv1beta1.EventCanaryStep, "Rollout",
 				"Canary of revision %q at %s", c.State.Revision, c.Message)
 		}
 		if p.abortRecorded {
-			r.abortEvent(s)
+			r.abortEvent(p, out)
 		}
 	}
-	recorded := r.setAnnotations(ctx, s, p.record)
-	podErr := r.writePods(ctx, s)
-	errs := []error{podErr, recorded(), r.writeInPlaceSteps(ctx, s, p.steps)}
+	recorded := r.setAnnotations(ctx, p.md, p.obj, p.record)
+	podErr := r.writePods(ctx, p, out)
+	errs := []error{podErr, recorded(), r.writeInPlaceSteps(ctx, p, out)}
 	if podErr == nil && len(p.recordAfterPods) > 0 {
-		errs = append(errs, r.setAnnotations(ctx, s, p.recordAfterPods)())
+		errs = append(errs, r.setAnnotations(ctx, p.md, p.obj, p.recordAfterPods)())
 	}
 	return kerrors.NewAggregate(append(errs, r.truncateHistory(ctx, p.truncate)))
 }
@@ -81,65 +135,71 @@ func (r *MyDeploymentReconciler) truncateHistory(ctx context.Context, revs []*ap
 // systematic reason (quota, admission) costs one request, not one per
 // missing pod. Every successful write is recorded as an expectation before
 // the next sync may plan again.
-func (r *MyDeploymentReconciler) writePods(ctx context.Context, s *scope) error {
-	if len(s.plan.Create) > 0 {
-		s.obj.Open(s.now) // a pod deleted as soon as created is observed too
+func (r *MyDeploymentReconciler) writePods(ctx context.Context, p *syncPlan, out *outcome) error {
+	if len(p.Create) > 0 {
+		p.obj.Open(p.now) // a pod deleted as soon as created is observed too
 	}
 	var errs []error
-	if n := len(s.plan.Delete); n > 0 {
+	if n := len(p.Delete); n > 0 {
 		deleted := parallel(n, func(i int) error {
-			pod := s.plan.Delete[i]
-			err := r.Pods.Delete(ctx, s.md, pod)
-			if r.wrote(ctx, s, writeDelete, pod, nil, err) && err == nil {
-				r.drainReplaced(s, pod)
+			pod := p.Delete[i]
+			err := r.Pods.Delete(ctx, p.md, pod)
+			if r.wrote(ctx, p, out, writeDelete, pod, nil, err) && err == nil {
+				r.drainReplaced(p, pod)
 			}
 			return err
 		}, func(err error) { errs = append(errs, err) })
 		if len(errs) > 0 {
-			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
+			out.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
 		}
 		if deleted > 0 {
-			r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, EventScalingRevision, "Scale",
-				"Deleted %d pod(s): %s", deleted, s.plan.Reason)
+			r.Recorder.Eventf(p.md, nil, corev1.EventTypeNormal, EventScalingRevision, "Scale",
+				"Deleted %d pod(s): %s", deleted, p.Reason)
 		}
 	}
-	if err := r.evict(ctx, s); err != nil {
+	if err := r.evict(ctx, p, out); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.beginInPlace(ctx, s); err != nil {
+	if err := r.beginInPlace(ctx, p, out); err != nil {
 		errs = append(errs, err)
 	}
-	for _, c := range s.plan.Create {
-		rev := named(s.revisions, c.Revision)
-		if rev == nil && c.Revision == s.update.Name {
-			rev = s.update
-		}
-		before := s.uncertain.Load()
-		created, err := r.create(ctx, s, rev, c)
-		// A create whose reply was lost counts as made: the status must
-		// not claim a rollout complete beside a pod it may have created.
-		made := int32(created) + s.uncertain.Load() - before
-		s.created += made
-		if rev != nil && s.update != nil && rev.Name == s.update.Name {
-			s.createdUpdated += made
-		}
-		if created > 0 {
-			r.Recorder.Eventf(s.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
-				"Created %d pod(s) of revision %q: %s", created, rev.Name, s.plan.Reason)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedCreate, Message: err.Error()}
-			break // a refusal is likely systematic: the next sync tries again
-		}
+	if err := r.createPods(ctx, p, out); err != nil {
+		errs = append(errs, err)
 	}
 	return kerrors.NewAggregate(errs)
+}
+
+// createPods makes the plan's creations, revision by revision; the first
+// refusal ends them (it is likely systematic: the next sync tries again)
+// and is the status's failure.
+func (r *MyDeploymentReconciler) createPods(ctx context.Context, p *syncPlan, out *outcome) error {
+	for _, c := range p.Create {
+		rev := out.revision(p, c.Revision)
+		before := out.uncertain.Load()
+		created, err := r.create(ctx, p, out, rev, c)
+		// A create whose reply was lost counts as made: the status must
+		// not claim a rollout complete beside a pod it may have created.
+		made := int32(created) + out.uncertain.Load() - before
+		out.created += made
+		if rev != nil && rev.Name == p.update.Name {
+			out.createdUpdated += made
+		}
+		if created > 0 {
+			r.Recorder.Eventf(p.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
+				"Created %d pod(s) of revision %q: %s", created, rev.Name, p.Reason)
+		}
+		if err != nil {
+			out.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedCreate, Message: err.Error()}
+			return err
+		}
+	}
+	return nil
 }
 
 // create makes c.Count pods of revision rev (c.Revision, nil if not
 // found) in slow start, each expected before the next sync plans again; it
 // returns how many it made.
-func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *appsv1.ControllerRevision, c rollout.Creation) (int, error) {
+func (r *MyDeploymentReconciler) create(ctx context.Context, p *syncPlan, out *outcome, rev *appsv1.ControllerRevision, c rollout.Creation) (int, error) {
 	if rev == nil {
 		return 0, fmt.Errorf("creating pods of revision %s: no such ControllerRevision", c.Revision)
 	}
@@ -148,17 +208,17 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 	if err != nil {
 		return 0, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
 	}
-	if s.optIn.InPlace {
+	if p.inPlace {
 		inplace.WithGate(&template.Spec) // readiness gates cannot be added later
 	}
 	var mu sync.Mutex
 	var gated []*corev1.Pod
 	created, err := slowStart(int(c.Count), func() error {
-		pod, err := r.Pods.Create(ctx, s.md, template, rev)
-		if !r.wrote(ctx, s, writeCreate, pod, nil, err) {
+		pod, err := r.Pods.Create(ctx, p.md, template, rev)
+		if !r.wrote(ctx, p, out, writeCreate, pod, nil, err) {
 			return err
 		}
-		if s.optIn.InPlace {
+		if p.inPlace {
 			mu.Lock()
 			gated = append(gated, pod)
 			mu.Unlock()
@@ -169,7 +229,7 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 	// but after the creates, so they go at their own pace. A failure here
 	// is mended by the next sync's in-place steps.
 	parallel(len(gated), func(i int) error {
-		return r.Pods.SetGate(ctx, s.md, gated[i], corev1.ConditionTrue, inplace.ReasonReady, "")
+		return r.Pods.SetGate(ctx, p.md, gated[i], corev1.ConditionTrue, inplace.ReasonReady, "")
 	}, func(err error) {
 		logf.FromContext(ctx).V(1).Info("marking a new pod's in-place gate", "error", err.Error())
 	})

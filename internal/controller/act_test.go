@@ -187,7 +187,8 @@ func (c loggingClient) Create(ctx context.Context, obj client.Object, opts ...cl
 
 // expectedWrites is what act must write for plan p on md: each in the
 // phase act makes it in (see act), phases in order.
-func expectedWrites(md *appsv1beta1.MyDeployment, c claimed, p syncPlan) [][]write {
+func expectedWrites(md *appsv1beta1.MyDeployment, p *syncPlan) [][]write {
+	c := p.claims
 	patch := func(want map[string]string) []write {
 		changed := maps.Clone(want)
 		maps.DeleteFunc(changed, func(k, v string) bool { return md.Annotations[k] == v })
@@ -197,7 +198,7 @@ func expectedWrites(md *appsv1beta1.MyDeployment, c claimed, p syncPlan) [][]wri
 		return []write{{"patch", annotationKeys(changed)}}
 	}
 	var claims, deletes, evicts, starts, creates, steps, truncate []write
-	for _, rev := range c.revisions.Adopt {
+	for _, rev := range c.revisionClaims.Adopt {
 		claims = append(claims, write{"patch-revision", rev.Name})
 	}
 	switch d := c.revision; {
@@ -206,10 +207,10 @@ func expectedWrites(md *appsv1beta1.MyDeployment, c claimed, p syncPlan) [][]wri
 	case d.Renumber:
 		claims = append(claims, write{"patch-revision", d.Update.Name})
 	}
-	for _, pod := range c.pods.Release {
+	for _, pod := range c.podClaims.Release {
 		claims = append(claims, write{"release", pod.Name})
 	}
-	for _, pod := range c.pods.Adopt {
+	for _, pod := range c.podClaims.Adopt {
 		claims = append(claims, write{"adopt", pod.Name})
 	}
 	for _, pod := range p.Delete {
@@ -386,24 +387,24 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 					t.Fatal(err)
 				}
 				owned, orphans := pods.list(md.UID)
-				s := &scope{md: cur, obj: r.objects.get(cur), now: now, selector: sel, pods: owned, orphans: orphans}
-				if err := r.claim(ctx, s); err != nil {
-					t.Fatal(err)
-				}
-				p, err := r.decide(ctx, s)
+				o := &observation{md: cur, obj: r.objects.get(cur), now: now, selector: sel, pods: owned, orphans: orphans}
+				c, err := r.claim(ctx, o)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.plan = p
-				want := expectedWrites(cur, s.claim, p)
-				if err := r.act(ctx, s); err != nil {
+				p, err := decide(o, c, &r.inPlace, r.inPlaceTimeout())
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := expectedWrites(cur, p)
+				if err := r.act(ctx, p, &outcome{}); err != nil {
 					t.Fatalf("step %d: %v", step, err)
 				}
 				got := log.take()
 				checkWrites(t, step, got, want)
 				if owned, _ := pods.list(md.UID); !slices.ContainsFunc(owned, func(p *corev1.Pod) bool { return p.Labels[appsv1beta1.RevisionLabel] == rev1.Name }) {
 					// What status says once no pod of rev1 is left.
-					cur.Status.CurrentRevision, cur.Status.UpdateRevision = s.update.Name, s.update.Name
+					cur.Status.CurrentRevision, cur.Status.UpdateRevision = c.update.Name, c.update.Name
 					if err := cl.Status().Update(ctx, cur); err != nil {
 						t.Fatal(err)
 					}

@@ -74,14 +74,11 @@ func TestScopeAnnotations(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &scope{
-				md: &appsv1beta1.MyDeployment{
-					ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations},
-					Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Paused: tc.paused}},
-				},
-				update: &appsv1.ControllerRevision{Revision: 2},
+			md := &appsv1beta1.MyDeployment{
+				ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations},
+				Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Paused: tc.paused}},
 			}
-			now, afterPods := s.annotations(tc.plan)
+			now, afterPods := annotations(md, &appsv1.ControllerRevision{Revision: 2}, tc.plan)
 			if !maps.Equal(now, tc.now) || !maps.Equal(afterPods, tc.afterPod) {
 				t.Fatalf("got now=%v afterPods=%v\nwant now=%v afterPods=%v", now, afterPods, tc.now, tc.afterPod)
 			}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -19,67 +21,102 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // claimed is what the ownership step of a sync found: the claims of
-// internal/ownership and the revision decision made on them. Its writes
-// are the first phase of act (writeClaims).
+// internal/ownership, the revision decision made on them, and the pods and
+// revisions as they will be once the claims are written. Its writes are
+// the first phase of act (writeClaims).
 type claimed struct {
-	// cached are s's pods as the cache listed them, before the claim: what
+	// cached are the pods as the cache listed them, before the claim: what
 	// status counts when a revision write fails before the pods are claimed.
-	cached    []*corev1.Pod
-	revisions ownership.Revisions
-	pods      ownership.Pods
-	strays    []ownership.StrayRead
+	cached         []*corev1.Pod
+	revisionClaims ownership.Revisions
+	podClaims      ownership.Pods
+	strays         []ownership.StrayRead
 	// revision is the update revision's decision (paused: none).
 	revision revision.Decision
+	// revisions, current, update and pods are as they will be once
+	// writeClaims has written the claims; update is nil before the first
+	// revision while paused (or held by the config opt-in).
+	revisions       []*appsv1.ControllerRevision
+	current, update *appsv1.ControllerRevision
+	pods            []*corev1.Pod
+	collisionCount  int32
+	// newRevision: the update revision is created or renumbered.
+	newRevision bool
+	// configHold says why, under the config opt-in, no revision can be
+	// recorded now (ReplicaFailure ConfigMissing or ConfigAccessDenied):
+	// the pods are planned as if the template were unchanged.
+	configHold *status.Failure
+	// retryAfter, when positive, is when to look again at config access
+	// denied (configwatch.go).
+	retryAfter time.Duration
+	// stepsPending are the pods with an in-place step written and not yet
+	// in the cache, as the freshness record says once the pods are
+	// claimed: not stepped again (rollout.StepsInput.Pending).
+	stepsPending map[types.UID]bool
 }
 
 // claim reads what the ownership claims need beyond the pods observe read
 // (the orphan revisions, then ours; the strays, around the cache, after
-// the pods), claims revisions and pods, and decides the update revision:
-// s.revisions, s.current, s.update and s.pods are as they will be once
-// writeClaims has written the claims. A claim that adopts re-reads the
-// object around the cache first (ownership.MayAdopt). Any error means s
-// is not claimed: the sync must stop.
-func (r *MyDeploymentReconciler) claim(ctx context.Context, s *scope) error {
-	if err := r.readRevisions(ctx, s); err != nil {
-		return err
+// the pods), claims revisions and pods, and decides the update revision.
+// A claim that adopts re-reads the object around the cache first
+// (ownership.MayAdopt). Any error means nothing is claimed: the sync
+// must stop.
+func (r *MyDeploymentReconciler) claim(ctx context.Context, o *observation) (*claimed, error) {
+	c := &claimed{cached: o.pods, pods: o.pods}
+	if err := r.readRevisions(ctx, o, c); err != nil {
+		return nil, err
 	}
-	if err := r.decideRevision(ctx, s); err != nil || s.update == nil {
-		return err // none: paused before its first revision
+	if err := r.decideRevision(ctx, o, c); err != nil || c.update == nil {
+		return c, err // none: paused before its first revision
 	}
-	if err := r.readStrays(ctx, s); err != nil {
-		return err
+	if err := r.readStrays(ctx, o, c); err != nil {
+		return nil, err
 	}
-	r.claimPods(s)
-	if len(s.claim.pods.Strays) > 0 {
-		for uid, st := range s.claim.pods.Strays {
-			s.obj.NoteStray(uid, st)
+	claimPods(o, c)
+	if len(c.podClaims.Strays) > 0 {
+		for uid, st := range c.podClaims.Strays {
+			o.obj.NoteStray(uid, st)
 		}
-		return fmt.Errorf("reading %d pod(s) that left the cache failed", len(s.claim.pods.Strays))
+		return nil, fmt.Errorf("reading %d pod(s) that left the cache failed", len(c.podClaims.Strays))
 	}
-	if len(s.claim.pods.Adopt) > 0 || len(s.claim.revisions.Adopt) > 0 {
-		return r.mayAdopt(ctx, s.md)
+	if len(c.podClaims.Adopt) > 0 || len(c.revisionClaims.Adopt) > 0 {
+		if err := r.mayAdopt(ctx, o.md); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	// What the freshness record says of the claimed pods, read before the
+	// plan (which reads the record only through the claims).
+	c.stepsPending = stepsPending(o.obj, c.pods, o.now)
+	return c, nil
 }
 
-// readRevisions reads s's orphan revisions, then its own, and claims them
-// (ownership.ClaimRevisions): a revision whose adoption (an earlier
+// claimPods claims o's pods into c (ownership.ClaimPods) from what observe
+// and readStrays read.
+func claimPods(o *observation, c *claimed) {
+	c.podClaims = ownership.ClaimPods(ownership.PodInput{Owner: o.md, Selector: o.selector, Update: c.update,
+		Orphans: o.orphans, Owned: o.pods, Strays: c.strays})
+	c.pods = c.podClaims.Owned
+}
+
+// readRevisions reads o's orphan revisions, then its own, and claims them
+// (ownership.ClaimRevisions) into c: a revision whose adoption (an earlier
 // sync's) reaches the cache between the two reads is in the second, not
 // in neither.
-func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, s *scope) error {
-	orphans, err := r.Revisions.Orphans(ctx, s.md.Namespace, s.selector)
+func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, o *observation, c *claimed) error {
+	orphans, err := r.Revisions.Orphans(ctx, o.md.Namespace, o.selector)
 	if err != nil {
 		return err
 	}
-	owned, err := r.Revisions.List(ctx, s.md.Namespace, s.selector, s.md.UID)
+	owned, err := r.Revisions.List(ctx, o.md.Namespace, o.selector, o.md.UID)
 	if err != nil {
 		return fmt.Errorf("listing revisions: %w", err)
 	}
-	s.claim.revisions = ownership.ClaimRevisions(orphans, owned)
-	s.revisions = s.claim.revisions.Owned
+	c.revisionClaims = ownership.ClaimRevisions(orphans, owned)
+	c.revisions = c.revisionClaims.Owned
 	return nil
 }
 
@@ -89,62 +126,65 @@ func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, s *scope) er
 // writeClaims. Opted into rollouts on config changes, the template it
 // records carries the hashes of the config it reads (config.go); with a
 // referenced object missing it keeps the update revision status names.
-func (r *MyDeploymentReconciler) decideRevision(ctx context.Context, s *scope) error {
-	md := s.md
-	s.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
+func (r *MyDeploymentReconciler) decideRevision(ctx context.Context, o *observation, c *claimed) error {
+	md := o.md
+	c.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
 	if md.Spec.Paused {
-		s.update = named(s.revisions, md.Status.UpdateRevision)
-		if s.current = named(s.revisions, md.Status.CurrentRevision); s.current == nil {
-			s.current = s.update
-		}
+		c.keepStatusRevisions(md)
 		return nil
 	}
-	return r.decideFromTemplate(ctx, s)
+	return r.decideFromTemplate(ctx, o, c)
+}
+
+// keepStatusRevisions makes the revisions md's status names the update and
+// current ones (no current: the update revision).
+func (c *claimed) keepStatusRevisions(md *appsv1beta1.MyDeployment) {
+	c.update = named(c.revisions, md.Status.UpdateRevision)
+	if c.current = named(c.revisions, md.Status.CurrentRevision); c.current == nil {
+		c.current = c.update
+	}
 }
 
 // decideFromTemplate is decideRevision of an object that is not paused:
 // the update revision is the template's (revision.Decide), written by
 // writeClaims when new or renumbered; see decideRevision for config.
-func (r *MyDeploymentReconciler) decideFromTemplate(ctx context.Context, s *scope) error {
-	md := s.md
+func (r *MyDeploymentReconciler) decideFromTemplate(ctx context.Context, o *observation, c *claimed) error {
+	md := o.md
 	template, config := &md.Spec.Template, ""
-	if s.optIn.RolloutOnConfigChange {
+	if o.optIn.RolloutOnConfigChange {
 		var err error
-		if config, s.configHold, err = r.configOf(ctx, s.config, md); err != nil {
+		if config, c.configHold, err = r.configOf(ctx, o.config, md); err != nil {
 			return fmt.Errorf("syncing revisions: %w", err)
 		}
-		if s.configHold != nil {
-			if s.configHold.Reason == appsv1beta1.ReasonConfigAccessDenied {
+		if c.configHold != nil {
+			if c.configHold.Reason == appsv1beta1.ReasonConfigAccessDenied {
 				// Look again once the watch asks for access again: nothing
 				// else syncs this object when a grant appears.
-				s.retryAfter = r.config.poll
+				c.retryAfter = r.config.poll
 			}
 			// No revision can say what the pods would read: plan as if the
 			// template were unchanged (the update revision status names).
-			s.update = named(s.revisions, md.Status.UpdateRevision)
-			if s.current = named(s.revisions, md.Status.CurrentRevision); s.current == nil {
-				s.current = s.update
-			}
+			c.keepStatusRevisions(md)
 			return nil
 		}
 		if config != "" { // nothing referenced: the template as it is
 			template = configref.WithHash(template, config)
 		}
 	}
-	data, err := s.obj.revisionDataOf(md, template, config)
+	data, err := o.obj.revisionDataOf(md, template, config)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
 	owner := r.revisionOwner(md, data)
 	owner.Template = template
-	d, err := revision.Decide(owner, s.revisions, md.Status.CurrentRevision, s.collisionCount)
+	d, err := revision.Decide(owner, c.revisions, md.Status.CurrentRevision, c.collisionCount)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
-	s.claim.revision, s.current, s.update = d, d.Current, d.Update
+	c.revision, c.current, c.update = d, d.Current, d.Update
 	if d.Create || d.Renumber {
-		s.newRevision = true
-		s.revisions = withRevision(s.revisions, d.Update)
+		c.newRevision = true
+		c.revisions = withRevision(c.revisions, d.Update)
 	}
 	return nil
 }
@@ -177,15 +217,6 @@ func withRevision(revs []*appsv1.ControllerRevision, rev *appsv1.ControllerRevis
 	return out
 }
 
-// claimPods claims s's pods (ownership.ClaimPods) from what observe and
-// readStrays read.
-func (r *MyDeploymentReconciler) claimPods(s *scope) {
-	s.claim.cached = s.pods
-	s.claim.pods = ownership.ClaimPods(ownership.PodInput{Owner: s.md, Selector: s.selector, Update: s.update,
-		Orphans: s.orphans, Owned: s.pods, Strays: s.claim.strays})
-	s.pods = s.claim.pods.Owned
-}
-
 // errStaleObject is mayAdopt's answer for a copy of a MyDeployment that is
 // no longer the object: deleted, being deleted, or replaced by a namesake.
 // A sync of it must stop: planning without the orphans it may not adopt
@@ -215,30 +246,36 @@ var errChangedWhileClaiming = errors.New("a pod changed while it was adopted: pl
 // writeClaims writes what the claims decided, the first phase of act:
 // the orphan revisions adopted, the update revision created or
 // renumbered, then the pods released and adopted. A failed revision write
-// leaves s counting its pods against the revisions status names (as if
-// nothing were claimed); a failed pod write leaves s unclaimed (no status
-// is written from it: counted without the orphans it failed to adopt, it
-// would say 0 replicas beside running pods). Either way act stops.
-func (r *MyDeploymentReconciler) writeClaims(ctx context.Context, s *scope) error {
-	if err := r.writeRevisions(ctx, s); err != nil {
-		s.current, s.update = named(s.revisions, s.md.Status.CurrentRevision), named(s.revisions, s.md.Status.UpdateRevision)
-		s.pods, s.planned, s.newRevision = s.claim.cached, false, false
+// leaves out counting the pods against the revisions status names (as if
+// nothing were claimed: out.revisionsFailed); a failed pod write leaves
+// out unclaimed (no status is written from it: counted without the
+// orphans it failed to adopt, it would say 0 replicas beside running
+// pods). Either way act stops.
+func (r *MyDeploymentReconciler) writeClaims(ctx context.Context, p *syncPlan, out *outcome) error {
+	update, err := r.writeRevisions(ctx, p.md, p.claims, &out.collisionCount)
+	if update != nil {
+		out.update = update
+	}
+	if err != nil {
+		out.revisionsFailed, out.planned = true, false
 		return err
 	}
-	if err := r.writePodClaims(ctx, s); err != nil {
-		s.unclaimed = true
+	if err := r.writePodClaims(ctx, p, out); err != nil {
+		out.unclaimed = true
 		return err
 	}
 	return nil
 }
 
-// writeRevisions adopts the orphan revisions, then writes the update
-// revision (revision.Store.Apply). A name taken by another revision is
-// recorded under a new collision count, and the sync plans again.
-func (r *MyDeploymentReconciler) writeRevisions(ctx context.Context, s *scope) error {
-	owner := revision.Owner{Object: s.md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment")}
+// writeRevisions adopts the orphan revisions of c, then writes the update
+// revision (revision.Store.Apply) and returns it as written (nil: none
+// written). A name taken by another revision is recorded under a new
+// collision count (*collisionCount), and the sync plans again.
+func (r *MyDeploymentReconciler) writeRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed,
+	collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	owner := revision.Owner{Object: md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment")}
 	var errs []error
-	for _, rev := range s.claim.revisions.Adopt {
+	for _, rev := range c.revisionClaims.Adopt {
 		// Gone: nothing to adopt. Anything else (changed since the cache saw
 		// it, a failed write) retries the sync: going on could record a
 		// colliding revision under another name while the orphan, whose
@@ -248,53 +285,51 @@ func (r *MyDeploymentReconciler) writeRevisions(ctx context.Context, s *scope) e
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("adopting revisions: %w", kerrors.NewAggregate(errs))
+		return nil, fmt.Errorf("adopting revisions: %w", kerrors.NewAggregate(errs))
 	}
-	d := s.claim.revision
+	d := c.revision
 	if !d.Create && !d.Renumber {
-		return nil
+		return nil, nil
 	}
 	planned := d.Update.Name
-	update, err := r.Revisions.Apply(ctx, d, &s.collisionCount)
+	update, err := r.Revisions.Apply(ctx, d, collisionCount)
 	if err != nil {
-		return fmt.Errorf("syncing revisions: %w", err)
+		return nil, fmt.Errorf("syncing revisions: %w", err)
 	}
-	s.revisions = withRevision(s.revisions, update)
-	if s.current.Name == update.Name {
-		s.current = update
-	}
-	s.update = update
-	r.Recorder.Eventf(s.md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
+	r.Recorder.Eventf(md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
 		"Revision %q is now revision %d", update.Name, update.Revision)
 	if update.Name != planned {
-		return fmt.Errorf("revision name %s taken: recorded as %s, planning again", planned, update.Name)
+		return update, fmt.Errorf("revision name %s taken: recorded as %s, planning again", planned, update.Name)
 	}
-	return nil
+	return update, nil
 }
 
-// writePodClaims releases and adopts the pods the claim names. An
+// writePodClaims releases and adopts the pods the claims name. An
 // adoption that met a conflict or a lost reply is read back
 // (ownership.AdoptedAfterAll); one that did not end ours stops the sync.
 // A stray whose release failed is noted again.
-func (r *MyDeploymentReconciler) writePodClaims(ctx context.Context, s *scope) error {
+func (r *MyDeploymentReconciler) writePodClaims(ctx context.Context, p *syncPlan, out *outcome) error {
 	var errs []error
-	for _, pod := range s.claim.pods.Release {
-		if err := r.Pods.Release(ctx, s.md, pod); err != nil {
+	md, claims := p.md, p.claims.podClaims
+	for _, pod := range claims.Release {
+		if err := r.Pods.Release(ctx, md, pod); err != nil {
 			if !ownership.InCache(pod) {
-				s.obj.NoteStray(pod.UID, freshness.Stray{Name: pod.Name, Owner: s.md.UID})
+				p.obj.NoteStray(pod.UID, freshness.Stray{Name: pod.Name, Owner: md.UID})
 			}
 			errs = append(errs, err)
 		}
 	}
-	if len(s.claim.pods.Adopt) > 0 {
-		logf.FromContext(ctx).V(1).Info("adopting orphans", "uid", s.md.UID, "pods", klog.KObjSlice(s.claim.pods.Adopt))
+	if len(claims.Adopt) == 0 {
+		return kerrors.NewAggregate(errs)
 	}
-	for _, pod := range s.claim.pods.Adopt {
-		_, err := r.Pods.Adopt(ctx, s.md, pod, s.update)
+	logf.FromContext(ctx).V(1).Info("adopting orphans", "uid", md.UID, "pods", klog.KObjSlice(claims.Adopt))
+	update := out.revision(p, p.update.Name)
+	for _, pod := range claims.Adopt {
+		_, err := r.Pods.Adopt(ctx, md, pod, update)
 		if apierrors.IsConflict(err) || outcomeUnknown(err) {
 			// Changed since the cache saw it, maybe by our own earlier
 			// adoption whose reply was lost.
-			err = r.adoptedAfterAll(ctx, s, pod, err)
+			err = r.adoptedAfterAll(ctx, md, pod, err)
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -25,22 +25,22 @@ var errDrainAccessDenied = fmt.Errorf("%s: the manager may not list and watch No
 // statusFailure is the ReplicaFailure the status reports: a hand-over that
 // cannot go on, else the sync's refused write if any, else access to Nodes
 // denied to an opted-in object.
-func (s *scope) statusFailure() *status.Failure {
-	if s.handOver.failure != nil {
-		return s.handOver.failure
+func statusFailure(o *observation, out *outcome) *status.Failure {
+	if out.handOver.failure != nil {
+		return out.handOver.failure
 	}
-	if s.failure == nil && s.optIn.Drain && s.drainDenied {
+	if out.failure == nil && o.optIn.Drain && o.drainDenied {
 		return &status.Failure{Reason: appsv1beta1.ReasonDrainAccessDenied, Message: errDrainAccessDenied.Error()}
 	}
-	return s.failure
+	return out.failure
 }
 
 // drainReplaced records the DrainReplaced event of pod, removed by this
 // sync, and counts it, if the plan drained it.
-func (r *MyDeploymentReconciler) drainReplaced(s *scope, pod *corev1.Pod) {
-	if slices.Contains(s.plan.Drained, pod) {
-		r.Metrics.DrainReplaced(s.md)
-		r.Recorder.Eventf(s.md, pod, corev1.EventTypeNormal, appsv1beta1.EventDrainReplaced, "Drain",
+func (r *MyDeploymentReconciler) drainReplaced(p *syncPlan, pod *corev1.Pod) {
+	if slices.Contains(p.Drained, pod) {
+		r.Metrics.DrainReplaced(p.md)
+		r.Recorder.Eventf(p.md, pod, corev1.EventTypeNormal, appsv1beta1.EventDrainReplaced, "Drain",
 			"Replaced pod %s on draining node %s", pod.Name, pod.Spec.NodeName)
 	}
 }

@@ -13,17 +13,17 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
-// evict removes s.plan.Evict through the Eviction API (respect-pdb), each
+// evict removes p.Evict through the Eviction API (respect-pdb), each
 // success expected as a delete is, and sums them up in one event. A
 // refusal by a budget is no failure: the sync is retried with backoff
-// (s.retryAfter), with one event naming the budget per spell of refusals,
+// (out.retryAfter), with one event naming the budget per spell of refusals,
 // and the time counts toward the progress deadline as any lack of
 // progress does. Other errors are returned, and set ReplicaFailure as a
 // refused delete does.
-func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
-	if len(s.plan.Evict) == 0 {
-		if s.plan.Reason == rollout.ReasonInSync || s.plan.Reason == rollout.ReasonPartitionHeld || s.plan.Reason == rollout.ReasonAborted {
-			s.obj.evictionsEnd() // nothing left to replace: the spell is over
+func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *outcome) error {
+	if len(p.Evict) == 0 {
+		if p.Reason == rollout.ReasonInSync || p.Reason == rollout.ReasonPartitionHeld || p.Reason == rollout.ReasonAborted {
+			p.obj.evictionsEnd() // nothing left to replace: the spell is over
 		}
 		return nil
 	}
@@ -32,11 +32,11 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 		refusal string
 		refused int
 	)
-	evicted := parallel(len(s.plan.Evict), func(i int) error {
-		pod := s.plan.Evict[i]
-		err := r.Pods.Evict(ctx, s.md, pod)
-		if r.wrote(ctx, s, writeDelete, pod, nil, err) && err == nil {
-			r.drainReplaced(s, pod)
+	evicted := parallel(len(p.Evict), func(i int) error {
+		pod := p.Evict[i]
+		err := r.Pods.Evict(ctx, p.md, pod)
+		if r.wrote(ctx, p, out, writeDelete, pod, nil, err) && err == nil {
+			r.drainReplaced(p, pod)
 		}
 		return err
 	}, func(err error) {
@@ -48,22 +48,22 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 		errs = append(errs, err)
 	})
 	if evicted > 0 {
-		s.obj.evictionsEnd()
-		r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
-			"Evicted %d pod(s): %s", evicted, s.plan.Reason)
+		p.obj.evictionsEnd()
+		r.Recorder.Eventf(p.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
+			"Evicted %d pod(s): %s", evicted, p.Reason)
 	}
 	if refused > 0 {
 		var first bool
-		s.retryAfter, first = s.obj.evictionsRefused()
+		out.retryAfter, first = p.obj.evictionsRefused()
 		if first {
-			r.Recorder.Eventf(s.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
+			r.Recorder.Eventf(p.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
 				"Cannot evict %d pod(s), retrying with backoff: %s", refused, refusal)
 		}
 		logf.FromContext(ctx).V(1).Info("evictions refused by a disruption budget", "pods", refused, "budget", refusal,
-			"retryAfter", s.retryAfter)
+			"retryAfter", out.retryAfter)
 	}
 	if len(errs) > 0 {
-		s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
+		out.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
 	}
 	return kerrors.NewAggregate(errs)
 }

@@ -192,20 +192,20 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 			APIReader: k8sClient,
 			Pods:      lostReplies{&podcontrol.Real{Client: k8sClient}},
 		}
-		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now(), selector: sel}
+		p := &syncPlan{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now(), selector: sel, claims: &claimed{}}
 
-		created, err := r.create(ctx, s, &rev, rollout.Creation{Revision: rev.Name, Count: 1})
+		created, err := r.create(ctx, p, &outcome{}, &rev, rollout.Creation{Revision: rev.Name, Count: 1})
 		Expect(err).To(MatchError(ContainSubstring("could not be completed at this time")), "the caller sees the timeout")
 		Expect(created).To(BeZero())
 		pods := podsOf(md)
 		Expect(pods).To(HaveLen(1), "the create took effect")
 		// A sync whose cache does not list the pod yet must not plan.
-		Expect(s.obj.Observe(nil, time.Now()).Satisfied).To(BeFalse(), "the pod of the lost reply is expected")
-		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeTrue(), "and observed once listed")
+		Expect(p.obj.Observe(nil, time.Now()).Satisfied).To(BeFalse(), "the pod of the lost reply is expected")
+		Expect(p.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeTrue(), "and observed once listed")
 
-		s.plan = syncPlan{Plan: rollout.Plan{Delete: []*corev1.Pod{&pods[0]}}}
-		Expect(r.act(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
-		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
+		p.Plan = rollout.Plan{Delete: []*corev1.Pod{&pods[0]}}
+		Expect(r.act(ctx, p, &outcome{})).To(MatchError(ContainSubstring("could not be completed at this time")))
+		Expect(p.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the deleted pod must not plan another delete")
 	})
 
@@ -221,7 +221,7 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		md, rev := get(md), revisionsOf(md)[0]
 		r := &MyDeploymentReconciler{APIReader: k8sClient, Metrics: metrics.NewRecorder(),
 			Pods: lostReplies{&podcontrol.Real{Client: k8sClient}}}
-		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now()}
+		p := &syncPlan{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now(), claims: &claimed{}}
 		template := md.Spec.Template.DeepCopy()
 		inplace.WithGate(&template.Spec)
 		pod, err := (&podcontrol.Real{Client: k8sClient}).Create(ctx, md, template, &rev)
@@ -235,15 +235,16 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		step := rollout.InPlaceStep{Pod: pod, Revision: next, Target: target, Step: inplace.StepPatch,
 			Change: &inplace.Change{Labels: map[string]*string{"tier": &tier}}}
 
-		Expect(r.writeInPlaceSteps(ctx, s, []rollout.InPlaceStep{step})).To(MatchError(ContainSubstring("could not be completed at this time")))
+		p.steps = []rollout.InPlaceStep{step}
+		Expect(r.writeInPlaceSteps(ctx, p, &outcome{})).To(MatchError(ContainSubstring("could not be completed at this time")))
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), fresh)).To(Succeed())
 		Expect(fresh.Spec.Containers[0].Image).To(Equal("nginx:1.28"), "the patch took effect")
 		Expect(fresh.Labels).To(HaveKeyWithValue(appsv1beta1.RevisionLabel, "lostpatch-next"), "labels and images in one write")
 		Expect(fresh.Labels).To(HaveKeyWithValue(appsv1beta1.PodTemplateHashLabel, "next"))
 		Expect(fresh.Labels).To(HaveKeyWithValue("tier", "web"))
-		Expect(s.obj.StepPending(pod, time.Now())).To(BeTrue(), "a cache still showing the pod unpatched must not patch it again")
-		Expect(s.obj.StepPending(fresh, time.Now())).To(BeFalse(), "and once it shows the patch, the next step is free")
+		Expect(p.obj.StepPending(pod, time.Now())).To(BeTrue(), "a cache still showing the pod unpatched must not patch it again")
+		Expect(p.obj.StepPending(fresh, time.Now())).To(BeFalse(), "and once it shows the patch, the next step is free")
 	})
 
 	It("returns either a result or an error, never both", func() {

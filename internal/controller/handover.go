@@ -52,81 +52,102 @@ type handOverState struct {
 	failure *status.Failure
 }
 
-// handOver is the sync of a MyDeployment with adopt-from set. An error
-// stops it before its status (s.unclaimed), and it is retried; a read the
-// RBAC refuses or a hand-over that cannot go on is a condition
-// (s.handOver.failure) and no error.
-func (r *MyDeploymentReconciler) handOver(ctx context.Context, s *scope) error {
-	err := r.handOverStep(ctx, s)
+// handOver is the sync of a MyDeployment with adopt-from set: what it
+// claimed (the revisions, the observed pods) and did, for the status. An
+// error stops it before its status (out.unclaimed), and it is retried; a
+// read the RBAC refuses or a hand-over that cannot go on is a condition
+// (out.handOver.failure) and no error.
+func (r *MyDeploymentReconciler) handOver(ctx context.Context, o *observation) (*claimed, *outcome, error) {
+	c := &claimed{cached: o.pods, pods: o.pods}
+	out := &outcome{retryAfter: requeueHandOver}
+	err := r.handOverStep(ctx, o, c, out)
+	out.collisionCount = c.collisionCount
 	if err != nil {
-		s.unclaimed = true
+		out.unclaimed = true
 	}
-	return err
+	return c, out, err
 }
 
 // handOverStep reads, records the ReplicaSets' revisions and the update
 // revision, then waits, adopts or finishes, as handover.Decide says.
-func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, s *scope) error {
-	s.retryAfter = requeueHandOver
-	in, denied, err := r.readHandOver(ctx, s)
+func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observation, c *claimed, out *outcome) error {
+	in, denied, err := r.readHandOver(ctx, o)
 	if err != nil {
 		return err
 	}
-	if err := r.readRevisions(ctx, s); err != nil {
+	if err := r.readRevisions(ctx, o, c); err != nil {
 		return err
 	}
-	s.collisionCount = ptr.Deref(s.md.Status.CollisionCount, 0)
+	c.collisionCount = ptr.Deref(o.md.Status.CollisionCount, 0)
 	var d handover.Decision
 	recorded, sameTemplate := map[string]string{}, []string(nil)
 	if denied == "" {
 		if d = handover.Decide(in); d.Blocked == "" {
-			recorded, sameTemplate, err = r.recordReplicaSets(ctx, s, d.Record)
+			recorded, sameTemplate, err = r.recordReplicaSets(ctx, o.md, c, d.Record)
 		}
 	}
 	if err == nil {
-		err = r.decideFromTemplate(ctx, s)
+		err = r.decideFromTemplate(ctx, o, c)
 	}
-	if err == nil && s.update != nil {
-		err = r.writeRevisions(ctx, s)
+	if c.retryAfter > 0 {
+		out.retryAfter = c.retryAfter
+	}
+	if err == nil && c.update != nil {
+		err = r.writeHandOverRevisions(ctx, o.md, c)
 	}
 	if err != nil {
 		return err
 	}
 	switch {
-	case s.update == nil:
+	case c.update == nil:
 		// Held by the config opt-in before its first revision: its
 		// ReplicaFailure says why (configHold).
-		s.handOver.wait = "waiting for the first revision of the pod template"
+		out.handOver.wait = "waiting for the first revision of the pod template"
 		return nil
 	case denied != "":
-		s.handOver = handOverState{wait: denied, failure: &status.Failure{Reason: appsv1beta1.ReasonHandOverAccessDenied, Message: denied}}
-		s.retryAfter = requeueHandOverDenied
+		out.handOver = handOverState{wait: denied, failure: &status.Failure{Reason: appsv1beta1.ReasonHandOverAccessDenied, Message: denied}}
+		out.retryAfter = requeueHandOverDenied
 		return nil
 	case d.Blocked != "":
-		s.handOver = handOverState{wait: d.Blocked, failure: &status.Failure{Reason: appsv1beta1.ReasonHandOverBlocked, Message: d.Blocked}}
+		out.handOver = handOverState{wait: d.Blocked, failure: &status.Failure{Reason: appsv1beta1.ReasonHandOverBlocked, Message: d.Blocked}}
 		return nil
 	}
 	for _, hash := range sameTemplate {
-		recorded[hash] = s.update.Name
+		recorded[hash] = c.update.Name
 	}
-	if in.Recorded, err = r.recordHandOver(ctx, s, in.Recorded, recorded); err != nil {
+	if in.Recorded, err = r.recordHandOver(ctx, o, in.Recorded, recorded); err != nil {
 		return err
 	}
-	s.current = handOverCurrent(s, in)
-	s.handOver.wait = d.Wait
+	c.current = handOverCurrent(c, in)
+	out.handOver.wait = d.Wait
 	switch {
 	case len(d.Adopt) > 0:
-		s.handOver.wait = fmt.Sprintf("adopting %d pods of Deployment %s", len(d.Adopt), in.Name)
-		return r.adoptHandedOver(ctx, s, d.Adopt, in.Recorded)
+		out.handOver.wait = fmt.Sprintf("adopting %d pods of Deployment %s", len(d.Adopt), in.Name)
+		return r.adoptHandedOver(ctx, o, c, d.Adopt, in.Recorded)
 	case d.Done:
-		return r.finishHandOver(ctx, s, in.Name, d.Owned)
+		out.retryAfter = 0
+		return r.finishHandOver(ctx, o, in.Name, d.Owned)
 	}
 	return nil
 }
 
+// writeHandOverRevisions writes c's revision claims (writeRevisions) and
+// keeps in c the update revision as written.
+func (r *MyDeploymentReconciler) writeHandOverRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed) error {
+	update, err := r.writeRevisions(ctx, md, c, &c.collisionCount)
+	if update != nil {
+		c.revisions = withRevision(c.revisions, update)
+		if c.current != nil && c.current.Name == update.Name {
+			c.current = update
+		}
+		c.update = update
+	}
+	return err
+}
+
 // readHandOver reads what handover.Decide needs from the API server.
 // denied, when not empty, says which read the RBAC refused.
-func (r *MyDeploymentReconciler) readHandOver(ctx context.Context, s *scope) (in handover.Input, denied string, err error) {
+func (r *MyDeploymentReconciler) readHandOver(ctx context.Context, s *observation) (in handover.Input, denied string, err error) {
 	md := s.md
 	cached := make(map[types.UID]bool, len(s.pods))
 	for _, p := range s.pods {
@@ -171,37 +192,37 @@ func accessDenied(verb, namespace string) string {
 }
 
 // recordReplicaSets records the template of each ReplicaSet in rss as a
-// revision of s.md, unless it is s.md's own (its hash is returned in
+// revision of md (kept in c), unless it is md's own (its hash is returned in
 // sameTemplate: its pods become the update revision, named once written)
 // or an owned revision records it already. It returns each hash recorded
 // with its revision's name. A new revision is numbered as the ReplicaSet
 // (deployment.kubernetes.io/revision), so that the update revision,
 // decided after, is the newest.
-func (r *MyDeploymentReconciler) recordReplicaSets(ctx context.Context, s *scope, rss []*appsv1.ReplicaSet) (
+func (r *MyDeploymentReconciler) recordReplicaSets(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed, rss []*appsv1.ReplicaSet) (
 	recorded map[string]string, sameTemplate []string, err error) {
 	recorded = map[string]string{}
 	for _, rs := range rss {
 		hash := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-		if handover.EqualIgnoreHash(&rs.Spec.Template, &s.md.Spec.Template) {
+		if handover.EqualIgnoreHash(&rs.Spec.Template, &md.Spec.Template) {
 			sameTemplate = append(sameTemplate, hash)
 			continue
 		}
 		number, _ := strconv.ParseInt(rs.Annotations[handover.DeploymentRevisionAnnotation], 10, 64)
-		owner := revision.Owner{Object: s.md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment"),
-			Selector: s.md.Spec.Selector, Template: handover.WithoutHash(&rs.Spec.Template)}
-		candidate, err := revision.New(owner, max(number, 0), s.collisionCount)
+		owner := revision.Owner{Object: md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment"),
+			Selector: md.Spec.Selector, Template: handover.WithoutHash(&rs.Spec.Template)}
+		candidate, err := revision.New(owner, max(number, 0), c.collisionCount)
 		if err != nil {
 			return nil, nil, fmt.Errorf("recording ReplicaSet %s: %w", rs.Name, err)
 		}
-		if i := slices.IndexFunc(s.revisions, func(rev *appsv1.ControllerRevision) bool { return revision.Equal(rev, candidate) }); i >= 0 {
-			recorded[hash] = s.revisions[i].Name
+		if i := slices.IndexFunc(c.revisions, func(rev *appsv1.ControllerRevision) bool { return revision.Equal(rev, candidate) }); i >= 0 {
+			recorded[hash] = c.revisions[i].Name
 			continue
 		}
-		rev, err := r.Revisions.Create(ctx, candidate, &s.collisionCount)
+		rev, err := r.Revisions.Create(ctx, candidate, &c.collisionCount)
 		if err != nil {
 			return nil, nil, fmt.Errorf("recording ReplicaSet %s: %w", rs.Name, err)
 		}
-		s.revisions = withRevision(s.revisions, rev)
+		c.revisions = withRevision(c.revisions, rev)
 		recorded[hash] = rev.Name
 	}
 	return recorded, sameTemplate, nil
@@ -209,7 +230,7 @@ func (r *MyDeploymentReconciler) recordReplicaSets(ctx context.Context, s *scope
 
 // recordHandOver writes AdoptRevisionsAnnotation: was (nil: the Deployment
 // seen for the first time) with added. It returns what it says now.
-func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, s *scope, was, added map[string]string) (map[string]string, error) {
+func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, o *observation, was, added map[string]string) (map[string]string, error) {
 	now := maps.Clone(was)
 	if now == nil {
 		now = map[string]string{}
@@ -218,7 +239,7 @@ func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, s *scope, w
 	if was != nil && maps.Equal(was, now) {
 		return was, nil
 	}
-	if err := r.setAnnotations(ctx, s, map[string]string{appsv1beta1.AdoptRevisionsAnnotation: optin.FormatAdoptRevisions(now)})(); err != nil {
+	if err := r.setAnnotations(ctx, o.md, o.obj, map[string]string{appsv1beta1.AdoptRevisionsAnnotation: optin.FormatAdoptRevisions(now)})(); err != nil {
 		return was, err
 	}
 	return now, nil
@@ -228,11 +249,11 @@ func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, s *scope, w
 // revisions other than the update revision, the one with the most pods (a
 // rollout under way: the stable ReplicaSet's); with none, the update
 // revision.
-func handOverCurrent(s *scope, in handover.Input) *appsv1.ControllerRevision {
+func handOverCurrent(c *claimed, in handover.Input) *appsv1.ControllerRevision {
 	counts := handover.PodsPerRevision(in)
-	current := s.update
-	for _, rev := range s.revisions {
-		if rev.Name != s.update.Name && counts[rev.Name] > 0 && (current == s.update || counts[rev.Name] >= counts[current.Name]) {
+	current := c.update
+	for _, rev := range c.revisions {
+		if rev.Name != c.update.Name && counts[rev.Name] > 0 && (current == c.update || counts[rev.Name] >= counts[current.Name]) {
 			current = rev
 		}
 	}
@@ -240,41 +261,41 @@ func handOverCurrent(s *scope, in handover.Input) *appsv1.ControllerRevision {
 }
 
 // adoptHandedOver adopts pods into the revisions recorded for their
-// pod-template-hash, relabelled as those revisions' pods, once s.md is
+// pod-template-hash, relabelled as those revisions' pods, once o.md is
 // re-read around the cache (mayAdopt). A pod that changed meanwhile is
 // left for the next sync, which lists the pods again.
-func (r *MyDeploymentReconciler) adoptHandedOver(ctx context.Context, s *scope, pods []*corev1.Pod, recorded map[string]string) error {
-	if err := r.mayAdopt(ctx, s.md); err != nil {
+func (r *MyDeploymentReconciler) adoptHandedOver(ctx context.Context, o *observation, c *claimed, pods []*corev1.Pod,
+	recorded map[string]string) error {
+	if err := r.mayAdopt(ctx, o.md); err != nil {
 		return err
 	}
 	var errs []error
 	adopted := parallel(len(pods), func(i int) error {
 		pod := pods[i]
 		name := recorded[pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]]
-		rev := named(s.revisions, name)
+		rev := named(c.revisions, name)
 		if rev == nil {
 			return fmt.Errorf("pod %s: its revision %s is gone", pod.Name, name)
 		}
-		_, err := r.Pods.Adopt(ctx, s.md, pod, rev)
+		_, err := r.Pods.Adopt(ctx, o.md, pod, rev)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // changed or gone since listed: the next sync looks again
 		}
 		return err
 	}, func(err error) { errs = append(errs, err) })
-	logf.FromContext(ctx).V(1).Info("adopted handed-over pods", "deployment", klog.KRef(s.md.Namespace, s.optIn.AdoptFrom),
+	logf.FromContext(ctx).V(1).Info("adopted handed-over pods", "deployment", klog.KRef(o.md.Namespace, o.optIn.AdoptFrom),
 		"adopted", adopted, "of", len(pods))
 	return kerrors.NewAggregate(errs)
 }
 
 // finishHandOver removes the hand-over's annotations and says so: the
 // cache lists every pod taken over, so the next sync plans from it.
-func (r *MyDeploymentReconciler) finishHandOver(ctx context.Context, s *scope, name string, pods int) error {
-	if err := r.setAnnotations(ctx, s, map[string]string{appsv1beta1.AdoptFromAnnotation: "",
+func (r *MyDeploymentReconciler) finishHandOver(ctx context.Context, o *observation, name string, pods int) error {
+	if err := r.setAnnotations(ctx, o.md, o.obj, map[string]string{appsv1beta1.AdoptFromAnnotation: "",
 		appsv1beta1.AdoptRevisionsAnnotation: ""})(); err != nil {
 		return err
 	}
-	s.retryAfter = 0
-	r.Recorder.Eventf(s.md, nil, corev1.EventTypeNormal, appsv1beta1.EventHandedOver, "HandOver",
+	r.Recorder.Eventf(o.md, nil, corev1.EventTypeNormal, appsv1beta1.EventHandedOver, "HandOver",
 		"Took over %d pods of Deployment %s, none restarted", pods, name)
 	return nil
 }

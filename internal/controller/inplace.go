@@ -18,7 +18,6 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
-	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // DefaultInPlaceTimeout is how long an in-place update may take, from its
@@ -131,8 +130,8 @@ func (r *MyDeploymentReconciler) inPlaceTimeout() time.Duration {
 }
 
 // stepsPending are the gated pods with an in-place step written that the
-// cache does not show yet (freshness.Record.StepPending): read in observe,
-// so that the plan reads the record only through the scope.
+// cache does not show yet (freshness.Record.StepPending): read by claim,
+// so that the plan reads the record only through the claims.
 func stepsPending(obj *object, pods []*corev1.Pod, now time.Time) map[types.UID]bool {
 	var pending map[types.UID]bool
 	for _, pod := range pods {
@@ -147,30 +146,28 @@ func stepsPending(obj *object, pods []*corev1.Pod, now time.Time) map[types.UID]
 }
 
 // inPlaceRevisions names the old revisions whose gated pods can move to
-// the update revision in place (the planner's Input.InPlace). The first
-// time a pair of revisions is found not to, an event of the plan says why.
-func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope) (names []string, events []planEvent) {
-	seen := map[string]bool{s.towards().Name: true}
-	for _, pod := range s.pods {
+// towards in place (the planner's Input.InPlace). The first time a pair
+// of revisions is found not to, an event of the plan says why.
+func inPlaceRevisions(c *claimed, towards *appsv1.ControllerRevision, memo *inPlaceMemo) (names []string, events []planEvent) {
+	seen := map[string]bool{towards.Name: true}
+	for _, pod := range c.pods {
 		name := pod.Labels[appsv1beta1.RevisionLabel]
 		if seen[name] || !inplace.HasGate(pod) {
 			continue
 		}
 		seen[name] = true
-		from := named(s.revisions, name)
+		from := named(c.revisions, name)
 		if from == nil {
 			continue // its history is gone: nothing to compare with
 		}
-		_, fresh, err := r.inPlace.diff(from, s.towards())
-		switch {
+		// Not fresh: the event was planned when the pair was first compared.
+		switch _, fresh, err := memo.diff(from, towards); {
 		case err == nil:
 			names = append(names, name)
 		case fresh:
-			events = append(events, planEvent{related: s.towards(), eventType: corev1.EventTypeNormal,
+			events = append(events, planEvent{related: towards, eventType: corev1.EventTypeNormal,
 				reason: appsv1beta1.EventInPlaceUpdate, action: "Rollout",
 				note: fmt.Sprintf("Pods of revision %q are replaced, not updated in place: %v", name, err)})
-		default:
-			logf.FromContext(ctx).V(1).Info("revision cannot move in place", "from", name, "to", s.towards().Name, "why", err.Error())
 		}
 	}
 	return names, events
@@ -182,8 +179,8 @@ func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope)
 // step: from the gate on, the planner counts it as on its way to the
 // update revision (rollout.Plan.MovingInPlace), so it is neither started
 // again nor replaced as an old pod, and no surge pod is made for it.
-func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) error {
-	pods := s.plan.UpdateInPlace
+func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, p *syncPlan, out *outcome) error {
+	pods := p.UpdateInPlace
 	if len(pods) == 0 {
 		return nil
 	}
@@ -195,9 +192,9 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		// else changes. Once it is False (or may be: a lost reply that
 		// landed), the next plan must see the pod on its way, so it waits
 		// for the cache to show it so.
-		err := r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
-			fmt.Sprintf("updating in place to revision %s", s.towards().Name))
-		if !r.wrote(ctx, s, writeGateStart, pod, nil, err) {
+		err := r.Pods.SetGate(ctx, p.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
+			fmt.Sprintf("updating in place to revision %s", p.towards.Name))
+		if !r.wrote(ctx, p, out, writeGateStart, pod, nil, err) {
 			return err
 		}
 		gated[i] = true
@@ -205,13 +202,13 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 	}, func(err error) { errs = append(errs, err) })
 	for i, pod := range pods {
 		if gated[i] {
-			s.startedInPlace = append(s.startedInPlace, pod)
+			out.startedInPlace = append(out.startedInPlace, pod)
 		}
 	}
 	if started > 0 {
-		r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceStarted, started)
-		r.Recorder.Eventf(inSeries(s.md), revisionInSeries(s.towards()), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
-			"Updating pods in place to revision %q", s.towards().Name)
+		r.Metrics.InPlaceUpdates(p.md, metrics.InPlaceStarted, started)
+		r.Recorder.Eventf(inSeries(p.md), revisionInSeries(p.towards), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
+			"Updating pods in place to revision %q", p.towards.Name)
 	}
 	return kerrors.NewAggregate(errs)
 }
@@ -219,16 +216,16 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 // writeInPlaceSteps writes the steps rollout.Steps decided, all at once
 // (thousands of pods can be on their way in one sync); each written step
 // is recorded (StepWritten) until the cache shows it (rollout.InPlaceStep.Shown).
-func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, s *scope, steps []rollout.InPlaceStep) error {
+func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, p *syncPlan, out *outcome) error {
 	var errs []error
 	var mu sync.Mutex
 	completed, failed := 0, 0
-	parallel(len(steps), func(i int) error {
-		ps := steps[i]
+	parallel(len(p.steps), func(i int) error {
+		ps := p.steps[i]
 		var err error
 		switch ps.Step {
 		case inplace.StepMarkReady:
-			err = r.Pods.SetGate(ctx, s.md, ps.Pod, corev1.ConditionTrue, inplace.ReasonReady, "")
+			err = r.Pods.SetGate(ctx, p.md, ps.Pod, corev1.ConditionTrue, inplace.ReasonReady, "")
 			if err == nil && ps.Ends {
 				logf.FromContext(ctx).V(1).Info("in-place update ended where it stood", "pod", klog.KObj(ps.Pod), "revision", ps.Revision.Name)
 			} else if err == nil && inplace.Condition(ps.Pod) != nil {
@@ -237,28 +234,28 @@ func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, s *scope
 				mu.Unlock()
 			}
 		case inplace.StepPatch:
-			if err = r.Pods.UpdateInPlace(ctx, s.md, ps.Pod, ps.Revision, ps.Target, ps.Change); podcontrol.Refused(err) {
+			if err = r.Pods.UpdateInPlace(ctx, p.md, ps.Pod, ps.Revision, ps.Target, ps.Change); podcontrol.Refused(err) {
 				ps.Step, ps.Why = inplace.StepFail, "the API server refused it: "+err.Error()
 			}
 		}
 		if ps.Step != inplace.StepFail {
-			r.wrote(ctx, s, writeStep, ps.Pod, ps.Shown(), err)
+			r.wrote(ctx, p, out, writeStep, ps.Pod, ps.Shown(), err)
 			return err
 		}
-		err = r.Pods.SetGate(ctx, s.md, ps.Pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.Why)
-		if r.wrote(ctx, s, writeStep, ps.Pod, ps.Shown(), err); err != nil {
+		err = r.Pods.SetGate(ctx, p.md, ps.Pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.Why)
+		if r.wrote(ctx, p, out, writeStep, ps.Pod, ps.Shown(), err); err != nil {
 			return err
 		}
 		mu.Lock()
 		failed++
 		mu.Unlock()
-		r.Recorder.Eventf(s.md, ps.Pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
+		r.Recorder.Eventf(p.md, ps.Pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
 			"Pod %s is replaced: its in-place update to revision %q failed: %s", ps.Pod.Name, ps.Revision.Name, ps.Why)
 		logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(ps.Pod), "why", ps.Why)
 		return nil
 	}, func(err error) { errs = append(errs, err) })
-	r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceCompleted, completed)
-	r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceFallback, failed)
+	r.Metrics.InPlaceUpdates(p.md, metrics.InPlaceCompleted, completed)
+	r.Metrics.InPlaceUpdates(p.md, metrics.InPlaceFallback, failed)
 	return kerrors.NewAggregate(errs)
 }
 

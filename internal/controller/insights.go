@@ -5,15 +5,15 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
-// observation is the sync's outcome as the metrics recorder needs it.
-func (s *scope) observation(st status.Result) metrics.Observation {
+// metricsObservation is the sync's outcome as the metrics recorder needs it.
+func metricsObservation(o *observation, v counted, st status.Result) metrics.Observation {
 	return metrics.Observation{
-		Object:           s.md,
+		Object:           o.md,
 		Status:           &st.Status,
-		Current:          s.current,
-		Update:           s.update,
-		NewRevision:      s.newRevision,
+		Current:          v.current,
+		Update:           v.update,
+		NewRevision:      v.newRevision,
 		DeadlineExceeded: st.DeadlineExceeded,
-		Now:              s.now,
+		Now:              o.now,
 	}
 }

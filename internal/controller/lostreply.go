@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 )
 
@@ -27,35 +29,37 @@ func outcomeUnknown(err error) bool {
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 }
 
-// expectUnlistedPods is called after a create of s.md's pod timed out: it
-// expects every pod of s.md the API server lists (expectListedPods), so
+// expectUnlistedPods is called after a create of p.md's pod timed out: it
+// expects every pod of p.md the API server lists (expectListedPods), so
 // the next sync waits until the cache lists them all, the pod of the lost
 // reply among them if it was created. If the list fails, nothing is
 // expected: the next sync plans as if the create had failed.
-func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, s *scope) {
-	if _, err := r.expectListedPods(ctx, s); err != nil {
+func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, p *syncPlan) {
+	if _, err := r.expectListedPods(ctx, p.md, p.selector, p.obj, p.now); err != nil {
 		logf.FromContext(ctx).Error(err, "listing pods after a create timed out")
 	}
 }
 
-// expectListedPods lists s.md's pods from the API server (a quorum read)
+// expectListedPods lists md's pods from the API server (a quorum read)
 // and expects every one it controls that is not terminating and that the
 // pod cache can hold (cachedPods: a pod without a revision label is a
 // stray, released by the pod claim, and would be waited for in vain); pods
 // the cache lists already are observed at once. It returns how many it
 // expected.
-func (r *MyDeploymentReconciler) expectListedPods(ctx context.Context, s *scope) (int, error) {
+// in obj's record (selector: md's; now: the sync's).
+func (r *MyDeploymentReconciler) expectListedPods(ctx context.Context, md *appsv1beta1.MyDeployment, selector labels.Selector,
+	obj *object, now time.Time) (int, error) {
 	list := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(s.md.Namespace),
-		client.MatchingLabelsSelector{Selector: s.selector}); err != nil {
+	if err := r.APIReader.List(ctx, list, client.InNamespace(md.Namespace),
+		client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return 0, err
 	}
 	n := 0
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == s.md.UID && pod.DeletionTimestamp == nil &&
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == md.UID && pod.DeletionTimestamp == nil &&
 			cachedPods.Matches(labels.Set(pod.Labels)) {
-			s.obj.ExpectCreate(pod.Name, s.now)
+			obj.ExpectCreate(pod.Name, now)
 			n++
 		}
 	}
@@ -106,7 +110,7 @@ func (r *MyDeploymentReconciler) changedAfterAll(ctx context.Context, pod *corev
 // adoptedAfterAll reads pod back after its adoption failed with adoptErr:
 // nil if it is ours after all; adoptErr if still an orphan (retry);
 // errChangedWhileClaiming if gone or another's (the plan counted it).
-func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, s *scope, pod *corev1.Pod, adoptErr error) error {
+func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, md *appsv1beta1.MyDeployment, pod *corev1.Pod, adoptErr error) error {
 	fresh, err := r.readBack(ctx, pod)
 	switch {
 	case err != nil:
@@ -114,7 +118,7 @@ func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, s *scope, 
 	case fresh == nil:
 		return errChangedWhileClaiming
 	}
-	switch adopted, orphan := ownership.AdoptedAfterAll(pod, fresh, s.md.UID); {
+	switch adopted, orphan := ownership.AdoptedAfterAll(pod, fresh, md.UID); {
 	case adopted != nil:
 		return nil
 	case orphan:

@@ -120,52 +120,70 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if md.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	s, err := r.observe(ctx, md, obj)
+	o, err := r.observe(ctx, md, obj)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
-	case s.invalid != nil:
-		return ctrl.Result{}, r.reportInvalid(ctx, md, s)
-	case !s.settled:
-		return s.result(), nil
+	case o.invalid != nil:
+		return ctrl.Result{}, r.reportInvalid(ctx, o)
+	case !o.settled:
+		return requeue(false, o.retryAfter), nil
 	}
-	var syncErr error
-	if s.optIn.AdoptFrom != "" {
-		syncErr = r.handOver(ctx, s)
+	var (
+		c       *claimed
+		p       *syncPlan
+		out     *outcome
+		syncErr error
+	)
+	if o.optIn.AdoptFrom != "" {
+		c, out, syncErr = r.handOver(ctx, o)
 	} else {
-		syncErr = r.sync(ctx, s)
+		c, p, out, syncErr = r.sync(ctx, o)
 	}
-	if s.unclaimed {
+	if out.unclaimed {
 		// Counted without the orphans it failed to adopt, the status would
 		// say 0 replicas beside running pods. Deployment returns before its
 		// status too when claiming fails; the retry writes it.
 		return ctrl.Result{}, syncErr
 	}
-	st := status.Compute(s.statusInput(syncErr == nil))
-	r.Metrics.Record(s.observation(st))
+	st := status.Compute(statusInput(o, c, p, out, syncErr == nil))
+	r.Metrics.Record(metricsObservation(o, countedOf(o, c, out), st))
 	r.statusEvents(md, st)
-	var deferred time.Duration
-	var statusErr error
-	if !statusEqual(md.Status, st.Status) {
-		if !status.Pressing(md.Status, st.Status, ptr.Deref(md.Spec.Replicas, 1)) {
-			deferred = s.obj.paceStatus(s.now, r.StatusBatchPeriod)
-		}
-		if deferred == 0 {
-			if statusErr = r.writeStatus(ctx, s.obj, md, st.Status); statusErr == nil {
-				s.obj.statusWrittenAt = s.now
-			}
-		}
-	}
-	if apierrors.IsConflict(statusErr) {
-		// The object changed since it was read: the change's event syncs it
-		// again with a fresh copy; the requeue is a safety net.
-		logf.FromContext(ctx).V(1).Info("status not written: the MyDeployment changed since it was read")
-		statusErr, deferred = nil, requeueConflict
-	}
+	deferred, statusErr := r.patchStatus(ctx, o, st)
 	if err := kerrors.NewAggregate([]error{syncErr, statusErr}); err != nil {
 		return ctrl.Result{}, err // retried with backoff; a result beside an error is ignored
 	}
-	return s.result(st.RequeueAfter, deferred), nil
+	after := []time.Duration{st.RequeueAfter, deferred, o.retryAfter, out.retryAfter}
+	if p != nil {
+		after = append(after, p.RequeueAfter, p.inPlaceAfter)
+	}
+	return requeue(true, after...), nil
+}
+
+// patchStatus writes the status st computed for o, unless it says what md's
+// says already, or it says only progress and is paced (object.paceStatus:
+// deferred, when to write it). A status that met a newer object is not
+// written, and no error: the change's event syncs the object again, and
+// deferred is a safety net.
+func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, o *observation, st status.Result) (deferred time.Duration, err error) {
+	md := o.md
+	if statusEqual(md.Status, st.Status) {
+		return 0, nil
+	}
+	if !status.Pressing(md.Status, st.Status, ptr.Deref(md.Spec.Replicas, 1)) {
+		deferred = o.obj.paceStatus(o.now, r.StatusBatchPeriod)
+	}
+	if deferred > 0 {
+		return deferred, nil
+	}
+	if err = r.writeStatus(ctx, o.obj, md, st.Status); err == nil {
+		o.obj.statusWrittenAt = o.now
+	}
+	if apierrors.IsConflict(err) {
+		logf.FromContext(ctx).V(1).Info("status not written: the MyDeployment changed since it was read")
+		return requeueConflict, nil
+	}
+	return 0, err
 }
 
 // SetupWithManager registers the controller: MyDeployments, the pods and
@@ -263,16 +281,17 @@ func (r *MyDeploymentReconciler) statusEvents(md *appsv1beta1.MyDeployment, st s
 
 // reportInvalid records a spec that can never work as a condition and an
 // event, without an error (a retry cannot fix it; a spec change requeues).
-func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, md *appsv1beta1.MyDeployment, s *scope) error {
-	if c := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); c == nil || c.Message != s.invalid.Error() {
-		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, s.invalidReason, "Sync", "%v", s.invalid)
+func (r *MyDeploymentReconciler) reportInvalid(ctx context.Context, o *observation) error {
+	md := o.md
+	if c := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); c == nil || c.Message != o.invalid.Error() {
+		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, o.invalidReason, "Sync", "%v", o.invalid)
 	}
 	st := md.Status.DeepCopy()
-	status.SetFailure(st, &status.Failure{Reason: s.invalidReason, Message: s.invalid.Error()}, s.now)
+	status.SetFailure(st, &status.Failure{Reason: o.invalidReason, Message: o.invalid.Error()}, o.now)
 	if statusEqual(md.Status, *st) {
 		return nil
 	}
-	return r.writeStatus(ctx, s.obj, md, *st)
+	return r.writeStatus(ctx, o.obj, md, *st)
 }
 
 // forget drops everything kept of the MyDeployment named key: it is gone

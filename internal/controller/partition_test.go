@@ -333,12 +333,13 @@ var _ = Describe("Beyond Deployment: partition, specified delete, PDB-aware roll
 			APIReader: k8sClient,
 			Pods:      lostEvictions{&podcontrol.Real{Client: k8sClient}},
 		}
-		s := &scope{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now(), selector: sel}
 		pods := podsOf(md)
-		s.plan = syncPlan{Plan: rollout.Plan{Evict: []*corev1.Pod{&pods[0]}}}
-		Expect(r.evict(ctx, s)).To(MatchError(ContainSubstring("could not be completed at this time")))
-		Expect(s.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
+		p := &syncPlan{Plan: rollout.Plan{Evict: []*corev1.Pod{&pods[0]}}, md: md, obj: &object{Record: freshness.NewRecord(0)},
+			now: time.Now(), selector: sel}
+		out := &outcome{}
+		Expect(r.evict(ctx, p, out)).To(MatchError(ContainSubstring("could not be completed at this time")))
+		Expect(p.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the evicted pod must not plan another removal")
-		Expect(strings.Contains(s.failure.Message, "evict")).To(BeTrue())
+		Expect(strings.Contains(out.failure.Message, "evict")).To(BeTrue())
 	})
 })

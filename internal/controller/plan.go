@@ -6,22 +6,46 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // syncPlan names every write a sync makes once it has claimed its pods and
-// revisions, in the order act makes them (see act). decide fills it from
-// the observation alone; act carries it out and decides nothing.
+// revisions, in the order act makes them (see act), and what act needs to
+// make them. decide fills it from the observation and the claims alone;
+// act carries it out and decides nothing.
 type syncPlan struct {
 	// Plan is the rollout planner's: pods to delete, evict, move in place
 	// and create (with the in-place gate marked on each new pod when the
 	// update mode is in place), and when to look again.
 	rollout.Plan
+	// md is the object the writes are for, obj what the controller keeps
+	// of it (the freshness record act tells of its writes), now the
+	// sync's clock, selector md's.
+	md       *appsv1beta1.MyDeployment
+	obj      *object
+	now      time.Time
+	selector labels.Selector
+	// claims are written first (writeClaims).
+	claims *claimed
+	// revisions are md's once the claims are written; update is the update
+	// revision, towards the revision the pods move to (the update
+	// revision, or the current one while the rollout is aborted: aborted).
+	revisions       []*appsv1.ControllerRevision
+	update, towards *appsv1.ControllerRevision
+	aborted         bool
+	// inPlace: the pods are created with the in-place gate (update-mode
+	// InPlaceIfPossible).
+	inPlace bool
 	// recordFirst are annotations written before any pod moves: the size
 	// record the step relies on (rollout.Plan.RecordFirst), and the canary
 	// step the pods move towards (rollout.CanaryProgress.Record).
@@ -47,30 +71,50 @@ type syncPlan struct {
 	truncate []*appsv1.ControllerRevision
 }
 
-// decide computes s's plan from what observe and the claims found. It
-// reads no client and no clock (s.now is the sync's).
-func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan, error) {
-	current := s.update.Name
-	if s.current != nil {
-		current = s.current.Name
+// decide computes the plan of a sync from its observation and claims
+// alone: no client, no recorder, no clock (o.now is the sync's), and the
+// freshness record only as the claims read it (c.stepsPending). memo
+// holds what is computed from immutable revisions (templates, in-place
+// diffs); timeout bounds an in-place update. A plan comes back with an
+// error of the in-place steps too (what status says of an abort).
+func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration) (*syncPlan, error) {
+	current := c.update.Name
+	if c.current != nil {
+		current = c.current.Name
 	}
-	in, err := rollout.NewInput(s.md, current, s.update.Name, s.revisions, s.pods, s.now)
+	in, err := rollout.NewInput(o.md, current, c.update.Name, c.revisions, c.pods, o.now)
 	if err != nil {
-		return syncPlan{}, fmt.Errorf("planning: %w", err)
+		return nil, fmt.Errorf("planning: %w", err)
 	}
-	in.Aborted = s.abortOrNot()
-	s.target = named(s.revisions, in.Target())
-	s.aborted = in.Target() != in.UpdateRevision
-	var events []planEvent
-	if s.optIn.InPlace {
-		in.InPlace, events = r.inPlaceRevisions(ctx, s)
+	in.Aborted = abortOrNot(o, c)
+	p := &syncPlan{md: o.md, obj: o.obj, now: o.now, selector: o.selector, claims: c, revisions: c.revisions,
+		update: c.update, towards: named(c.revisions, in.Target()), aborted: in.Target() != in.UpdateRevision,
+		inPlace: o.optIn.InPlace}
+	if p.towards == nil {
+		p.towards = c.update
 	}
-	if s.optIn.Drain {
-		in.DrainingNodes = s.drainingNodes
+	if o.optIn.InPlace {
+		in.InPlace, p.events = inPlaceRevisions(c, p.towards, memo)
 	}
-	p := syncPlan{Plan: rollout.Compute(in), events: events}
-	now, afterPods := s.annotations(p.Plan)
-	p.abortRecorded = s.abortRecord(now)
+	if o.optIn.Drain {
+		in.DrainingNodes = o.drainingNodes
+	}
+	p.Plan = rollout.Compute(in)
+	p.annotate(o)
+	var stepsErr error
+	p.steps, p.inPlaceAfter, stepsErr = rollout.Steps(rollout.StepsInput{Pods: c.pods, Revisions: c.revisions,
+		Towards: p.towards, Plan: p.Plan, Template: memo.template, Diff: memo.change,
+		Pending: c.stepsPending, Now: o.now, Timeout: timeout})
+	p.truncate = truncation(o.md, c)
+	return p, stepsErr
+}
+
+// annotate decides the plan's annotation writes: the revision number and
+// the size record (annotations), the abort record (abortRecord) and the
+// canary step, each in the phase of act it must be written in.
+func (p *syncPlan) annotate(o *observation) {
+	now, afterPods := annotations(o.md, p.update, p.Plan)
+	p.abortRecorded = abortRecord(o.md, p.update, p.claims.newRevision, p.aborted, now)
 	if p.RecordFirst || p.abortRecorded {
 		// The pods must not move before the record says what they are
 		// sized for (rollout.Plan.RecordFirst), or that the rollout is
@@ -90,23 +134,17 @@ func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan
 		}
 		p.recordFirst[appsv1beta1.CanaryStepAnnotation] = c.State.String()
 	}
-	var stepsErr error
-	p.steps, p.inPlaceAfter, stepsErr = rollout.Steps(rollout.StepsInput{Pods: s.pods, Revisions: s.revisions,
-		Towards: s.towards(), Plan: p.Plan, Template: r.inPlace.template, Diff: r.inPlace.change,
-		Pending: s.stepsPending, Now: s.now, Timeout: r.inPlaceTimeout()})
-	p.truncate = truncation(s)
-	return p, stepsErr
 }
 
 // truncation is the revisions beyond revisionHistoryLimit, never the
 // current, the update, or one a live pod still runs.
-func truncation(s *scope) []*appsv1.ControllerRevision {
-	podRevisions := make([]string, 0, len(s.pods))
-	for _, pod := range s.pods {
+func truncation(md *appsv1beta1.MyDeployment, c *claimed) []*appsv1.ControllerRevision {
+	podRevisions := make([]string, 0, len(c.pods))
+	for _, pod := range c.pods {
 		podRevisions = append(podRevisions, pod.Labels[appsv1beta1.RevisionLabel])
 	}
-	live := revision.Live(s.current, s.update, podRevisions...)
-	return revision.TruncateCandidates(s.revisions, live, ptr.Deref(s.md.Spec.RevisionHistoryLimit, 10))
+	live := revision.Live(c.current, c.update, podRevisions...)
+	return revision.TruncateCandidates(c.revisions, live, ptr.Deref(md.Spec.RevisionHistoryLimit, 10))
 }
 
 // planEvent is an event a plan asks act to record about the object.
@@ -114,3 +152,45 @@ type planEvent struct {
 	related                         runtime.Object
 	eventType, reason, action, note string
 }
+
+// logPlan logs the plan once per sync at V(1), when it acts: what it does,
+// and the pods it was computed from (up to maxLoggedPods of them: name,
+// revision, ready, gate), so a plan can be checked against its input.
+func logPlan(ctx context.Context, p *syncPlan) {
+	if p.Removes() == 0 && len(p.Create) == 0 && len(p.UpdateInPlace) == 0 && len(p.steps) == 0 {
+		return
+	}
+	log := logf.FromContext(ctx).V(1)
+	if !log.Enabled() {
+		return
+	}
+	refs := func(pods []*corev1.Pod) []klog.ObjectRef {
+		out := make([]klog.ObjectRef, 0, len(pods))
+		for _, p := range pods {
+			out = append(out, klog.KObj(p))
+		}
+		return out
+	}
+	pods := p.claims.pods
+	observed := make([]string, 0, min(len(pods), maxLoggedPods))
+	for _, pod := range pods[:min(len(pods), maxLoggedPods)] {
+		desc := pod.Name + ":" + pod.Labels[appsv1beta1.RevisionLabel]
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				desc += ":ready"
+			}
+		}
+		if c := inplace.Condition(pod); c != nil {
+			desc += ":gate=" + string(c.Status) + "/" + c.Reason
+		}
+		if pod.DeletionTimestamp != nil {
+			desc += ":terminating"
+		}
+		observed = append(observed, desc)
+	}
+	log.Info("plan", "uid", p.md.UID, "step", p.Reason, "create", p.Create, "delete", refs(p.Delete),
+		"evict", refs(p.Evict), "updateInPlace", refs(p.UpdateInPlace), "updateRevision", p.update.Name,
+		"target", p.towards.Name, "inPlaceSteps", len(p.steps), "pods", observed)
+}
+
+const maxLoggedPods = 20

@@ -55,11 +55,11 @@ func (r *MyDeploymentReconciler) noteInitialList() predicate.Predicate {
 // started, if it existed then (marked by noteInitialList), and expects each one it
 // controls. An error leaves it unvetted, and the sync fails: planning from
 // the cache alone could create a pod the previous manager made.
-func (r *MyDeploymentReconciler) vetStart(ctx context.Context, s *scope) error {
+func (r *MyDeploymentReconciler) vetStart(ctx context.Context, s *observation) error {
 	if !s.obj.NeedsVet() {
 		return nil
 	}
-	n, err := r.expectListedPods(ctx, s)
+	n, err := r.expectListedPods(ctx, s.md, s.selector, s.obj, s.now)
 	if err != nil {
 		return fmt.Errorf("listing pods from the API server on the first sync since the controller started: %w", err)
 	}
@@ -82,7 +82,7 @@ const namesakeWait = 30 * time.Second
 // planning would create their replacements beside them. It reads the
 // cache's index by controller name, so it needs no memory of the deleted
 // object, and holds after a manager restart too.
-func (r *MyDeploymentReconciler) heldByNamesake(ctx context.Context, s *scope) (bool, error) {
+func (r *MyDeploymentReconciler) heldByNamesake(ctx context.Context, s *observation) (bool, error) {
 	if s.now.Sub(s.md.CreationTimestamp.Time) >= namesakeWait {
 		return false, nil
 	}

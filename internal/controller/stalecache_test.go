@@ -96,17 +96,17 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 			orphans = append(orphans, fresh(p.Name))
 			Expect(c.store.Add(orphans[len(orphans)-1])).To(Succeed())
 		}
-		_, err := pc.Adopt(ctx, md, orphans[1], c.s.update)
+		_, err := pc.Adopt(ctx, md, orphans[1], c.c.update)
 		Expect(err).NotTo(HaveOccurred())
 		adopted := fresh(orphans[1].Name)
 
 		late := &eventAtRead{Indexer: c.store, key: orphanKey(ns), event: func() { Expect(c.store.Update(adopted)).To(Succeed()) }}
-		r, s := c.reconciler(late), c.s
+		r := c.reconciler(late)
 		Expect(names(c.observe(r))).To(ConsistOf(orphans[1].Name), "read after the orphans, our pods include the one adopted meanwhile")
 
 		Expect(c.claimPods(r)).To(Succeed())
 		Expect(late.event).To(BeNil(), "the event was delivered")
-		Expect(names(s.pods)).To(ConsistOf(orphans[0].Name, orphans[1].Name),
+		Expect(names(c.c.pods)).To(ConsistOf(orphans[0].Name, orphans[1].Name),
 			"the pod adopted by the earlier sync is ours, and the other is adopted now")
 		for _, p := range orphans {
 			Expect(metav1.IsControlledBy(fresh(p.Name), md)).To(BeTrue())
@@ -126,7 +126,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		Expect(k8sClient.Patch(ctx, stripped, client.MergeFrom(leaver))).To(Succeed())
 
 		late := &eventAtRead{Indexer: c.store, key: string(c.md.UID)}
-		r, s := c.reconciler(late), c.s
+		r := c.reconciler(late)
 		// The label change reaches the cache at its read of our pods, as
 		// leaveWatcher delivers it: noted as a stray, then dropped.
 		late.event = func() {
@@ -137,7 +137,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 
 		Expect(c.claimPods(r)).To(Succeed())
 		Expect(late.event).To(BeNil(), "the event was delivered")
-		Expect(names(s.pods)).To(ConsistOf(stayer.Name), "the pod that left is not counted")
+		Expect(names(c.c.pods)).To(ConsistOf(stayer.Name), "the pod that left is not counted")
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaver), fresh)).To(Succeed())
 		Expect(metav1.GetControllerOf(fresh)).To(BeNil(), "and, not counted, it must not stay ours: it is released")
@@ -154,14 +154,14 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		moved.Labels = map[string]string{"app": "debugging"}
 		Expect(k8sClient.Patch(ctx, moved, client.MergeFrom(leaver))).To(Succeed())
 
-		r, s := c.reconciler(c.store), c.s
+		r := c.reconciler(c.store)
 		r.noteStray(leaver) // the watch event has arrived; the store has not dropped the pod yet
 		Expect(c.observe(r)).To(HaveLen(2))
 		Expect(c.claimPods(r)).To(Succeed())
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaver), fresh)).To(Succeed())
 		Expect(metav1.GetControllerOf(fresh)).To(BeNil(), "released")
-		Expect(names(s.pods)).To(ConsistOf(stayer.Name), "and not counted")
+		Expect(names(c.c.pods)).To(ConsistOf(stayer.Name), "and not counted")
 	})
 
 	// The same two reads, of revisions: one adopted by an earlier sync
@@ -184,31 +184,33 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		reads := &eventAtList{Client: k8sClient}
 		store := &revision.Store{Client: reads, APIReader: k8sClient}
 		r := &MyDeploymentReconciler{APIReader: k8sClient, Revisions: store}
-		s := &scope{md: md, now: time.Now(), selector: sel}
+		o, c := &observation{md: md, now: time.Now(), selector: sel}, &claimed{}
 		// What a sync read before (observe read the revisions, until the fix).
-		s.revisions, err = store.List(ctx, ns, sel, md.UID)
+		before, err := store.List(ctx, ns, sel, md.UID)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(s.revisions).To(BeEmpty())
+		Expect(before).To(BeEmpty())
 		// An earlier sync's adoption reaches the cache at the next read.
 		reads.event = func() {
 			_, err := (&revision.Store{Client: k8sClient}).Adopt(ctx, owner, orphan)
 			Expect(err).NotTo(HaveOccurred())
 		}
 
-		Expect(r.readRevisions(ctx, s)).To(Succeed())
+		Expect(r.readRevisions(ctx, o, c)).To(Succeed())
 		Expect(reads.event).To(BeNil(), "the event was delivered")
-		Expect(named(s.revisions, rev.Name)).NotTo(BeNil(), "the revision adopted meanwhile is ours")
+		Expect(named(c.revisions, rev.Name)).NotTo(BeNil(), "the revision adopted meanwhile is ours")
 	})
 })
 
 // claimSetup is a MyDeployment with two ready pods and no manager
 // running, and what a test of the pod claim needs beside it: a hand-fed pod
-// index (store) and a scope as observe leaves it before reading pods.
+// index (store), an observation as observe leaves it before reading pods,
+// and claims with the update revision decided.
 type claimSetup struct {
 	md    *appsv1beta1.MyDeployment
 	pods  *podcontrol.Real
 	store toolscache.Indexer
-	s     *scope
+	o     *observation
+	c     *claimed
 }
 
 // newClaimSetup stops the manager; the caller restarts it.
@@ -222,7 +224,8 @@ func newClaimSetup(ns, name string) *claimSetup {
 	rev := revisionsOf(md)[0]
 	return &claimSetup{md: md, pods: &podcontrol.Real{Client: k8sClient},
 		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys}),
-		s:     &scope{md: md, now: time.Now(), selector: sel, update: &rev}}
+		o:     &observation{md: md, now: time.Now(), selector: sel},
+		c:     &claimed{update: &rev}}
 }
 
 // cached puts the two pods, as the API server has them, in the store.
@@ -239,24 +242,24 @@ func (c *claimSetup) cached() (first, second *corev1.Pod) {
 func (c *claimSetup) reconciler(idx toolscache.Indexer) *MyDeploymentReconciler {
 	r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: c.pods, PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}},
 		objects: newObjects(0)}
-	c.s.obj = r.objects.get(c.md)
+	c.o.obj = r.objects.get(c.md)
 	return r
 }
 
 // claimPods claims the pods as a sync does: the strays read around the
 // cache, the claim, and its writes.
 func (c *claimSetup) claimPods(r *MyDeploymentReconciler) error {
-	if err := r.readStrays(ctx, c.s); err != nil {
+	if err := r.readStrays(ctx, c.o, c.c); err != nil {
 		return err
 	}
-	r.claimPods(c.s)
-	return r.writePodClaims(ctx, c.s)
+	claimPods(c.o, c.c)
+	return r.writePodClaims(ctx, &syncPlan{md: c.md, obj: c.o.obj, claims: c.c, update: c.c.update}, &outcome{})
 }
 
 // observe reads the pods as observe does.
 func (c *claimSetup) observe(r *MyDeploymentReconciler) []*corev1.Pod {
-	Expect(r.readPods(c.s)).To(Succeed())
-	return c.s.pods
+	Expect(r.readPods(c.o)).To(Succeed())
+	return c.o.pods
 }
 
 // eventAtList is a client whose next List, once event is set, first runs

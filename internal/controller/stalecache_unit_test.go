@@ -90,7 +90,7 @@ func TestHeldByNamesake(t *testing.T) {
 			r := &MyDeploymentReconciler{PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}}}
 			md := mdWithUID("web", "new")
 			md.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
-			held, err := r.heldByNamesake(context.Background(), &scope{md: md, now: now, selector: sel})
+			held, err := r.heldByNamesake(context.Background(), &observation{md: md, now: now, selector: sel})
 			if err != nil || held != tc.want {
 				t.Errorf("held %v (%v), want %v", held, err, tc.want)
 			}

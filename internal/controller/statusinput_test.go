@@ -39,10 +39,11 @@ func TestStatusCountsInPlaceStarts(t *testing.T) {
 		pod("c", "web-1", corev1.ConditionTrue, inplace.ReasonReady),
 		pod("d", "web-2", corev1.ConditionTrue, inplace.ReasonReady),
 	}
-	s := &scope{md: md, now: now, selector: labels.SelectorFromSet(labels.Set{"app": "web"}), pods: pods,
-		update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-2"}}, planned: true}
+	o := &observation{md: md, now: now, selector: labels.SelectorFromSet(labels.Set{"app": "web"})}
+	c := &claimed{pods: pods, update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-2"}}}
+	p, out := &syncPlan{}, &outcome{planned: true}
 	counts := func() []int32 {
-		c := s.statusInput(true).Counts
+		c := statusInput(o, c, p, out, true).Counts
 		return []int32{c.Replicas, c.Updated, c.Ready, c.Available}
 	}
 	if got, want := counts(), []int32{4, 1, 4, 4}; !slices.Equal(got, want) {
@@ -50,7 +51,7 @@ func TestStatusCountsInPlaceStarts(t *testing.T) {
 	}
 
 	// This sync set b's and c's gates False.
-	s.startedInPlace = []*corev1.Pod{pods[1], pods[2]}
+	out.startedInPlace = []*corev1.Pod{pods[1], pods[2]}
 	written := counts()
 	if want := []int32{4, 3, 2, 2}; !slices.Equal(written, want) {
 		t.Fatalf("the sync that started 2: %v, want %v", written, want)
@@ -61,8 +62,9 @@ func TestStatusCountsInPlaceStarts(t *testing.T) {
 	next := []*corev1.Pod{pods[0],
 		pod("b", "web-1", corev1.ConditionFalse, inplace.ReasonUpdating),
 		pod("c", "web-1", corev1.ConditionFalse, inplace.ReasonUpdating), pods[3]}
-	s = &scope{md: md, now: now, selector: s.selector, pods: next, update: s.update, planned: true}
-	s.plan.MovingInPlace = next[1:3]
+	c = &claimed{pods: next, update: c.update}
+	p, out = &syncPlan{}, &outcome{planned: true}
+	p.MovingInPlace = next[1:3]
 	if got := counts(); !slices.Equal(got, written) {
 		t.Errorf("the next sync counts %v, the starting sync wrote %v: one more status write", got, written)
 	}

@@ -94,13 +94,13 @@ func (r *MyDeploymentReconciler) noteStray(pod *corev1.Pod) {
 	}
 }
 
-// toSweep reports whether s's object is to be swept now (older than the
+// toSweep reports whether o's object is to be swept now (older than the
 // controller, not swept yet in this run), and marks it swept.
-func (r *MyDeploymentReconciler) toSweep(s *scope) bool {
-	if s.obj.swept || !s.md.CreationTimestamp.Time.Before(r.sweepBefore) {
+func (r *MyDeploymentReconciler) toSweep(o *observation) bool {
+	if o.obj.swept || !o.md.CreationTimestamp.Time.Before(r.sweepBefore) {
 		return false
 	}
-	s.obj.swept = true
+	o.obj.swept = true
 	return true
 }
 
@@ -126,19 +126,19 @@ func (r *MyDeploymentReconciler) namespaceStrays(ns string, list func() (map[typ
 // (a manager killed between a pod's DELETE event and its release leaves one
 // behind too). Once per MyDeployment older than the manager; the pods of
 // its namespace are listed once for all of them (namespaceStrays).
-func (r *MyDeploymentReconciler) sweep(ctx context.Context, s *scope) error {
-	if !r.toSweep(s) {
+func (r *MyDeploymentReconciler) sweep(ctx context.Context, o *observation) error {
+	if !r.toSweep(o) {
 		return nil
 	}
-	found, err := r.namespaceStrays(s.md.Namespace, func() (map[types.UID]map[types.UID]freshness.Stray, error) {
-		return r.listStrays(ctx, s.md.Namespace)
+	found, err := r.namespaceStrays(o.md.Namespace, func() (map[types.UID]map[types.UID]freshness.Stray, error) {
+		return r.listStrays(ctx, o.md.Namespace)
 	})
 	if err != nil {
-		s.obj.swept = false // the next sync tries again
+		o.obj.swept = false // the next sync tries again
 		return err
 	}
-	for uid, st := range found[s.md.UID] {
-		s.obj.NoteStray(uid, st)
+	for uid, st := range found[o.md.UID] {
+		o.obj.NoteStray(uid, st)
 	}
 	return nil
 }
@@ -176,23 +176,23 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 	return found, nil
 }
 
-// readStrays reads each stray remembered for s's MyDeployment around the
+// readStrays reads each stray remembered for o's MyDeployment around the
 // cache (after the cache's pods: see ownership.PodInput), sweeping first
 // if it is the object's first sync since the start. ownership.ClaimPods
 // decides what each read means: released if still ours and no longer
 // belonging (labels the selector does not match, or a revision label
 // missing); forgotten if gone, re-created under its name, another's, or
 // back in shape (and so back in the cache); noted again if its read failed.
-func (r *MyDeploymentReconciler) readStrays(ctx context.Context, s *scope) error {
-	if err := r.sweep(ctx, s); err != nil {
+func (r *MyDeploymentReconciler) readStrays(ctx context.Context, o *observation, c *claimed) error {
+	if err := r.sweep(ctx, o); err != nil {
 		return err
 	}
-	s.claim.strays = nil
-	for uid, st := range s.obj.TakeStrays() {
+	c.strays = nil
+	for uid, st := range o.obj.TakeStrays() {
 		read := ownership.StrayRead{UID: uid, Stray: st}
-		if st.Owner == s.md.UID {
+		if st.Owner == o.md.UID {
 			pod := &corev1.Pod{}
-			err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: st.Name}, pod)
+			err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: o.md.Namespace, Name: st.Name}, pod)
 			switch {
 			case err == nil:
 				read.Pod = pod
@@ -200,7 +200,7 @@ func (r *MyDeploymentReconciler) readStrays(ctx context.Context, s *scope) error
 				read.Err = fmt.Errorf("reading pod %s that left the cache: %w", st.Name, err)
 			}
 		}
-		s.claim.strays = append(s.claim.strays, read)
+		c.strays = append(c.strays, read)
 	}
 	return nil
 }

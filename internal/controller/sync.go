@@ -19,41 +19,43 @@ const (
 	EventNewRevision     = "NewRevision"
 )
 
-// sync brings the revisions and pods towards the spec: it claims what s's
-// MyDeployment owns (claim: revisions, then pods), decides every write in
-// one plan (decide), and acts on it (act). It records what it did in s (update revision,
-// plan, failure) for the status, even on error.
-func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error) {
-	if err := r.claim(ctx, s); err != nil {
-		s.unclaimed = true
-		return err
+// sync brings the revisions and pods of o's MyDeployment towards its
+// spec, in three phases that each return a value the next takes: claim
+// reads what the ownership claims need and decides them (claimed), decide
+// plans every write from the observation and the claims alone (syncPlan),
+// and act carries the plan out (outcome). It returns what each phase
+// made, for the status, even on error: no claims when the claim failed
+// (no status is written then), no plan when none was made (paused before
+// the first revision).
+func (r *MyDeploymentReconciler) sync(ctx context.Context, o *observation) (*claimed, *syncPlan, *outcome, error) {
+	c, err := r.claim(ctx, o)
+	if err != nil {
+		return nil, nil, &outcome{unclaimed: true}, err
 	}
-	if s.update == nil {
-		return nil // paused before its first revision: nothing to run yet
+	out := &outcome{collisionCount: c.collisionCount, retryAfter: c.retryAfter}
+	if c.update == nil {
+		return c, nil, out, nil // paused before its first revision: nothing to run yet
 	}
-	// What the freshness record says of the claimed pods, read before the
-	// plan (which reads the record only through s).
-	s.stepsPending = stepsPending(s.obj, s.pods, s.now)
-	if s.plan, err = r.decide(ctx, s); err != nil {
-		return err
+	p, err := decide(o, c, &r.inPlace, r.inPlaceTimeout())
+	if err != nil {
+		return c, p, out, err
 	}
-	s.planned = true
-	logPlan(ctx, s)
-	return r.act(ctx, s)
+	out.planned = true
+	logPlan(ctx, p)
+	return c, p, out, r.act(ctx, p, out)
 }
 
-// annotations are what the object's annotations must say after this sync:
-// the update revision's number (not while paused) and what the pods are
+// annotations are what md's annotations must say after this sync: the
+// update revision's number (not while paused) and what the pods are
 // sized for when the plan says it must be recorded, or with the revision
 // number's write anyway. A size recorded for the pods this plan creates or
 // deletes comes in afterPods: written once they are, or the next plan would
 // not know the scale is unfinished. A size the plan must record first
 // (RecordFirst) comes in now, which the caller then writes before any pod.
-func (s *scope) annotations(p rollout.Plan) (now, afterPods map[string]string) {
-	md := s.md
+func annotations(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision, p rollout.Plan) (now, afterPods map[string]string) {
 	now = map[string]string{}
 	if !md.Spec.Paused {
-		now[appsv1beta1.RevisionAnnotation] = strconv.FormatInt(s.update.Revision, 10)
+		now[appsv1beta1.RevisionAnnotation] = strconv.FormatInt(update.Revision, 10)
 	}
 	if recorded := rollout.SizedForOf(md); recorded != nil && *recorded == p.SizedFor {
 		return now, nil
@@ -75,8 +77,7 @@ func (s *scope) annotations(p rollout.Plan) (now, afterPods map[string]string) {
 // in the background, and returns the
 // wait for it; md must not be written until that wait returns (which then
 // updates md's annotations and resourceVersion). Nothing to change: no request.
-func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, s *scope, want map[string]string) (wait func() error) {
-	md := s.md
+func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object, want map[string]string) (wait func() error) {
 	if !annotationsDiffer(md.Annotations, want) {
 		return func() error { return nil } // most syncs: no copy of the object either
 	}
@@ -97,7 +98,7 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, s *scope, w
 		if err := <-done; err != nil {
 			return fmt.Errorf("setting annotations: %w", err)
 		}
-		s.obj.Wrote(orig.ResourceVersion, patched)
+		obj.Wrote(orig.ResourceVersion, patched)
 		md.Annotations = patched.Annotations
 		md.ResourceVersion = patched.ResourceVersion
 		return nil

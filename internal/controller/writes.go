@@ -31,55 +31,56 @@ const (
 type writeRule struct {
 	// expect records a write that took effect: the sync after waits until
 	// the cache shows it (shown, for the kinds that change a pod).
-	expect func(s *scope, pod *corev1.Pod, shown func(*corev1.Pod) bool)
+	expect func(p *syncPlan, pod *corev1.Pod, shown func(*corev1.Pod) bool)
 	// landed reads back a write whose reply was lost and says whether it
 	// took effect (then it is expected as any other).
-	landed func(ctx context.Context, r *MyDeploymentReconciler, s *scope, pod *corev1.Pod, shown func(*corev1.Pod) bool) bool
+	landed func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, pod *corev1.Pod,
+		shown func(*corev1.Pod) bool) bool
 }
 
 var writeRules = [...]writeRule{
 	writeCreate: {
-		expect: func(s *scope, pod *corev1.Pod, _ func(*corev1.Pod) bool) { s.obj.ExpectCreate(pod.Name, s.now) },
+		expect: func(p *syncPlan, pod *corev1.Pod, _ func(*corev1.Pod) bool) { p.obj.ExpectCreate(pod.Name, p.now) },
 		// The name was the server's (generateName): expect every pod of
 		// ours the API server lists instead, and count one pod uncertain.
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, s *scope, _ *corev1.Pod, _ func(*corev1.Pod) bool) bool {
-			r.expectUnlistedPods(ctx, s)
-			s.uncertain.Add(1)
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, _ *corev1.Pod, _ func(*corev1.Pod) bool) bool {
+			r.expectUnlistedPods(ctx, p)
+			out.uncertain.Add(1)
 			return false
 		},
 	},
 	writeDelete: {
-		expect: func(s *scope, pod *corev1.Pod, _ func(*corev1.Pod) bool) { s.obj.ExpectDelete(pod.Name, s.now) },
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *scope, pod *corev1.Pod, _ func(*corev1.Pod) bool) bool {
+		expect: func(p *syncPlan, pod *corev1.Pod, _ func(*corev1.Pod) bool) { p.obj.ExpectDelete(pod.Name, p.now) },
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, pod *corev1.Pod, _ func(*corev1.Pod) bool) bool {
 			return r.deletedAfterAll(ctx, pod)
 		},
 	},
 	writeGateStart: {
-		expect: func(s *scope, pod *corev1.Pod, _ func(*corev1.Pod) bool) {
-			s.obj.ExpectChange(pod.Name, inplace.Updating, s.now)
-			s.obj.ForgetSteps(pod) // its last step, gate True, is no longer what the cache will show
+		expect: func(p *syncPlan, pod *corev1.Pod, _ func(*corev1.Pod) bool) {
+			p.obj.ExpectChange(pod.Name, inplace.Updating, p.now)
+			p.obj.ForgetSteps(pod) // its last step, gate True, is no longer what the cache will show
 		},
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *scope, pod *corev1.Pod, _ func(*corev1.Pod) bool) bool {
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, pod *corev1.Pod, _ func(*corev1.Pod) bool) bool {
 			return r.changedAfterAll(ctx, pod, inplace.Updating)
 		},
 	},
 	writeStep: {
-		expect: func(s *scope, pod *corev1.Pod, shown func(*corev1.Pod) bool) { s.obj.StepWritten(pod, shown, s.now) },
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *scope, pod *corev1.Pod, shown func(*corev1.Pod) bool) bool {
+		expect: func(p *syncPlan, pod *corev1.Pod, shown func(*corev1.Pod) bool) { p.obj.StepWritten(pod, shown, p.now) },
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, pod *corev1.Pod, shown func(*corev1.Pod) bool) bool {
 			return r.changedAfterAll(ctx, pod, shown)
 		},
 	},
 }
 
-// wrote tells the record of a pod write that returned err: expected if it
+// wrote tells p's record of a pod write that returned err: expected if it
 // succeeded, or if its reply was lost and it landed after all. It says
 // whether the write counts as made.
-func (r *MyDeploymentReconciler) wrote(ctx context.Context, s *scope, kind writeKind, pod *corev1.Pod,
+func (r *MyDeploymentReconciler) wrote(ctx context.Context, p *syncPlan, out *outcome, kind writeKind, pod *corev1.Pod,
 	shown func(*corev1.Pod) bool, err error) bool {
 	rule := writeRules[kind]
-	if err != nil && !(outcomeUnknown(err) && rule.landed(ctx, r, s, pod, shown)) {
+	if err != nil && !(outcomeUnknown(err) && rule.landed(ctx, r, p, out, pod, shown)) {
 		return false
 	}
-	rule.expect(s, pod, shown)
+	rule.expect(p, pod, shown)
 	return true
 }
