@@ -45,9 +45,11 @@ type observation struct {
 	// found them (claim adopts those that match).
 	orphans []*corev1.Pod
 	// pods the MyDeployment controls, as the cache lists them.
-	pods           []*corev1.Pod
-	maxUnavailable int32
-	optIn          optin.Options
+	pods []*corev1.Pod
+	// maxSurge and maxUnavailable are the strategy's, resolved against
+	// spec.replicas; optIn the opt-in annotations: parsed once, here.
+	maxSurge, maxUnavailable int32
+	optIn                    optin.Options
 	// drainingNodes are the nodes being drained, and drainDenied says the
 	// manager may not watch Nodes; read only when optIn.Drain (drain.go).
 	drainingNodes map[string]bool
@@ -103,7 +105,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		return s, nil
 	}
 	s.selector = sel
-	if _, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
+	if s.maxSurge, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidStrategy
 		return s, nil
 	}

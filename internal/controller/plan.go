@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -75,17 +74,16 @@ type syncPlan struct {
 // alone: no client, no recorder, no clock (o.now is the sync's), and the
 // freshness record only as the claims read it (c.stepsPending). memo
 // holds what is computed from immutable revisions (templates, in-place
-// diffs); timeout bounds an in-place update. A plan comes back with an
-// error of the in-place steps too (what status says of an abort).
+// diffs); timeout bounds an in-place update. Its one error is the
+// in-place steps' (a template that cannot be decoded), and the plan comes
+// back with it (what status says of an abort).
 func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration) (*syncPlan, error) {
 	current := c.update.Name
 	if c.current != nil {
 		current = c.current.Name
 	}
-	in, err := rollout.NewInput(o.md, current, c.update.Name, c.revisions, c.pods, o.now)
-	if err != nil {
-		return nil, fmt.Errorf("planning: %w", err)
-	}
+	in := rollout.NewInputOf(o.md, rollout.Parsed{OptIn: o.optIn, MaxSurge: o.maxSurge, MaxUnavailable: o.maxUnavailable},
+		current, c.update.Name, c.revisions, c.pods, o.now)
 	in.Aborted = abortOrNot(o, c)
 	p := &syncPlan{md: o.md, obj: o.obj, now: o.now, selector: o.selector, claims: c, revisions: c.revisions,
 		update: c.update, towards: named(c.revisions, in.Target()), aborted: in.Target() != in.UpdateRevision,

@@ -28,8 +28,7 @@ import (
 // can never work (optin.Parse's errors, naming the annotation).
 func NewInput(md *appsv1beta1.MyDeployment, currentRevision, updateRevision string, revisions []*appsv1.ControllerRevision,
 	pods []*corev1.Pod, now time.Time) (Input, error) {
-	replicas := ptr.Deref(md.Spec.Replicas, 1)
-	surge, unavailable, err := StrategyFenceposts(md.Spec.Strategy, replicas)
+	surge, unavailable, err := StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1))
 	if err != nil {
 		return Input{}, err
 	}
@@ -37,6 +36,24 @@ func NewInput(md *appsv1beta1.MyDeployment, currentRevision, updateRevision stri
 	if len(errs) > 0 {
 		return Input{}, errs.ToAggregate()
 	}
+	return NewInputOf(md, Parsed{OptIn: opts, MaxSurge: surge, MaxUnavailable: unavailable},
+		currentRevision, updateRevision, revisions, pods, now), nil
+}
+
+// Parsed is what NewInputOf takes parsed already: md's opt-ins
+// (optin.Parse) and its strategy's fenceposts (StrategyFenceposts).
+type Parsed struct {
+	OptIn                    optin.Options
+	MaxSurge, MaxUnavailable int32
+}
+
+// NewInputOf is NewInput of an object whose opt-ins and fenceposts the
+// caller has parsed (the controller does once a sync, in observe, and
+// stops at their errors there).
+func NewInputOf(md *appsv1beta1.MyDeployment, parsed Parsed, currentRevision, updateRevision string,
+	revisions []*appsv1.ControllerRevision, pods []*corev1.Pod, now time.Time) Input {
+	replicas := ptr.Deref(md.Spec.Replicas, 1)
+	opts := parsed.OptIn
 	strategy := RollingUpdate
 	if md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		strategy = Recreate
@@ -44,8 +61,8 @@ func NewInput(md *appsv1beta1.MyDeployment, currentRevision, updateRevision stri
 	return Input{
 		Replicas:        replicas,
 		Strategy:        strategy,
-		MaxSurge:        surge,
-		MaxUnavailable:  unavailable,
+		MaxSurge:        parsed.MaxSurge,
+		MaxUnavailable:  parsed.MaxUnavailable,
 		MinReadySeconds: md.Spec.MinReadySeconds,
 		Paused:          md.Spec.Paused,
 		UpdateRevision:  updateRevision,
@@ -58,7 +75,7 @@ func NewInput(md *appsv1beta1.MyDeployment, currentRevision, updateRevision stri
 		MaxBurst:        DefaultMaxBurst,
 		Pods:            pods,
 		Now:             now,
-	}, nil
+	}
 }
 
 // olderRevisions names revisions other than update, oldest first.
