@@ -387,7 +387,8 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 					t.Fatal(err)
 				}
 				owned, orphans := pods.list(md.UID)
-				o := &observation{md: cur, obj: r.objects.get(cur), now: now, selector: sel, pods: owned, orphans: orphans}
+				o := &observation{md: cur, obj: r.objects.get(cur), now: now, selector: sel, pods: owned, orphans: orphans,
+					template: &cur.Spec.Template}
 				c, err := r.claim(ctx, o)
 				if err != nil {
 					t.Fatal(err)

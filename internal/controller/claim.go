@@ -17,7 +17,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -70,7 +69,7 @@ func (r *MyDeploymentReconciler) claim(ctx context.Context, o *observation) (*cl
 	if err := r.readRevisions(ctx, o, c); err != nil {
 		return nil, err
 	}
-	if err := r.decideRevision(ctx, o, c); err != nil || c.update == nil {
+	if err := r.decideRevision(o, c); err != nil || c.update == nil {
 		return c, err // none: paused before its first revision
 	}
 	if err := r.readStrays(ctx, o, c); err != nil {
@@ -124,16 +123,16 @@ func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, o *observati
 // status, so a template change does not roll) and the current one
 // (revision.Decide); a new or renumbered update revision is written by
 // writeClaims. Opted into rollouts on config changes, the template it
-// records carries the hashes of the config it reads (config.go); with a
+// records carries the hashes of the config observe read (config.go); with a
 // referenced object missing it keeps the update revision status names.
-func (r *MyDeploymentReconciler) decideRevision(ctx context.Context, o *observation, c *claimed) error {
+func (r *MyDeploymentReconciler) decideRevision(o *observation, c *claimed) error {
 	md := o.md
 	c.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
 	if md.Spec.Paused {
 		c.keepStatusRevisions(md)
 		return nil
 	}
-	return r.decideFromTemplate(ctx, o, c)
+	return r.decideFromTemplate(o, c)
 }
 
 // keepStatusRevisions makes the revisions md's status names the update and
@@ -148,35 +147,25 @@ func (c *claimed) keepStatusRevisions(md *appsv1beta1.MyDeployment) {
 // decideFromTemplate is decideRevision of an object that is not paused:
 // the update revision is the template's (revision.Decide), written by
 // writeClaims when new or renumbered; see decideRevision for config.
-func (r *MyDeploymentReconciler) decideFromTemplate(ctx context.Context, o *observation, c *claimed) error {
+func (r *MyDeploymentReconciler) decideFromTemplate(o *observation, c *claimed) error {
 	md := o.md
-	template, config := &md.Spec.Template, ""
-	if o.optIn.RolloutOnConfigChange {
-		var err error
-		if config, c.configHold, err = r.configOf(ctx, o.config, md); err != nil {
-			return fmt.Errorf("syncing revisions: %w", err)
+	if c.configHold = o.configHold; c.configHold != nil {
+		if c.configHold.Reason == appsv1beta1.ReasonConfigAccessDenied {
+			// Look again once the watch asks for access again: nothing
+			// else syncs this object when a grant appears.
+			c.retryAfter = r.config.poll
 		}
-		if c.configHold != nil {
-			if c.configHold.Reason == appsv1beta1.ReasonConfigAccessDenied {
-				// Look again once the watch asks for access again: nothing
-				// else syncs this object when a grant appears.
-				c.retryAfter = r.config.poll
-			}
-			// No revision can say what the pods would read: plan as if the
-			// template were unchanged (the update revision status names).
-			c.keepStatusRevisions(md)
-			return nil
-		}
-		if config != "" { // nothing referenced: the template as it is
-			template = configref.WithHash(template, config)
-		}
+		// No revision can say what the pods would read: plan as if the
+		// template were unchanged (the update revision status names).
+		c.keepStatusRevisions(md)
+		return nil
 	}
-	data, err := o.obj.revisionDataOf(md, template, config)
+	data, err := o.obj.revisionDataOf(md, o.template, o.configValue)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
 	owner := r.revisionOwner(md, data)
-	owner.Template = template
+	owner.Template = o.template
 	d, err := revision.Decide(owner, c.revisions, md.Status.CurrentRevision, c.collisionCount)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)

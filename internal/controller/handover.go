@@ -87,7 +87,7 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observatio
 		}
 	}
 	if err == nil {
-		err = r.decideFromTemplate(ctx, o, c)
+		err = r.decideFromTemplate(o, c)
 	}
 	if c.retryAfter > 0 {
 		out.retryAfter = c.retryAfter

@@ -14,8 +14,10 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // observation is what observe read of one MyDeployment: the object, what
@@ -55,8 +57,18 @@ type observation struct {
 	drainingNodes map[string]bool
 	drainDenied   bool
 	// config is the config watch of the object's namespace, read only
-	// when optIn.RolloutOnConfigChange (configwatch.go).
-	config configView
+	// when optIn.RolloutOnConfigChange (configwatch.go); configValue the
+	// hashes of the config the template references, as its revision
+	// records them (configOf; "" if it references none), or configHold
+	// why no revision can be recorded now (ReplicaFailure ConfigMissing or
+	// ConfigAccessDenied). Read once the cache has caught up, and not
+	// while paused (but by a hand-over).
+	config      configView
+	configValue string
+	configHold  *status.Failure
+	// template is the pod template the update revision records: the
+	// spec's, carrying configValue when there is one (configref.WithHash).
+	template *corev1.PodTemplateSpec
 }
 
 var (
@@ -98,7 +110,7 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
 // cache has caught up with our earlier writes. Its revisions are read by
 // claim (readRevisions), after the orphan ones.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*observation, error) {
-	s := &observation{md: md, obj: obj, now: r.Clock.Now()}
+	s := &observation{md: md, obj: obj, now: r.Clock.Now(), template: &md.Spec.Template}
 	sel, err := selectorOf(md)
 	if err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector
@@ -130,31 +142,50 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if err := r.readPods(s); err != nil {
 		return s, err
 	}
-	exp := obj.Observe(s.pods, s.now)
+	if s.settled = r.caughtUp(ctx, s); !s.settled {
+		return s, nil
+	}
+	held, err := r.heldByNamesake(ctx, s)
+	if err != nil || held {
+		s.settled, s.retryAfter = false, requeueConflict
+		return s, err
+	}
+	if s.optIn.RolloutOnConfigChange && (!md.Spec.Paused || s.optIn.AdoptFrom != "") {
+		// What the update revision records (decideFromTemplate; paused,
+		// none is recorded but by a hand-over).
+		s.configValue, s.configHold, err = r.configOf(ctx, s.config, md)
+		if err != nil {
+			return s, fmt.Errorf("syncing revisions: %w", err)
+		}
+		if s.configValue != "" { // nothing referenced: the template as it is
+			s.template = configref.WithHash(s.template, s.configValue)
+		}
+	}
+	return s, nil
+}
+
+// caughtUp says whether the cache shows every pod write of earlier syncs
+// (the freshness record's Observe of the pods read), and logs and counts
+// the wait when it does not.
+func (r *MyDeploymentReconciler) caughtUp(ctx context.Context, s *observation) bool {
+	exp := s.obj.Observe(s.pods, s.now)
 	if len(exp.Leaked) > 0 {
-		r.Metrics.ExpectationTimeouts(md, len(exp.Leaked))
+		r.Metrics.ExpectationTimeouts(s.md, len(exp.Leaked))
 		logf.FromContext(ctx).Info("expectations timed out; syncing anyway", "pods", exp.Leaked)
 	}
 	var waited time.Duration
 	if !exp.Satisfied {
 		waited = s.now.Sub(exp.Since)
 	}
-	r.Metrics.ExpectationsPending(md, waited)
-	if s.settled = exp.Satisfied; !s.settled {
+	r.Metrics.ExpectationsPending(s.md, waited)
+	if !exp.Satisfied {
 		log := logf.FromContext(ctx).V(1)
 		if waited >= slowExpectations {
 			log = logf.FromContext(ctx) // a wait this long is news: say it at the default level
 		}
 		log.Info("waiting for the cache to observe earlier pod writes", "pending", exp.Waiting, "waited", waited.Round(time.Second).String())
-		return s, nil
 	}
-
-	held, err := r.heldByNamesake(ctx, s)
-	if err != nil || held {
-		s.settled, s.retryAfter = false, requeueConflict
-		return s, err
-	}
-	return s, nil
+	return exp.Satisfied
 }
 
 // readPods reads s's pods from the cache: the orphans of its namespace,
