@@ -373,10 +373,6 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 				WithStatusSubresource(&appsv1beta1.MyDeployment{}).Build(), log}
 			r := &MyDeploymentReconciler{Client: cl, APIReader: cl, Pods: pods, Revisions: &revision.Store{Client: cl},
 				Recorder: events.NewFakeRecorder(1000), objects: newObjects(0)}
-			sel, err := selectorOf(md)
-			if err != nil {
-				t.Fatal(err)
-			}
 			log.take()
 			for step := 1; ; step++ {
 				if step > 30 {
@@ -387,8 +383,11 @@ func TestActMakesTheWritesThePlanNames(t *testing.T) {
 					t.Fatal(err)
 				}
 				owned, orphans := pods.list(md.UID)
-				o := &observation{md: cur, obj: r.objects.get(cur), now: now, selector: sel, pods: owned, orphans: orphans,
-					template: &cur.Spec.Template}
+				o := observeSpec(cur, r.objects.get(cur), now)
+				if o.invalid != nil {
+					t.Fatal(o.invalid)
+				}
+				o.pods, o.orphans = owned, orphans
 				c, err := r.claim(ctx, o)
 				if err != nil {
 					t.Fatal(err)

@@ -106,23 +106,32 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
 	return o, errs.ToAggregate()
 }
 
+// observeSpec is the observation of md's spec at now: its selector, its
+// strategy's fenceposts and its opt-ins, parsed once, or (invalid) why
+// the spec can never work; obj is what the controller keeps of md.
+func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *observation {
+	s := &observation{md: md, obj: obj, now: now, template: &md.Spec.Template}
+	var err error
+	if s.selector, err = selectorOf(md); err != nil {
+		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector
+		return s
+	}
+	if s.maxSurge, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
+		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidStrategy
+		return s
+	}
+	if s.optIn, err = parseOptIn(md); err != nil {
+		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidAnnotation
+	}
+	return s
+}
+
 // observe reads the MyDeployment's pods from the cache and whether the
 // cache has caught up with our earlier writes. Its revisions are read by
 // claim (readRevisions), after the orphan ones.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*observation, error) {
-	s := &observation{md: md, obj: obj, now: r.Clock.Now(), template: &md.Spec.Template}
-	sel, err := selectorOf(md)
-	if err != nil {
-		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector
-		return s, nil
-	}
-	s.selector = sel
-	if s.maxSurge, s.maxUnavailable, err = rollout.StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1)); err != nil {
-		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidStrategy
-		return s, nil
-	}
-	if s.optIn, err = parseOptIn(md); err != nil {
-		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidAnnotation
+	s := observeSpec(md, obj, r.Clock.Now())
+	if s.invalid != nil {
 		return s, nil
 	}
 	if s.optIn.Drain {
