@@ -53,9 +53,9 @@ func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision
 }
 
 // abortEvent records, once the abort record is written, that the rollout
-// to the update revision is aborted: an event and a count of aborts.
+// to the update revision is aborted: an event, and in out a count of aborts.
 func (r *MyDeploymentReconciler) abortEvent(p *syncPlan, out *outcome) {
-	r.Metrics.RolloutAborted(p.md)
+	out.abortRecorded = true
 	r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
 		"Rollout to revision %q made no progress within progressDeadlineSeconds: aborted, every pod goes back to revision %q",
 		p.update.Name, p.towards.Name)

@@ -10,10 +10,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -56,6 +58,25 @@ type outcome struct {
 	// handOver is what a hand-over sync (adopt-from, handover.go) tells
 	// the status.
 	handOver handOverState
+	// What the metrics count once act returns (countOutcome): an abort
+	// recorded, pods removed from draining nodes, in-place updates
+	// started, completed, and failed (their pods replaced).
+	abortRecorded                                     bool
+	drainReplaced                                     atomic.Int32
+	inPlaceStarted, inPlaceCompleted, inPlaceFallback int
+}
+
+// countOutcome counts in the metrics what out says act did for md.
+func (r *MyDeploymentReconciler) countOutcome(md *appsv1beta1.MyDeployment, out *outcome) {
+	if out.abortRecorded {
+		r.Metrics.RolloutAborted(md)
+	}
+	for range out.drainReplaced.Load() {
+		r.Metrics.DrainReplaced(md)
+	}
+	r.Metrics.InPlaceUpdates(md, metrics.InPlaceStarted, out.inPlaceStarted)
+	r.Metrics.InPlaceUpdates(md, metrics.InPlaceCompleted, out.inPlaceCompleted)
+	r.Metrics.InPlaceUpdates(md, metrics.InPlaceFallback, out.inPlaceFallback)
 }
 
 // revision is p's revision named name, as this sync wrote it if it did.
@@ -115,6 +136,51 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, p *syncPlan, out *outc
 	return kerrors.NewAggregate(append(errs, r.truncateHistory(ctx, p.truncate)))
 }
 
+// setAnnotations sets want's annotations on md (the revision number, like
+// deployment.kubernetes.io/revision, and what the pods are sized for) with
+// one merge patch of those that differ (a value "" removes the annotation),
+// in the background, and returns the
+// wait for it; md must not be written until that wait returns (which then
+// updates md's annotations and resourceVersion). Nothing to change: no request.
+func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object, want map[string]string) (wait func() error) {
+	if !annotationsDiffer(md.Annotations, want) {
+		return func() error { return nil } // most syncs: no copy of the object either
+	}
+	orig, patched := md.DeepCopy(), md.DeepCopy()
+	for k, v := range want {
+		if _, ok := md.Annotations[k]; v == "" && ok {
+			delete(patched.Annotations, k) // "" removes (a stale abort record)
+		} else if v != "" {
+			if patched.Annotations == nil {
+				patched.Annotations = map[string]string{}
+			}
+			patched.Annotations[k] = v
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Patch(ctx, patched, client.MergeFrom(orig)) }()
+	return func() error {
+		if err := <-done; err != nil {
+			return fmt.Errorf("setting annotations: %w", err)
+		}
+		obj.Wrote(orig.ResourceVersion, patched)
+		md.Annotations = patched.Annotations
+		md.ResourceVersion = patched.ResourceVersion
+		return nil
+	}
+}
+
+// annotationsDiffer says setting want on have would change it: a value ""
+// of a key have holds, or another value than have's.
+func annotationsDiffer(have, want map[string]string) bool {
+	for k, v := range want {
+		if cur, ok := have[k]; v == "" && ok || v != "" && (!ok || cur != v) {
+			return true
+		}
+	}
+	return false
+}
+
 // truncateHistory deletes the revisions the plan names.
 func (r *MyDeploymentReconciler) truncateHistory(ctx context.Context, revs []*appsv1.ControllerRevision) error {
 	var errs []error
@@ -145,7 +211,7 @@ func (r *MyDeploymentReconciler) writePods(ctx context.Context, p *syncPlan, out
 			pod := p.Delete[i]
 			err := r.Pods.Delete(ctx, p.md, pod)
 			if r.wrote(ctx, p, out, writeDelete, pod, nil, err) && err == nil {
-				r.drainReplaced(p, pod)
+				r.drainReplaced(p, out, pod)
 			}
 			return err
 		}, func(err error) { errs = append(errs, err) })

@@ -193,6 +193,16 @@ func (r *MyDeploymentReconciler) revisionOwner(md *appsv1beta1.MyDeployment, dat
 	return owner
 }
 
+// named is the revision of revs named name, nil if none.
+func named(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
+	for _, r := range revs {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
 // withRevision is revs with rev in place of the revision of its name.
 func withRevision(revs []*appsv1.ControllerRevision, rev *appsv1.ControllerRevision) []*appsv1.ControllerRevision {
 	out := make([]*appsv1.ControllerRevision, 0, len(revs)+1)

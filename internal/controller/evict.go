@@ -36,7 +36,7 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *ou
 		pod := p.Evict[i]
 		err := r.Pods.Evict(ctx, p.md, pod)
 		if r.wrote(ctx, p, out, writeDelete, pod, nil, err) && err == nil {
-			r.drainReplaced(p, pod)
+			r.drainReplaced(p, out, pod)
 		}
 		return err
 	}, func(err error) {

@@ -15,7 +15,6 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
-	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
@@ -205,8 +204,7 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, p *syncPlan, 
 			out.startedInPlace = append(out.startedInPlace, pod)
 		}
 	}
-	if started > 0 {
-		r.Metrics.InPlaceUpdates(p.md, metrics.InPlaceStarted, started)
+	if out.inPlaceStarted = started; started > 0 {
 		r.Recorder.Eventf(inSeries(p.md), revisionInSeries(p.towards), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
 			"Updating pods in place to revision %q", p.towards.Name)
 	}
@@ -254,8 +252,7 @@ func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, p *syncP
 		logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(ps.Pod), "why", ps.Why)
 		return nil
 	}, func(err error) { errs = append(errs, err) })
-	r.Metrics.InPlaceUpdates(p.md, metrics.InPlaceCompleted, completed)
-	r.Metrics.InPlaceUpdates(p.md, metrics.InPlaceFallback, failed)
+	out.inPlaceCompleted, out.inPlaceFallback = completed, failed
 	return kerrors.NewAggregate(errs)
 }
 

@@ -140,6 +140,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	} else {
 		c, p, out, syncErr = r.sync(ctx, o)
 	}
+	r.countOutcome(md, out)
 	if out.unclaimed {
 		// Counted without the orphans it failed to adopt, the status would
 		// say 0 replicas beside running pods. Deployment returns before its

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -132,6 +134,32 @@ func (p *syncPlan) annotate(o *observation) {
 		}
 		p.recordFirst[appsv1beta1.CanaryStepAnnotation] = c.State.String()
 	}
+}
+
+// annotations are what md's annotations must say after this sync: the
+// update revision's number (not while paused) and what the pods are
+// sized for when the plan says it must be recorded, or with the revision
+// number's write anyway. A size recorded for the pods this plan creates or
+// deletes comes in afterPods: written once they are, or the next plan would
+// not know the scale is unfinished. A size the plan must record first
+// (RecordFirst) comes in now, which the caller then writes before any pod.
+func annotations(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision, p rollout.Plan) (now, afterPods map[string]string) {
+	now = map[string]string{}
+	if !md.Spec.Paused {
+		now[appsv1beta1.RevisionAnnotation] = strconv.FormatInt(update.Revision, 10)
+	}
+	if recorded := rollout.SizedForOf(md); recorded != nil && *recorded == p.SizedFor {
+		return now, nil
+	}
+	switch {
+	case p.RecordFirst:
+		maps.Copy(now, p.SizedFor.Annotations())
+	case p.RecordSize && (len(p.Create) > 0 || p.Removes() > 0):
+		afterPods = p.SizedFor.Annotations()
+	case p.RecordSize || md.Annotations[appsv1beta1.RevisionAnnotation] != now[appsv1beta1.RevisionAnnotation]:
+		maps.Copy(now, p.SizedFor.Annotations())
+	}
+	return now, afterPods
 }
 
 // truncation is the revisions beyond revisionHistoryLimit, never the
