@@ -232,7 +232,8 @@ func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, p *syncP
 				mu.Unlock()
 			}
 		case inplace.StepPatch:
-			if err = r.Pods.UpdateInPlace(ctx, p.md, ps.Pod, ps.Revision, ps.Target, ps.Change); podcontrol.Refused(err) {
+			err = r.Pods.UpdateInPlace(ctx, p.md, ps.Pod, ps.Revision, ps.Target, ps.Change)
+			if ps.FailIfRefused && podcontrol.Refused(err) { // the plan's contingency (rollout.InPlaceStep)
 				ps.Step, ps.Why = inplace.StepFail, "the API server refused it: "+err.Error()
 			}
 		}

@@ -34,6 +34,11 @@ type InPlaceStep struct {
 	// stands: the pod runs its own revision, untouched; not a completed
 	// update.
 	Ends bool
+	// FailIfRefused says, for a spec patch, that a patch the API server
+	// refuses (invalid, forbidden: podcontrol.Refused) fails the update at
+	// once, in the same sync (StepFail, its reason the refusal): retried,
+	// it would be refused again.
+	FailIfRefused bool
 }
 
 // Shown says whether a later state of the pod shows the step written:
@@ -148,7 +153,8 @@ func (in StepsInput) stepOf(pod *corev1.Pod, moving bool) (*InPlaceStep, error) 
 	}
 	step, why := inplace.Next(pod, target, in.Now, in.Timeout)
 	ends := !moving && rev.Name != in.Towards.Name && inplace.UnderWay(pod)
-	return &InPlaceStep{Pod: pod, Revision: rev, Target: target, Change: change, Step: step, Why: why, Ends: ends}, nil
+	return &InPlaceStep{Pod: pod, Revision: rev, Target: target, Change: change, Step: step, Why: why, Ends: ends,
+		FailIfRefused: step == inplace.StepPatch}, nil
 }
 
 // timesOutIn is how long until pod's unfinished update times out (0: it
