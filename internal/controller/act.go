@@ -107,8 +107,14 @@ func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevisio
 //     for pods that were not made would hide an unfinished scale);
 //  6. the revisions to truncate.
 //
-// It returns every error; what it did is in out.
-func (r *MyDeploymentReconciler) act(ctx context.Context, p *syncPlan, out *outcome) error {
+// It returns what it did, and every error.
+func (r *MyDeploymentReconciler) act(ctx context.Context, p *syncPlan) (*outcome, error) {
+	out := &outcome{planned: true, collisionCount: p.claims.collisionCount, retryAfter: p.claims.retryAfter}
+	return out, r.carryOut(ctx, p, out)
+}
+
+// carryOut is act's phases, each recording in out what it did.
+func (r *MyDeploymentReconciler) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
 	if err := r.writeClaims(ctx, p, out); err != nil {
 		return err
 	}

@@ -475,7 +475,7 @@ func runActSequence(t *testing.T, tc actCase) []write {
 		}
 		want := expectedWrites(cur, p)
 		pods.created = nil
-		if err := r.act(ctx, p, &outcome{}); err != nil {
+		if _, err := r.act(ctx, p); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		if p.inPlace {

@@ -23,15 +23,16 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, o *observation) (*cla
 	if err != nil {
 		return nil, nil, &outcome{unclaimed: true}, err
 	}
-	out := &outcome{collisionCount: c.collisionCount, retryAfter: c.retryAfter}
+	// Nothing acted: what the claims found is all the outcome says.
+	unacted := &outcome{collisionCount: c.collisionCount, retryAfter: c.retryAfter}
 	if c.update == nil {
-		return c, nil, out, nil // paused before its first revision: nothing to run yet
+		return c, nil, unacted, nil // paused before its first revision: nothing to run yet
 	}
 	p, err := decide(o, c, &r.inPlace, r.inPlaceTimeout())
 	if err != nil {
-		return c, p, out, err
+		return c, p, unacted, err
 	}
-	out.planned = true
 	logPlan(ctx, p)
-	return c, p, out, r.act(ctx, p, out)
+	out, err := r.act(ctx, p)
+	return c, p, out, err
 }
