@@ -144,34 +144,6 @@ func stepsPending(obj *object, pods []*corev1.Pod, now time.Time) map[types.UID]
 	return pending
 }
 
-// inPlaceRevisions names the old revisions whose gated pods can move to
-// towards in place (the planner's Input.InPlace). The first time a pair
-// of revisions is found not to, an event of the plan says why.
-func inPlaceRevisions(c *claimed, towards *appsv1.ControllerRevision, memo *inPlaceMemo) (names []string, events []planEvent) {
-	seen := map[string]bool{towards.Name: true}
-	for _, pod := range c.pods {
-		name := pod.Labels[appsv1beta1.RevisionLabel]
-		if seen[name] || !inplace.HasGate(pod) {
-			continue
-		}
-		seen[name] = true
-		from := named(c.revisions, name)
-		if from == nil {
-			continue // its history is gone: nothing to compare with
-		}
-		// Not fresh: the event was planned when the pair was first compared.
-		switch _, fresh, err := memo.diff(from, towards); {
-		case err == nil:
-			names = append(names, name)
-		case fresh:
-			events = append(events, planEvent{related: towards, eventType: corev1.EventTypeNormal,
-				reason: appsv1beta1.EventInPlaceUpdate, action: "Rollout",
-				note: fmt.Sprintf("Pods of revision %q are replaced, not updated in place: %v", name, err)})
-		}
-	}
-	return names, events
-}
-
 // beginInPlace starts the in-place updates the plan chose: each pod's gate
 // False, its one write in this sync, expected in the cache before the next
 // plan. The pod keeps its labels (and spec) until its spec patch, a later

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strconv"
 	"time"
@@ -94,7 +95,13 @@ func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration
 		p.towards = c.update
 	}
 	if o.optIn.InPlace {
-		in.InPlace, p.events = inPlaceRevisions(c, p.towards, memo)
+		var refused []rollout.InPlaceRefusal
+		in.InPlace, refused = rollout.InPlaceRevisions(c.pods, c.revisions, p.towards, memo.diff)
+		for _, x := range refused {
+			p.events = append(p.events, planEvent{related: p.towards, eventType: corev1.EventTypeNormal,
+				reason: appsv1beta1.EventInPlaceUpdate, action: "Rollout",
+				note: fmt.Sprintf("Pods of revision %q are replaced, not updated in place: %v", x.Revision, x.Why)})
+		}
 	}
 	if o.optIn.Drain {
 		in.DrainingNodes = o.drainingNodes

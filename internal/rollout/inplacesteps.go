@@ -167,6 +167,42 @@ func timesOutIn(pod *corev1.Pod, step inplace.Step, now time.Time, timeout time.
 	return max(c.LastTransitionTime.Add(timeout).Sub(now), 0)
 }
 
+// InPlaceRefusal is an old revision whose pods cannot move to the target
+// in place, and why: they are replaced instead.
+type InPlaceRefusal struct {
+	Revision string
+	Why      error
+}
+
+// InPlaceRevisions names the old revisions whose gated pods can move to
+// towards in place (Input.InPlace): each revision a gated pod of pods
+// carries, but towards and those whose history is gone, that diff finds
+// reachable. diff is inplace.Diff of two revisions' templates, fresh when
+// it compared them for the first time; refused lists the fresh pairs that
+// cannot move, so that what is said of a pair is said once.
+func InPlaceRevisions(pods []*corev1.Pod, revisions []*appsv1.ControllerRevision, towards *appsv1.ControllerRevision,
+	diff func(from, to *appsv1.ControllerRevision) (change *inplace.Change, fresh bool, err error)) (names []string, refused []InPlaceRefusal) {
+	seen := map[string]bool{towards.Name: true}
+	for _, pod := range pods {
+		name := pod.Labels[appsv1beta1.RevisionLabel]
+		if seen[name] || !inplace.HasGate(pod) {
+			continue
+		}
+		seen[name] = true
+		from := revisionNamed(revisions, name)
+		if from == nil {
+			continue // its history is gone: nothing to compare with
+		}
+		switch _, fresh, err := diff(from, towards); {
+		case err == nil:
+			names = append(names, name)
+		case fresh:
+			refused = append(refused, InPlaceRefusal{Revision: name, Why: err})
+		}
+	}
+	return names, refused
+}
+
 // revisionNamed is the revision of that name among revs, nil if none.
 func revisionNamed(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
 	for _, r := range revs {
