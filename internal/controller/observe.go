@@ -126,9 +126,12 @@ func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *obse
 	return s
 }
 
-// observe reads the MyDeployment's pods from the cache and whether the
-// cache has caught up with our earlier writes. Its revisions are read by
-// claim (readRevisions), after the orphan ones.
+// observe reads, for one sync of md, what every later phase decides from:
+// its spec parsed (observeSpec), the views of the watches it opted into,
+// its pods from the cache and whether the cache has caught up with our
+// earlier writes, and, once it has, the config its template references.
+// An observation that is not settled (or is invalid) ends the sync. Its
+// revisions are read by claim (readRevisions), after the orphan ones.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*observation, error) {
 	s := observeSpec(md, obj, r.Clock.Now())
 	if s.invalid != nil {
