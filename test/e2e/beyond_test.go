@@ -165,6 +165,8 @@ spec:
   selector: {matchLabels: {app: guarded}}
 `, "-n", ns, "apply", "-f", "-")
 		Expect(err).NotTo(HaveOccurred())
+		// maxUnavailable: kube-controller-manager reads the MyDeployment's scale.
+		waitForKCMToKnowTheCRDs()
 		Eventually(func() string {
 			out, _ := utils.Kubectl("-n", ns, "get", "pdb", "guarded", "-o", "jsonpath={.status.disruptionsAllowed}")
 			return out
