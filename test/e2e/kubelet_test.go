@@ -43,6 +43,11 @@ var _ = Describe("the local cluster's kubelet simulation", Ordered, ContinueOnFa
 		Expect(err).NotTo(HaveOccurred())
 	})
 	AfterAll(func() {
+		// Its pods have no controller: until they are gone, kubectl drain
+		// refuses their node, and the drain specs (in any order) share the
+		// nodes. Wait for them, then let the namespace go.
+		out, err := utils.Kubectl("-n", ns, "delete", "pods", "--all", "--wait=true", "--timeout=60s")
+		Expect(err).NotTo(HaveOccurred(), out)
 		_, _ = utils.Kubectl("delete", "namespace", ns, "--wait=false")
 	})
 
