@@ -169,7 +169,7 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1b
 		if err := <-done; err != nil {
 			return fmt.Errorf("setting annotations: %w", err)
 		}
-		obj.Wrote(orig.ResourceVersion, patched)
+		wroteObject(obj, writeAnnotations, orig.ResourceVersion, patched)
 		md.Annotations = patched.Annotations
 		md.ResourceVersion = patched.ResourceVersion
 		return nil

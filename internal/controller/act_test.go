@@ -362,12 +362,18 @@ func checkWrites(t *testing.T, step int, got []write, want [][]write) {
 }
 
 // writeVerbs are the writes of each kind of the write table (writeRules),
-// as the fakes log them: every kind must be made by some sequence below.
+// as the fakes log them: every kind must be made by some sequence below,
+// but the status, which is written after act, from its outcome (the
+// envtests prove it: statuswrite.go).
 var writeVerbs = map[writeKind][]string{
-	writeCreate:    {"create"},
-	writeDelete:    {"delete", "evict"},
-	writeGateStart: {"gateFalse"},
-	writeStep:      {"update", "gateTrue", "gateFailed"},
+	writeCreate:      {"create"},
+	writeDelete:      {"delete"},
+	writeEvict:       {"evict"},
+	writeGateStart:   {"gateFalse"},
+	writeStep:        {"update", "gateTrue", "gateFailed"},
+	writeAnnotations: {"patch"},
+	writeStatus:      nil,
+	writeRevision:    {"create-revision", "delete-revision"},
 }
 
 // actCase is a rollout sequence of TestActMakesTheWritesThePlanNames.
@@ -392,7 +398,7 @@ type actCase struct {
 // The planner's sequences, through decide and act with pod control and
 // revision writes faked: at every step act makes exactly the writes the
 // plan names, in the plan's order, and none other; together they make
-// every kind of pod write of the write table.
+// every kind of write of the write table but the status.
 func TestActMakesTheWritesThePlanNames(t *testing.T) {
 	inPlace := map[string]string{appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
 	made := map[string]bool{}

@@ -17,7 +17,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -313,7 +312,7 @@ func (r *MyDeploymentReconciler) writePodClaims(ctx context.Context, p *syncPlan
 	for _, pod := range claims.Release {
 		if err := r.Pods.Release(ctx, md, pod); err != nil {
 			if !ownership.InCache(pod) {
-				p.obj.NoteStray(pod.UID, freshness.Stray{Name: pod.Name, Owner: md.UID})
+				p.obj.NoteStray(pod.UID, ownership.Stray{Name: pod.Name, Owner: md.UID})
 			}
 			errs = append(errs, err)
 		}

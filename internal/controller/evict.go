@@ -35,7 +35,7 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *ou
 	evicted := parallel(len(p.Evict), func(i int) error {
 		pod := p.Evict[i]
 		err := r.Pods.Evict(ctx, p.md, pod)
-		if r.wrote(ctx, p, out, writeDelete, pod, nil, err) && err == nil {
+		if r.wrote(ctx, p, out, writeEvict, pod, nil, err) && err == nil {
 			r.drainReplaced(p, out, pod)
 		}
 		return err

@@ -10,6 +10,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -31,10 +32,12 @@ type objects struct {
 }
 
 // object is what the controller keeps of one MyDeployment between syncs.
-// Beyond its freshness record, its fields are read and written only by the
+// Beyond its freshness record and watch notes, its fields are read and written only by the
 // MyDeployment's own sync, which the work queue never runs twice at once.
 type object struct {
 	*freshness.Record
+	// watchNotes are the watches' news for its next sync (strays, vetting).
+	watchNotes
 	// swept: its possible strays were listed once since the start (sweep).
 	swept bool
 	// statusWrittenAt is when its status was last written, for pacing
@@ -188,4 +191,63 @@ func (obj *object) revisionDataOf(md *appsv1beta1.MyDeployment, template *corev1
 	}
 	obj.revisionData, obj.revisionGeneration, obj.revisionConfig = data, md.Generation, config
 	return data, nil
+}
+
+// watchNotes are what the watches saw of one MyDeployment that its next
+// sync must read around the cache. They are not the freshness record: that
+// holds our own writes, these are news of others' (a pod's labels changed,
+// a manager before us wrote pods). The watch handlers note; observe and
+// claim take. Safe for concurrent use: pod events and the initial list
+// reach it beside the object's sync.
+type watchNotes struct {
+	mu     sync.Mutex
+	strays map[types.UID]ownership.Stray
+	// vetSince is when the object was marked for vetting (zero: none
+	// needed); see vetStart.
+	vetSince time.Time
+}
+
+// NoteStray remembers a pod that left the cache while it may still exist
+// and be ours, for the next sync to read around the cache.
+func (n *watchNotes) NoteStray(uid types.UID, s ownership.Stray) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.strays == nil {
+		n.strays = map[types.UID]ownership.Stray{}
+	}
+	n.strays[uid] = s
+}
+
+// TakeStrays removes and returns the strays remembered; one a sync could
+// not deal with is noted again.
+func (n *watchNotes) TakeStrays() map[types.UID]ownership.Stray {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.strays
+	n.strays = nil
+	return s
+}
+
+// MarkVet records, at now, that the object existed when the controller
+// started watching (its initial list): its pods may have been written by a
+// manager before this one, which no expectation of ours covers.
+func (n *watchNotes) MarkVet(now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.vetSince = now
+}
+
+// NeedsVet reports whether the object's pods must be listed from the API
+// server and found in the cache before its sync may plan, and since when.
+func (n *watchNotes) NeedsVet() (bool, time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.vetSince.IsZero(), n.vetSince
+}
+
+// Vetted records that the cache showed every pod the API server listed.
+func (n *watchNotes) Vetted() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.vetSince = time.Time{}
 }

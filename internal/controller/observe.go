@@ -48,6 +48,9 @@ type observation struct {
 	orphans []*corev1.Pod
 	// pods the MyDeployment controls, as the cache lists them.
 	pods []*corev1.Pod
+	// vetListed, on a sync that vets (vetStart), names the pods the API
+	// server lists that the cache must list too before the sync may plan.
+	vetListed []string
 	// maxSurge and maxUnavailable are the strategy's, resolved against
 	// spec.replicas; optIn the opt-in annotations: parsed once, here.
 	maxSurge, maxUnavailable int32
@@ -155,6 +158,10 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		return s, err
 	}
 	if s.settled = r.caughtUp(ctx, s); !s.settled {
+		return s, nil
+	}
+	if !r.vetted(ctx, s) {
+		s.settled, s.retryAfter = false, requeueConflict
 		return s, nil
 	}
 	held, err := r.heldByNamesake(ctx, s)

@@ -32,12 +32,12 @@ import (
 
 // The first sync of each object that existed when this controller started
 // watching (its initial list, also what a manager that just became leader
-// is handed) reads its pods from the API server once (a quorum list) and
-// expects every one it controls, so the sync waits until the cache lists
-// them all, as KEP-5647 has a controller wait for its cache to reach its
-// last write. Objects created later need nothing: every write to their
-// pods was ours, and expected, or came after our watch began. The mark is
-// the object's freshness record's (MarkVet).
+// is handed) reads its pods from the API server (a quorum list) and waits
+// until the cache lists every one it controls, as KEP-5647 has a controller
+// wait for its cache to reach its last write. Objects created later need
+// nothing: every write to their pods was ours, and expected, or came after
+// our watch began. The mark is the object's watch notes' (MarkVet); the
+// freshness record is not told: these writes are not ours.
 
 // noteInitialList is a predicate that lets every event through and marks
 // the objects of the initial list for vetting. It must come first among the
@@ -45,27 +45,62 @@ import (
 func (r *MyDeploymentReconciler) noteInitialList() predicate.Predicate {
 	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
 		if md, ok := e.Object.(*appsv1beta1.MyDeployment); ok && e.IsInInitialList {
-			r.objects.get(md).MarkVet()
+			r.objects.get(md).MarkVet(time.Now())
 		}
 		return true
 	}}
 }
 
-// vetStart lists s.md's pods from the API server once after the controller
-// started, if it existed then (marked by noteInitialList), and expects each one it
-// controls. An error leaves it unvetted, and the sync fails: planning from
-// the cache alone could create a pod the previous manager made.
+// vetStart lists s.md's pods from the API server while the object needs
+// vetting (marked by noteInitialList): vetted then waits until the cache,
+// read after this list, shows each. A sync that finds one missing lists
+// again the next time (a pod deleted meanwhile is then not listed). An
+// error fails the sync: planning from the cache alone could create a pod
+// the previous manager made. A vetting not done within the record's
+// timeout is given up, as a leaked expectation is.
 func (r *MyDeploymentReconciler) vetStart(ctx context.Context, s *observation) error {
-	if !s.obj.NeedsVet() {
+	need, since := s.obj.NeedsVet()
+	if !need {
 		return nil
 	}
-	n, err := r.expectListedPods(ctx, s.md, s.selector, s.obj, s.now)
+	if s.now.Sub(since) >= r.objects.timeout {
+		logf.FromContext(ctx).Info("the cache never listed every pod the API server lists since the controller started; syncing anyway")
+		s.obj.Vetted()
+		return nil
+	}
+	names, err := r.listedPods(ctx, s.md, s.selector)
 	if err != nil {
 		return fmt.Errorf("listing pods from the API server on the first sync since the controller started: %w", err)
 	}
-	logf.FromContext(ctx).V(1).Info("first sync since the controller started: pods listed from the API server", "pods", n)
-	s.obj.Vetted()
+	s.vetListed = append(make([]string, 0, len(names)), names...) // non-nil: this sync vets
 	return nil
+}
+
+// vetted reports whether the cache lists every pod vetStart listed from
+// the API server (true when this sync does not vet), and marks the object
+// vetted when it does.
+func (r *MyDeploymentReconciler) vetted(ctx context.Context, s *observation) bool {
+	if s.vetListed == nil {
+		return true
+	}
+	cached := make(map[string]bool, len(s.pods))
+	for _, pod := range s.pods {
+		cached[pod.Name] = true
+	}
+	missing := 0
+	for _, name := range s.vetListed {
+		if !cached[name] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		logf.FromContext(ctx).V(1).Info("first sync since the controller started: waiting for the cache to list the pods the API server lists",
+			"missing", missing)
+		return false
+	}
+	logf.FromContext(ctx).V(1).Info("first sync since the controller started: pods listed from the API server", "pods", len(s.vetListed))
+	s.obj.Vetted()
+	return true
 }
 
 // namesakeWait bounds the wait for a deleted namesake's pods, from the new

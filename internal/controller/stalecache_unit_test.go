@@ -31,18 +31,63 @@ func TestStartVetting(t *testing.T) {
 			t.Errorf("%s: the predicate refused a create event", e.Object.GetUID())
 		}
 	}
-	if !r.objects.get(old).NeedsVet() || !r.objects.get(other).NeedsVet() {
+	needsVet := func(md *appsv1beta1.MyDeployment) bool { need, _ := r.objects.get(md).NeedsVet(); return need }
+	if !needsVet(old) || !needsVet(other) {
 		t.Error("an object of the initial list must be vetted")
 	}
-	if r.objects.get(fresh).NeedsVet() {
+	if needsVet(fresh) {
 		t.Error("an object created after the start must not be vetted")
 	}
 	r.objects.get(old).Vetted()
-	if r.objects.get(old).NeedsVet() {
+	if needsVet(old) {
 		t.Error("an object is vetted once")
 	}
-	if !r.objects.get(other).NeedsVet() {
+	if !needsVet(other) {
 		t.Error("vetting one object vetted another")
+	}
+}
+
+// A vetting sync waits until the cache lists every pod the API server
+// listed; it is then done, and only then. One that never gets there is
+// given up after the record's timeout.
+func TestVetted(t *testing.T) {
+	now := time.Date(2026, 11, 28, 14, 0, 0, 0, time.UTC)
+	r := &MyDeploymentReconciler{objects: newObjects(time.Minute)}
+	md := mdWithUID("web", "web")
+	obj := r.objects.get(md)
+	obj.MarkVet(now)
+	cached := func(names ...string) []*corev1.Pod {
+		var pods []*corev1.Pod
+		for _, n := range names {
+			pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+		return pods
+	}
+	s := &observation{md: md, obj: obj, now: now, vetListed: []string{"web-a", "web-b"}, pods: cached("web-a")}
+	if r.vetted(context.Background(), s) {
+		t.Fatal("vetted while the cache does not list web-b, which the API server lists")
+	}
+	if need, _ := obj.NeedsVet(); !need {
+		t.Fatal("a vetting that waits was marked done")
+	}
+	s.pods = cached("web-a", "web-b", "web-c")
+	if !r.vetted(context.Background(), s) {
+		t.Fatal("not vetted once the cache lists every pod listed")
+	}
+	if need, _ := obj.NeedsVet(); need {
+		t.Fatal("vetted, still marked")
+	}
+	if !r.vetted(context.Background(), &observation{md: md, obj: obj, now: now}) {
+		t.Error("a sync that does not vet waited")
+	}
+
+	obj.MarkVet(now)
+	late := &observation{md: md, obj: obj, now: now.Add(time.Minute)}
+	if err := r.vetStart(context.Background(), late); err != nil || late.vetListed != nil {
+		t.Fatalf("a vetting past the timeout listed again (err %v)", err)
+	}
+	if need, _ := obj.NeedsVet(); need {
+		t.Error("a vetting past the timeout was not given up")
 	}
 }
 

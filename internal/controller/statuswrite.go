@@ -29,6 +29,6 @@ func (r *MyDeploymentReconciler) writeStatus(ctx context.Context, obj *object, m
 	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("patching status: %w", err)
 	}
-	obj.Wrote(md.ResourceVersion, target)
+	wroteObject(obj, writeStatus, md.ResourceVersion, target)
 	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
@@ -58,7 +57,7 @@ import (
 type namespaceSweep struct {
 	mu    sync.Mutex
 	done  bool
-	found map[types.UID]map[types.UID]freshness.Stray // by controller UID, then pod UID
+	found map[types.UID]map[types.UID]ownership.Stray // by controller UID, then pod UID
 }
 
 // sweepMargin widens the sweep to MyDeployments created shortly after the
@@ -90,7 +89,7 @@ func (r *MyDeploymentReconciler) noteStray(pod *corev1.Pod) {
 	}
 	owner := podcontrol.ControllerOf(pod).UID
 	if obj := r.objects.ofPod(key, owner); obj != nil {
-		obj.NoteStray(pod.UID, freshness.Stray{Name: pod.Name, Owner: owner})
+		obj.NoteStray(pod.UID, ownership.Stray{Name: pod.Name, Owner: owner})
 	}
 }
 
@@ -107,7 +106,7 @@ func (r *MyDeploymentReconciler) toSweep(o *observation) bool {
 // namespaceStrays returns what list finds in ns, listing once per manager
 // run: the first MyDeployment of ns to be swept lists for all of them.
 // A failed list is tried again by the next.
-func (r *MyDeploymentReconciler) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]freshness.Stray, error)) (map[types.UID]map[types.UID]freshness.Stray, error) {
+func (r *MyDeploymentReconciler) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]ownership.Stray, error)) (map[types.UID]map[types.UID]ownership.Stray, error) {
 	sw := r.objects.namespaceSweep(ns)
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
@@ -130,7 +129,7 @@ func (r *MyDeploymentReconciler) sweep(ctx context.Context, o *observation) erro
 	if !r.toSweep(o) {
 		return nil
 	}
-	found, err := r.namespaceStrays(o.md.Namespace, func() (map[types.UID]map[types.UID]freshness.Stray, error) {
+	found, err := r.namespaceStrays(o.md.Namespace, func() (map[types.UID]map[types.UID]ownership.Stray, error) {
 		return r.listStrays(ctx, o.md.Namespace)
 	})
 	if err != nil {
@@ -148,8 +147,8 @@ func (r *MyDeploymentReconciler) sweep(ctx context.Context, o *observation) erro
 // controller UID, each pod's stray by its UID. Two label-selected lists;
 // pods of other controllers come back too (a Deployment's lack
 // controller-revision-hash), but only once per namespace per manager run.
-func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]freshness.Stray, error) {
-	found := map[types.UID]map[types.UID]freshness.Stray{}
+func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]ownership.Stray, error) {
+	found := map[types.UID]map[types.UID]ownership.Stray{}
 	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
 		missing, err := labels.NewRequirement(key, selection.DoesNotExist, nil)
 		if err != nil {
@@ -168,9 +167,9 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 			}
 			owner := podcontrol.ControllerOf(pod).UID
 			if found[owner] == nil {
-				found[owner] = map[types.UID]freshness.Stray{}
+				found[owner] = map[types.UID]ownership.Stray{}
 			}
-			found[owner][pod.UID] = freshness.Stray{Name: pod.Name, Owner: owner}
+			found[owner][pod.UID] = ownership.Stray{Name: pod.Name, Owner: owner}
 		}
 	}
 	return found, nil

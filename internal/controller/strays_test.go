@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 )
 
 // TestStrayHandler: which pod DELETE events name a pod to read again, and
@@ -53,14 +53,14 @@ func TestStrayHandler(t *testing.T) {
 			if inner != 1 {
 				t.Errorf("the wrapped handler saw %d events, want 1", inner)
 			}
-			var got map[types.UID]freshness.Stray
+			var got map[types.UID]ownership.Stray
 			if obj := r.objects.lookup("md-uid"); obj != nil {
 				got = obj.TakeStrays()
 			}
 			if (len(got) == 1) != tc.want {
 				t.Fatalf("remembered %v, want a stray: %v", got, tc.want)
 			}
-			if tc.want && got["pod-uid"] != (freshness.Stray{Name: "web-1", Owner: "md-uid"}) {
+			if tc.want && got["pod-uid"] != (ownership.Stray{Name: "web-1", Owner: "md-uid"}) {
 				t.Errorf("remembered %+v", got)
 			}
 		})

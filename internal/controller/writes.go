@@ -17,81 +17,122 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 )
 
-// writeKind is one kind of pod write a sync makes. writeRules is the one
-// place that tells the freshness record of our writes: for each kind, what
-// the cache must show once it holds the write (expect), and how a write
-// whose reply was lost is read back from the API server (landed). Every
-// pod write of act goes through wrote; nothing else writes the record's
-// expectations. Two writes keep theirs elsewhere by design: the
-// MyDeployment's own annotations and status (object.Wrote, with the
-// object as written: statuswrite.go, sync.go), and ControllerRevisions,
-// which need none (a create that finds its name taken compares the data:
-// revision.Store).
+// writeKind is one kind of write a sync makes. writeRules is the one place
+// that tells the freshness record of our writes: for each kind, what the
+// cache must show once it holds the write (expect), and how a write whose
+// reply was lost is read back from the API server (landed). Every pod
+// write of act goes through wrote, and the object's own annotation and
+// status writes through wroteObject; nothing else adds to the record (what
+// the cache shows retires its entries: freshness.Record).
 type writeKind int
 
 const (
-	writeCreate    writeKind = iota
-	writeDelete              // a delete, or an eviction that went through
-	writeGateStart           // an in-place update's start: its gate False
-	writeStep                // a later in-place step: the spec patch (and resize), gate True, or failed
+	writeCreate      writeKind = iota
+	writeDelete                // a delete
+	writeEvict                 // an eviction the disruption budget let through
+	writeGateStart             // an in-place update's start: its gate False
+	writeStep                  // a later in-place step: the spec patch with its resize, the gate True, or failed
+	writeAnnotations           // the MyDeployment's annotations (the records a plan writes)
+	writeStatus                // the MyDeployment's status
+	writeRevision              // a ControllerRevision created, renumbered or deleted
 )
+
+// made is one write that took effect, as its kind's rule reads it: a pod
+// write's pod and what the cache must show of it (the kinds that change a
+// pod), or an object write's object as it returned and the version it
+// started from.
+type made struct {
+	pod    *corev1.Pod
+	shown  func(*corev1.Pod) bool
+	before string
+	object *appsv1beta1.MyDeployment
+}
 
 // writeRule is what a kind of write tells the record.
 type writeRule struct {
-	// expect records a write that took effect: the sync after waits until
-	// the cache shows it (shown, for the kinds that change a pod).
-	expect func(p *syncPlan, pod *corev1.Pod, shown func(*corev1.Pod) bool)
+	// expect records a write that took effect at now: the sync after waits
+	// until the cache shows it. nil: the cache need not show it first.
+	expect func(obj *object, w made, now time.Time)
 	// landed reads back a write whose reply was lost and says whether it
-	// took effect (then it is expected as any other).
-	landed func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, pod *corev1.Pod,
-		shown func(*corev1.Pod) bool) bool
+	// took effect (then it is expected as any other). nil: a lost reply is
+	// taken as no write (the row says why that is safe).
+	landed func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, w made) bool
 }
 
 var writeRules = [...]writeRule{
 	writeCreate: {
-		expect: func(p *syncPlan, pod *corev1.Pod, _ func(*corev1.Pod) bool) { p.obj.ExpectCreate(pod.Name, p.now) },
+		expect: func(obj *object, w made, now time.Time) { obj.ExpectCreate(w.pod.Name, now) },
 		// The name was the server's (generateName): expect every pod of
 		// ours the API server lists instead, and count one pod uncertain.
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, _ *corev1.Pod, _ func(*corev1.Pod) bool) bool {
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, _ made) bool {
 			r.expectUnlistedPods(ctx, p)
 			out.uncertain.Add(1)
 			return false
 		},
 	},
 	writeDelete: {
-		expect: func(p *syncPlan, pod *corev1.Pod, _ func(*corev1.Pod) bool) { p.obj.ExpectDelete(pod.Name, p.now) },
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, pod *corev1.Pod, _ func(*corev1.Pod) bool) bool {
-			return r.deletedAfterAll(ctx, pod)
+		expect: expectGone,
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
+			return r.deletedAfterAll(ctx, w.pod)
+		},
+	},
+	writeEvict: {
+		expect: expectGone,
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
+			return r.deletedAfterAll(ctx, w.pod)
 		},
 	},
 	writeGateStart: {
-		expect: func(p *syncPlan, pod *corev1.Pod, _ func(*corev1.Pod) bool) {
-			p.obj.ExpectChange(pod.Name, inplace.Updating, p.now)
-			p.obj.ForgetSteps(pod) // its last step, gate True, is no longer what the cache will show
+		expect: func(obj *object, w made, now time.Time) {
+			obj.ExpectChange(w.pod.Name, inplace.Updating, now)
+			obj.ForgetSteps(w.pod) // its last step, gate True, is no longer what the cache will show
 		},
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, pod *corev1.Pod, _ func(*corev1.Pod) bool) bool {
-			return r.changedAfterAll(ctx, pod, inplace.Updating)
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
+			return r.changedAfterAll(ctx, w.pod, inplace.Updating)
 		},
 	},
 	writeStep: {
-		expect: func(p *syncPlan, pod *corev1.Pod, shown func(*corev1.Pod) bool) { p.obj.StepWritten(pod, shown, p.now) },
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, pod *corev1.Pod, shown func(*corev1.Pod) bool) bool {
-			return r.changedAfterAll(ctx, pod, shown)
+		expect: func(obj *object, w made, now time.Time) { obj.StepWritten(w.pod, w.shown, now) },
+		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
+			return r.changedAfterAll(ctx, w.pod, w.shown)
 		},
 	},
+	// The object as written, until the cache shows it or moves past it
+	// (CatchUp). A lost reply is no write: the next sync plans from the
+	// cache's copy, and writes the same records again (a merge patch of
+	// the same values) or, for a status, is refused by its precondition
+	// if the first landed.
+	writeAnnotations: {expect: expectObject},
+	writeStatus:      {expect: expectObject},
+	// Nothing: revisions are read from the cache only to find the history,
+	// and a create that finds its name taken (a lost reply's write among
+	// others) compares the data (revision.Store).
+	writeRevision: {},
 }
+
+func expectGone(obj *object, w made, now time.Time) { obj.ExpectDelete(w.pod.Name, now) }
+
+func expectObject(obj *object, w made, _ time.Time) { obj.Wrote(w.before, w.object) }
 
 // wrote tells p's record of a pod write that returned err: expected if it
 // succeeded, or if its reply was lost and it landed after all. It says
 // whether the write counts as made.
 func (r *MyDeploymentReconciler) wrote(ctx context.Context, p *syncPlan, out *outcome, kind writeKind, pod *corev1.Pod,
 	shown func(*corev1.Pod) bool, err error) bool {
-	rule := writeRules[kind]
-	if err != nil && !(outcomeUnknown(err) && rule.landed(ctx, r, p, out, pod, shown)) {
+	rule, w := writeRules[kind], made{pod: pod, shown: shown}
+	if err != nil && !(outcomeUnknown(err) && rule.landed != nil && rule.landed(ctx, r, p, out, w)) {
 		return false
 	}
-	rule.expect(p, pod, shown)
+	if rule.expect != nil {
+		rule.expect(p.obj, w, p.now)
+	}
 	return true
+}
+
+// wroteObject tells obj's record that a write of kind (annotations or
+// status) that started from version before returned written.
+func wroteObject(obj *object, kind writeKind, before string, written *appsv1beta1.MyDeployment) {
+	writeRules[kind].expect(obj, made{before: before, object: written}, time.Time{})
 }
 
 // A write whose reply is lost (the API server or the connection timed out)
@@ -108,40 +149,40 @@ func outcomeUnknown(err error) bool {
 }
 
 // expectUnlistedPods is called after a create of p.md's pod timed out: it
-// expects every pod of p.md the API server lists (expectListedPods), so
-// the next sync waits until the cache lists them all, the pod of the lost
-// reply among them if it was created. If the list fails, nothing is
-// expected: the next sync plans as if the create had failed.
+// expects every pod of p.md the API server lists (listedPods), so the next
+// sync waits until the cache lists them all, the pod of the lost reply
+// among them if it was created. If the list fails, nothing is expected:
+// the next sync plans as if the create had failed.
 func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, p *syncPlan) {
-	if _, err := r.expectListedPods(ctx, p.md, p.selector, p.obj, p.now); err != nil {
+	names, err := r.listedPods(ctx, p.md, p.selector)
+	if err != nil {
 		logf.FromContext(ctx).Error(err, "listing pods after a create timed out")
+		return
+	}
+	for _, name := range names {
+		p.obj.ExpectCreate(name, p.now) // one the cache lists already is observed at once
 	}
 }
 
-// expectListedPods lists md's pods from the API server (a quorum read)
-// and expects every one it controls that is not terminating and that the
-// pod cache can hold (cachedPods: a pod without a revision label is a
-// stray, released by the pod claim, and would be waited for in vain); pods
-// the cache lists already are observed at once. It returns how many it
-// expected.
-// in obj's record (selector: md's; now: the sync's).
-func (r *MyDeploymentReconciler) expectListedPods(ctx context.Context, md *appsv1beta1.MyDeployment, selector labels.Selector,
-	obj *object, now time.Time) (int, error) {
+// listedPods lists md's pods from the API server (a quorum read) and names
+// every one it controls that is not terminating and that the pod cache can
+// hold (cachedPods: a pod without a revision label is a stray, released by
+// the pod claim, and would be waited for in vain). selector is md's.
+func (r *MyDeploymentReconciler) listedPods(ctx context.Context, md *appsv1beta1.MyDeployment, selector labels.Selector) ([]string, error) {
 	list := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, list, client.InNamespace(md.Namespace),
 		client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var names []string
 	for i := range list.Items {
 		pod := &list.Items[i]
 		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == md.UID && pod.DeletionTimestamp == nil &&
 			cachedPods.Matches(labels.Set(pod.Labels)) {
-			obj.ExpectCreate(pod.Name, now)
-			n++
+			names = append(names, pod.Name)
 		}
 	}
-	return n, nil
+	return names, nil
 }
 
 // deletedAfterAll is called after a delete of pod timed out: it reads pod

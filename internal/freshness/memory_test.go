@@ -95,26 +95,3 @@ func TestStepPending(t *testing.T) {
 		t.Error("a step forgotten (a new update began) is still pending")
 	}
 }
-
-// Strays are taken once; vetting is asked until done.
-func TestStraysAndVetting(t *testing.T) {
-	r := NewRecord(0)
-	if r.NeedsVet() || len(r.TakeStrays()) != 0 {
-		t.Fatal("a new record needs no vetting and holds no stray")
-	}
-	r.NoteStray("p1", Stray{Name: "web-1", Owner: "md"})
-	if got := r.TakeStrays(); len(got) != 1 || got["p1"].Name != "web-1" {
-		t.Errorf("took %v, want web-1", got)
-	}
-	if got := r.TakeStrays(); len(got) != 0 {
-		t.Errorf("a second take returned %v", got)
-	}
-	r.MarkVet()
-	if !r.NeedsVet() || !r.NeedsVet() {
-		t.Error("marked for vetting, not needed")
-	}
-	r.Vetted()
-	if r.NeedsVet() {
-		t.Error("vetted, still needed")
-	}
-}

@@ -1,8 +1,7 @@
 // Package freshness answers one question for each MyDeployment: is the
 // informer cache at least as new as our own writes? Its Record, one per
 // object (the controller keys it by the object's UID), holds every write of
-// ours the cache may not show yet, and every pod the cache dropped while we
-// may still own it:
+// ours the cache may not show yet:
 //
 //   - pod writes: pods created, deleted and changed in place, by name, until
 //     the cache lists them so (the ReplicaSet controller's expectations,
@@ -16,12 +15,13 @@
 //   - in-place steps written per pod, with what the cache must show of the
 //     pod once it has the write: not written again until it does
 //     (StepPending);
-//   - strays: pods of ours that left the cache (it holds only pods with both
-//     revision labels), remembered from their watch event until a sync has
-//     read them around the cache;
-//   - vetting: the first sync after the controller started (or became
-//     leader) lists the object's pods from the API server once, because the
-//     writes of the manager before us are nobody's expectations.
+//
+// Who writes it: the controller's act phase tells the record of every
+// write it makes (one table, the controller's writeRules), and nothing else
+// adds to it. What the cache shows retires entries: a sync's list of the
+// pods (Observe), a pod's delete event (Gone), the object as the cache has
+// it (CatchUp), as Kubernetes' informer handlers lower a controller's
+// expectations.
 //
 // An expectation not observed within the timeout has leaked: it is dropped
 // and reported, so a rollout never stalls on it forever.
@@ -64,8 +64,6 @@ type Record struct {
 
 	written *writtenObject
 	steps   map[types.UID]writtenStep
-	strays  map[types.UID]Stray
-	vet     bool
 }
 
 // NewRecord returns an empty record whose expectations leak after timeout
@@ -320,56 +318,4 @@ func (r *Record) ForgetSteps(pod *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.steps, pod.UID)
-}
-
-// Stray is a pod of ours that left the cache, by name, with the UID of the
-// controller its last cached state named.
-type Stray struct {
-	Name  string
-	Owner types.UID
-}
-
-// NoteStray remembers a pod that left the cache while it may still exist
-// and be ours, for the next sync to read around the cache.
-func (r *Record) NoteStray(uid types.UID, s Stray) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.strays == nil {
-		r.strays = map[types.UID]Stray{}
-	}
-	r.strays[uid] = s
-}
-
-// TakeStrays removes and returns the strays remembered; one a sync could
-// not deal with is noted again.
-func (r *Record) TakeStrays() map[types.UID]Stray {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.strays
-	r.strays = nil
-	return s
-}
-
-// MarkVet records that the object existed when the controller started
-// watching (its initial list): its pods may have been written by a manager
-// before this one, which no expectation covers.
-func (r *Record) MarkVet() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.vet = true
-}
-
-// NeedsVet reports whether the object's pods must be listed from the API
-// server (and each expected) before its sync may plan.
-func (r *Record) NeedsVet() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.vet
-}
-
-// Vetted records that the pods were listed and expected.
-func (r *Record) Vetted() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.vet = false
 }

@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownerref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
@@ -49,14 +48,23 @@ type Pods struct {
 	Release []*corev1.Pod
 	// Strays are the strays to remember again for the next sync: their read
 	// failed (StrayRead.Err).
-	Strays map[types.UID]freshness.Stray
+	Strays map[types.UID]Stray
+}
+
+// Stray is a pod of ours that left the cache (it holds only pods with both
+// revision labels), by name, with the UID of the controller its last cached
+// state named: remembered from its watch event until a sync reads it around
+// the cache.
+type Stray struct {
+	Name  string
+	Owner types.UID
 }
 
 // StrayRead is a stray (a pod of ours that left the cache) as read around
 // the cache: Pod nil when it is gone, Err when the read failed.
 type StrayRead struct {
 	UID   types.UID
-	Stray freshness.Stray
+	Stray Stray
 	Pod   *corev1.Pod
 	Err   error
 }
@@ -90,7 +98,7 @@ func ClaimPods(in PodInput) Pods {
 		switch pod := sr.Pod; {
 		case sr.Err != nil:
 			if c.Strays == nil {
-				c.Strays = map[types.UID]freshness.Stray{}
+				c.Strays = map[types.UID]Stray{}
 			}
 			c.Strays[sr.UID] = sr.Stray
 		case sr.Stray.Owner != in.Owner.GetUID():

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -46,7 +45,7 @@ func TestClaimPods(t *testing.T) {
 	unselected := func(p *corev1.Pod) { p.Labels["app"] = "other" }
 	stripped := func(p *corev1.Pod) { delete(p.Labels, appsv1beta1.PodTemplateHashLabel) }
 	stray := func(uid types.UID, p *corev1.Pod) StrayRead {
-		return StrayRead{UID: uid, Stray: freshness.Stray{Name: string(uid), Owner: "web-uid"}, Pod: p}
+		return StrayRead{UID: uid, Stray: Stray{Name: string(uid), Owner: "web-uid"}, Pod: p}
 	}
 	for _, tc := range []struct {
 		name                   string
@@ -76,10 +75,10 @@ func TestClaimPods(t *testing.T) {
 			strays: []StrayRead{stray("s", pod("s", "web-uid"))}, wantOwned: []string{"s"}},
 		{name: "a stray now another's: not counted, not released", owned: []*corev1.Pod{pod("s", "web-uid")},
 			strays: []StrayRead{stray("s", pod("s", "other-uid", stripped))}},
-		{name: "a stray whose read failed: noted again", strays: []StrayRead{{UID: "s", Stray: freshness.Stray{Name: "s", Owner: "web-uid"},
+		{name: "a stray whose read failed: noted again", strays: []StrayRead{{UID: "s", Stray: Stray{Name: "s", Owner: "web-uid"},
 			Err: errors.New("timeout")}}, wantNoted: []string{"s"}},
 		{name: "a deleted namesake's stray: left to the garbage collector", strays: []StrayRead{{UID: "s",
-			Stray: freshness.Stray{Name: "s", Owner: "old-uid"}, Pod: pod("s", "old-uid", stripped)}}},
+			Stray: Stray{Name: "s", Owner: "old-uid"}, Pod: pod("s", "old-uid", stripped)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ClaimPods(PodInput{Owner: owner, Selector: sel, Update: update, Orphans: tc.orphans, Owned: tc.owned, Strays: tc.strays})
