@@ -104,6 +104,17 @@ const (
 	// annotations is applied to the running pod; anything else is
 	// recreated). Refused with strategy Recreate.
 	UpdateModeAnnotation = "apps.mydeployment.io/update-mode"
+	// RolloutOnConfigChangeAnnotation ("true" or "false") makes the data of
+	// the ConfigMaps and Secrets the pod template references part of its
+	// revision: a change of their data is a new revision and a rollout under
+	// the object's strategy (internal/configref finds the references).
+	RolloutOnConfigChangeAnnotation = "apps.mydeployment.io/rollout-on-config-change"
+	// ConfigHashAnnotation is set, with RolloutOnConfigChangeAnnotation, on
+	// the pod template a revision records (never on the MyDeployment's
+	// spec), and so on its pods: the ConfigMaps and Secrets the template
+	// references, each with a hash of its data, sorted
+	// ("configmap/app=1a2b3c4d,secret/db=5e6f7a8b").
+	ConfigHashAnnotation = "apps.mydeployment.io/config-hash"
 	// UpdateModeRecreate replaces pods, as a Deployment does.
 	UpdateModeRecreate = "Recreate"
 	// UpdateModeInPlaceIfPossible updates pods in place where the template
@@ -204,6 +215,20 @@ const (
 	// DrainAnnotation but the manager may not list and watch Nodes, so it
 	// cannot see drains; everything else works.
 	ReasonDrainAccessDenied = "DrainAccessDenied"
+	// ReasonConfigMissing: ReplicaFailure=True (and a warning event of this
+	// reason, once per set of missing objects), a ConfigMap or Secret the
+	// pod template references (not optional) does not exist, under
+	// RolloutOnConfigChangeAnnotation; the message names it. No new
+	// revision is made until it exists: pods are created and removed for
+	// the update revision status names, as if the template were unchanged.
+	ReasonConfigMissing = "ConfigMissing"
+	// ReasonConfigAccessDenied: ReplicaFailure=True (and one warning event
+	// of this reason), the object opts into RolloutOnConfigChangeAnnotation
+	// but the manager may not get, list and watch ConfigMaps and Secrets in
+	// its namespace; the message names what is denied. As with
+	// ReasonConfigMissing no new revision is made until access is granted
+	// (asked again every 15 s); every other object reconciles as before.
+	ReasonConfigAccessDenied = "ConfigAccessDenied"
 )
 
 // Event reasons of behaviour beyond Deployment.

@@ -20,6 +20,7 @@ import (
 // act carries out s.plan in its order and decides nothing:
 //  0. the claims (writeClaims: revisions adopted, the update revision
 //     written, pods released and adopted), and a failure stops the sync;
+//     then the plan's events;
 //  1. recordFirst (with an abort's event), and a failure stops the sync
 //     before any pod moves (a canary step recorded there has its event
 //     once written);
@@ -35,6 +36,9 @@ func (r *MyDeploymentReconciler) act(ctx context.Context, s *scope) error {
 	p := s.plan
 	if err := r.writeClaims(ctx, s); err != nil {
 		return err
+	}
+	for _, e := range p.events {
+		r.Recorder.Eventf(s.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
 	}
 	if len(p.recordFirst) > 0 {
 		if err := r.setAnnotations(ctx, s, p.recordFirst)(); err != nil {
@@ -85,15 +89,11 @@ func (r *MyDeploymentReconciler) writePods(ctx context.Context, s *scope) error 
 	if n := len(s.plan.Delete); n > 0 {
 		deleted := parallel(n, func(i int) error {
 			pod := s.plan.Delete[i]
-			if err := r.Pods.Delete(ctx, s.md, pod); err != nil {
-				if outcomeUnknown(err) && r.deletedAfterAll(ctx, pod) {
-					s.obj.ExpectDelete(pod.Name, s.now)
-				}
-				return err
+			err := r.Pods.Delete(ctx, s.md, pod)
+			if r.wrote(ctx, s, writeDelete, pod, nil, err) && err == nil {
+				r.drainReplaced(s, pod)
 			}
-			s.obj.ExpectDelete(pod.Name, s.now)
-			r.drainReplaced(s, pod)
-			return nil
+			return err
 		}, func(err error) { errs = append(errs, err) })
 		if len(errs) > 0 {
 			s.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
@@ -155,14 +155,9 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, s *scope, rev *apps
 	var gated []*corev1.Pod
 	created, err := slowStart(int(c.Count), func() error {
 		pod, err := r.Pods.Create(ctx, s.md, template, rev)
-		if err != nil {
-			if outcomeUnknown(err) {
-				r.expectUnlistedPods(ctx, s)
-				s.uncertain.Add(1)
-			}
+		if !r.wrote(ctx, s, writeCreate, pod, nil, err) {
 			return err
 		}
-		s.obj.ExpectCreate(pod.Name, s.now)
 		if s.optIn.InPlace {
 			mu.Lock()
 			gated = append(gated, pod)

@@ -228,8 +228,8 @@ func expectedWrites(md *appsv1beta1.MyDeployment, c claimed, p syncPlan) [][]wri
 	}
 	for _, st := range p.steps {
 		verb := map[inplace.Step]string{inplace.StepMarkReady: "gateTrue", inplace.StepPatch: "update",
-			inplace.StepFail: "gateFalse"}[st.step]
-		steps = append(steps, write{verb, st.pod.Name})
+			inplace.StepFail: "gateFalse"}[st.Step]
+		steps = append(steps, write{verb, st.Pod.Name})
 	}
 	for _, rev := range p.truncate {
 		truncate = append(truncate, write{"delete-revision", rev.Name})

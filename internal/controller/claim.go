@@ -15,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -45,7 +46,7 @@ func (r *MyDeploymentReconciler) claim(ctx context.Context, s *scope) error {
 	if err := r.readRevisions(ctx, s); err != nil {
 		return err
 	}
-	if err := r.decideRevision(s); err != nil || s.update == nil {
+	if err := r.decideRevision(ctx, s); err != nil || s.update == nil {
 		return err // none: paused before its first revision
 	}
 	if err := r.readStrays(ctx, s); err != nil {
@@ -85,8 +86,10 @@ func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, s *scope) er
 // decideRevision finds the update revision (paused: keeps the one in
 // status, so a template change does not roll) and the current one
 // (revision.Decide); a new or renumbered update revision is written by
-// writeClaims.
-func (r *MyDeploymentReconciler) decideRevision(s *scope) error {
+// writeClaims. Opted into rollouts on config changes, the template it
+// records carries the hashes of the config it reads (config.go); with a
+// referenced object missing it keeps the update revision status names.
+func (r *MyDeploymentReconciler) decideRevision(ctx context.Context, s *scope) error {
 	md := s.md
 	s.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
 	if md.Spec.Paused {
@@ -96,11 +99,37 @@ func (r *MyDeploymentReconciler) decideRevision(s *scope) error {
 		}
 		return nil
 	}
-	data, err := s.obj.revisionDataOf(md)
+	template, config := &md.Spec.Template, ""
+	if s.optIn.RolloutOnConfigChange {
+		var err error
+		if config, s.configHold, err = r.configOf(ctx, s.config, md); err != nil {
+			return fmt.Errorf("syncing revisions: %w", err)
+		}
+		if s.configHold != nil {
+			if s.configHold.Reason == appsv1beta1.ReasonConfigAccessDenied {
+				// Look again once the watch asks for access again: nothing
+				// else syncs this object when a grant appears.
+				s.retryAfter = r.config.poll
+			}
+			// No revision can say what the pods would read: plan as if the
+			// template were unchanged (the update revision status names).
+			s.update = named(s.revisions, md.Status.UpdateRevision)
+			if s.current = named(s.revisions, md.Status.CurrentRevision); s.current == nil {
+				s.current = s.update
+			}
+			return nil
+		}
+		if config != "" { // nothing referenced: the template as it is
+			template = configref.WithHash(template, config)
+		}
+	}
+	data, err := s.obj.revisionDataOf(md, template, config)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
-	d, err := revision.Decide(r.revisionOwner(md, data), s.revisions, md.Status.CurrentRevision, s.collisionCount)
+	owner := r.revisionOwner(md, data)
+	owner.Template = template
+	d, err := revision.Decide(owner, s.revisions, md.Status.CurrentRevision, s.collisionCount)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}

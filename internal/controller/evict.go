@@ -35,12 +35,8 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, s *scope) error {
 	evicted := parallel(len(s.plan.Evict), func(i int) error {
 		pod := s.plan.Evict[i]
 		err := r.Pods.Evict(ctx, s.md, pod)
-		switch {
-		case err == nil:
-			s.obj.ExpectDelete(pod.Name, s.now)
+		if r.wrote(ctx, s, writeDelete, pod, nil, err) && err == nil {
 			r.drainReplaced(s, pod)
-		case outcomeUnknown(err) && r.deletedAfterAll(ctx, pod):
-			s.obj.ExpectDelete(pod.Name, s.now)
 		}
 		return err
 	}, func(err error) {

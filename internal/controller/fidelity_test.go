@@ -232,10 +232,10 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		target := template.DeepCopy()
 		target.Spec.Containers[0].Image, target.Labels["tier"] = "nginx:1.28", "web"
 		tier := "web"
-		step := inPlaceStep{pod: pod, rev: next, target: target, step: inplace.StepPatch,
-			change: &inplace.Change{Labels: map[string]*string{"tier": &tier}}}
+		step := rollout.InPlaceStep{Pod: pod, Revision: next, Target: target, Step: inplace.StepPatch,
+			Change: &inplace.Change{Labels: map[string]*string{"tier": &tier}}}
 
-		Expect(r.writeInPlaceSteps(ctx, s, []inPlaceStep{step})).To(MatchError(ContainSubstring("could not be completed at this time")))
+		Expect(r.writeInPlaceSteps(ctx, s, []rollout.InPlaceStep{step})).To(MatchError(ContainSubstring("could not be completed at this time")))
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), fresh)).To(Succeed())
 		Expect(fresh.Spec.Containers[0].Image).To(Equal("nginx:1.28"), "the patch took effect")

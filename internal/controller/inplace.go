@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -26,14 +25,18 @@ import (
 // start until the pod runs the new template, before the pod is replaced.
 const DefaultInPlaceTimeout = 2 * time.Minute
 
-// inPlaceMemo remembers decoded revision templates and whether the pods of
-// one revision can move to another in place. ControllerRevisions never
-// change, so entries are keyed by UID and never go stale; the memo is
-// emptied when it grows past maxInPlaceMemo entries.
+// inPlaceMemo remembers what is computed from immutable keys: decoded
+// revision templates and whether the pods of one revision can move to
+// another in place (ControllerRevisions never change: keyed by UID), and
+// the hash of a ConfigMap's or Secret's data (keyed by UID and
+// resourceVersion, which never name two different data; see config.go).
+// Entries never go stale; each map is emptied when it grows past
+// maxInPlaceMemo entries.
 type inPlaceMemo struct {
 	mu        sync.Mutex
 	templates map[types.UID]*corev1.PodTemplateSpec
 	diffs     map[[2]types.UID]inPlaceDiff
+	configs   map[configHashKey]string
 }
 
 type inPlaceDiff struct {
@@ -113,12 +116,41 @@ func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace
 	return d.change, true, d.err
 }
 
+// change is diff's change alone, for the planner (rollout.StepsInput.Diff).
+func (m *inPlaceMemo) change(from, to *appsv1.ControllerRevision) (*inplace.Change, error) {
+	c, _, err := m.diff(from, to)
+	return c, err
+}
+
+// inPlaceTimeout is how long an in-place update may take (DefaultInPlaceTimeout if unset).
+func (r *MyDeploymentReconciler) inPlaceTimeout() time.Duration {
+	if r.InPlaceTimeout <= 0 {
+		return DefaultInPlaceTimeout
+	}
+	return r.InPlaceTimeout
+}
+
+// stepsPending are the gated pods with an in-place step written that the
+// cache does not show yet (freshness.Record.StepPending): read in observe,
+// so that the plan reads the record only through the scope.
+func stepsPending(obj *object, pods []*corev1.Pod, now time.Time) map[types.UID]bool {
+	var pending map[types.UID]bool
+	for _, pod := range pods {
+		if inplace.HasGate(pod) && obj.StepPending(pod, now) {
+			if pending == nil {
+				pending = map[types.UID]bool{}
+			}
+			pending[pod.UID] = true
+		}
+	}
+	return pending
+}
+
 // inPlaceRevisions names the old revisions whose gated pods can move to
 // the update revision in place (the planner's Input.InPlace). The first
-// time a pair of revisions is found not to, an event says why.
-func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope) []string {
+// time a pair of revisions is found not to, an event of the plan says why.
+func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope) (names []string, events []planEvent) {
 	seen := map[string]bool{s.towards().Name: true}
-	var out []string
 	for _, pod := range s.pods {
 		name := pod.Labels[appsv1beta1.RevisionLabel]
 		if seen[name] || !inplace.HasGate(pod) {
@@ -132,15 +164,16 @@ func (r *MyDeploymentReconciler) inPlaceRevisions(ctx context.Context, s *scope)
 		_, fresh, err := r.inPlace.diff(from, s.towards())
 		switch {
 		case err == nil:
-			out = append(out, name)
+			names = append(names, name)
 		case fresh:
-			r.Recorder.Eventf(s.md, s.towards(), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
-				"Pods of revision %q are replaced, not updated in place: %v", name, err)
+			events = append(events, planEvent{related: s.towards(), eventType: corev1.EventTypeNormal,
+				reason: appsv1beta1.EventInPlaceUpdate, action: "Rollout",
+				note: fmt.Sprintf("Pods of revision %q are replaced, not updated in place: %v", name, err)})
 		default:
 			logf.FromContext(ctx).V(1).Info("revision cannot move in place", "from", name, "to", s.towards().Name, "why", err.Error())
 		}
 	}
-	return out
+	return names, events
 }
 
 // beginInPlace starts the in-place updates the plan chose: each pod's gate
@@ -164,11 +197,9 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 		// for the cache to show it so.
 		err := r.Pods.SetGate(ctx, s.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
 			fmt.Sprintf("updating in place to revision %s", s.towards().Name))
-		if err != nil && !(outcomeUnknown(err) && r.changedAfterAll(ctx, pod, inplace.Updating)) {
+		if !r.wrote(ctx, s, writeGateStart, pod, nil, err) {
 			return err
 		}
-		s.obj.ExpectChange(pod.Name, inplace.Updating, s.now)
-		s.obj.ForgetSteps(pod) // its last step, gate True, is no longer what the cache will show
 		gated[i] = true
 		return err
 	}, func(err error) { errs = append(errs, err) })
@@ -185,169 +216,45 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, s *scope) err
 	return kerrors.NewAggregate(errs)
 }
 
-// inPlaceStep is one step of an in-place update already under way, for
-// one pod: decided by planInPlaceSteps, written by writeInPlaceSteps.
-type inPlaceStep struct {
-	pod *corev1.Pod
-	// rev is the revision the pod is to run, target its template; change
-	// is the template's label and annotation change from the pod's own
-	// revision (nil when the pod carries rev's labels already).
-	rev    *appsv1.ControllerRevision
-	target *corev1.PodTemplateSpec
-	change *inplace.Change
-	step   inplace.Step
-	why    string
-	// ends says the step ends an update that is not to go on, where it
-	// stands: the pod runs its own revision, untouched (see
-	// planInPlaceSteps); not a completed update.
-	ends bool
-}
-
-// noteStep records a step written (err nil), or one whose reply was lost
-// but which the API server shows landed, until the cache shows it: the
-// syncs in between, planned from a cache without it, must not write it
-// again. A step that failed, or may not have landed, is not recorded: the
-// next sync writes it again, to the same effect.
-func (r *MyDeploymentReconciler) noteStep(ctx context.Context, s *scope, ps inPlaceStep, err error) {
-	if err == nil || outcomeUnknown(err) && r.changedAfterAll(ctx, ps.pod, ps.shown()) {
-		s.obj.StepWritten(ps.pod, ps.shown(), s.now)
-	}
-}
-
-// shown says whether a later state of the pod shows the step written: the
-// freshness record holds the step back until the cache does
-// (freshness.Record.StepPending).
-func (ps inPlaceStep) shown() func(*corev1.Pod) bool {
-	switch ps.step {
-	case inplace.StepMarkReady:
-		return func(p *corev1.Pod) bool {
-			c := inplace.Condition(p)
-			return c != nil && c.Status == corev1.ConditionTrue
-		}
-	case inplace.StepPatch:
-		name, target := ps.rev.Name, ps.target
-		return func(p *corev1.Pod) bool {
-			return p.Labels[appsv1beta1.RevisionLabel] == name && inplace.SpecMatches(p, target)
-		}
-	default:
-		return inplace.Failed
-	}
-}
-
-// planInPlaceSteps decides the next step (inplace.Next) of each gated pod
-// and marks any new pod's gate True. A pod of the update revision, or on
-// its way to it (p.MovingInPlace: an old pod whose gate went False), goes
-// towards the update revision: its spec patch once it has left Service
-// endpoints, one write carrying the new images, the update revision's
-// labels and the template's label and annotation changes (then the
-// resize, if resources change), its gate True once the kubelet runs them,
-// failed (to be replaced) when the update was refused or took longer than
-// the timeout. Labels so change with the spec, never before it: a pod's
-// revision label says what it runs at every moment. Any other pod goes
-// towards its own revision: an update begun that is not to go on (paused,
-// or the update revision changed to one its revision cannot reach in
-// place) ends where it stands, its gate True again once its containers are
-// ready, nothing restarted, since its spec was never touched; the planner
-// then treats it as any old pod (a replaced one is not stepped: the plan's
-// removals are left alone). A step written and not yet seen in the cache
-// (StepPending) is not repeated. It returns the steps and when the soonest
-// unfinished update times out.
-func (r *MyDeploymentReconciler) planInPlaceSteps(s *scope, p rollout.Plan) ([]inPlaceStep, time.Duration, error) {
-	timeout := r.InPlaceTimeout
-	if timeout <= 0 {
-		timeout = DefaultInPlaceTimeout
-	}
-	var steps []inPlaceStep
-	var errs []error
-	var after time.Duration
-	// Pods this sync's plan starts or removes are as the cache had them
-	// before: leave them to the next sync, which sees them changed.
-	acted := map[*corev1.Pod]bool{}
-	for _, pod := range slices.Concat(p.UpdateInPlace, p.Delete, p.Evict) {
-		acted[pod] = true
-	}
-	moving := make(map[*corev1.Pod]bool, len(p.MovingInPlace))
-	for _, pod := range p.MovingInPlace {
-		moving[pod] = true
-	}
-	for _, pod := range s.pods {
-		if !inplace.HasGate(pod) || pod.DeletionTimestamp != nil || acted[pod] {
-			continue
-		}
-		rev := named(s.revisions, pod.Labels[appsv1beta1.RevisionLabel])
-		var change *inplace.Change
-		if moving[pod] {
-			if rev == nil {
-				continue // its history is gone: the planner did not list it
-			}
-			var err error
-			if change, _, err = r.inPlace.diff(rev, s.towards()); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			rev = s.towards()
-		}
-		if rev == nil {
-			continue
-		}
-		target, err := r.inPlace.template(rev)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		step, why := inplace.Next(pod, target, s.now, timeout)
-		if step != inplace.StepNone && !s.obj.StepPending(pod, s.now) {
-			ends := !moving[pod] && rev.Name != s.towards().Name && inplace.UnderWay(pod)
-			steps = append(steps, inPlaceStep{pod: pod, rev: rev, target: target, change: change, step: step, why: why, ends: ends})
-		}
-		if c := inplace.Condition(pod); step != inplace.StepFail && c != nil && inplace.Updating(pod) && c.Reason != inplace.ReasonFailed {
-			if d := c.LastTransitionTime.Add(timeout).Sub(s.now); d > 0 && (after == 0 || d < after) {
-				after = d
-			}
-		}
-	}
-	return steps, after, kerrors.NewAggregate(errs)
-}
-
-// writeInPlaceSteps writes the steps planInPlaceSteps decided, all at once
+// writeInPlaceSteps writes the steps rollout.Steps decided, all at once
 // (thousands of pods can be on their way in one sync); each written step
-// is recorded (StepWritten) until the cache shows it (inPlaceStep.shown).
-func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, s *scope, steps []inPlaceStep) error {
+// is recorded (StepWritten) until the cache shows it (rollout.InPlaceStep.Shown).
+func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, s *scope, steps []rollout.InPlaceStep) error {
 	var errs []error
 	var mu sync.Mutex
 	completed, failed := 0, 0
 	parallel(len(steps), func(i int) error {
 		ps := steps[i]
 		var err error
-		switch ps.step {
+		switch ps.Step {
 		case inplace.StepMarkReady:
-			err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionTrue, inplace.ReasonReady, "")
-			if err == nil && ps.ends {
-				logf.FromContext(ctx).V(1).Info("in-place update ended where it stood", "pod", klog.KObj(ps.pod), "revision", ps.rev.Name)
-			} else if err == nil && inplace.Condition(ps.pod) != nil {
+			err = r.Pods.SetGate(ctx, s.md, ps.Pod, corev1.ConditionTrue, inplace.ReasonReady, "")
+			if err == nil && ps.Ends {
+				logf.FromContext(ctx).V(1).Info("in-place update ended where it stood", "pod", klog.KObj(ps.Pod), "revision", ps.Revision.Name)
+			} else if err == nil && inplace.Condition(ps.Pod) != nil {
 				mu.Lock()
 				completed++
 				mu.Unlock()
 			}
 		case inplace.StepPatch:
-			if err = r.Pods.UpdateInPlace(ctx, s.md, ps.pod, ps.rev, ps.target, ps.change); podcontrol.Refused(err) {
-				ps.step, ps.why = inplace.StepFail, "the API server refused it: "+err.Error()
+			if err = r.Pods.UpdateInPlace(ctx, s.md, ps.Pod, ps.Revision, ps.Target, ps.Change); podcontrol.Refused(err) {
+				ps.Step, ps.Why = inplace.StepFail, "the API server refused it: "+err.Error()
 			}
 		}
-		if ps.step != inplace.StepFail {
-			r.noteStep(ctx, s, ps, err)
+		if ps.Step != inplace.StepFail {
+			r.wrote(ctx, s, writeStep, ps.Pod, ps.Shown(), err)
 			return err
 		}
-		err = r.Pods.SetGate(ctx, s.md, ps.pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.why)
-		if r.noteStep(ctx, s, ps, err); err != nil {
+		err = r.Pods.SetGate(ctx, s.md, ps.Pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.Why)
+		if r.wrote(ctx, s, writeStep, ps.Pod, ps.Shown(), err); err != nil {
 			return err
 		}
 		mu.Lock()
 		failed++
 		mu.Unlock()
-		r.Recorder.Eventf(s.md, ps.pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
-			"Pod %s is replaced: its in-place update to revision %q failed: %s", ps.pod.Name, ps.rev.Name, ps.why)
-		logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(ps.pod), "why", ps.why)
+		r.Recorder.Eventf(s.md, ps.Pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
+			"Pod %s is replaced: its in-place update to revision %q failed: %s", ps.Pod.Name, ps.Revision.Name, ps.Why)
+		logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(ps.Pod), "why", ps.Why)
 		return nil
 	}, func(err error) { errs = append(errs, err) })
 	r.Metrics.InPlaceUpdates(s.md, metrics.InPlaceCompleted, completed)

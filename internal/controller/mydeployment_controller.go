@@ -78,11 +78,16 @@ type MyDeploymentReconciler struct {
 	// plus sweepMargin) have their possible strays listed once (sweep).
 	sweepBefore time.Time
 	// inPlace remembers revision templates and in-place diffs, by
-	// revision UID (immutable: never stale).
+	// revision UID, and config data hashes, by UID and resourceVersion
+	// (immutable: never stale).
 	inPlace inPlaceMemo
 	// nodes watches Nodes for drains once a MyDeployment opts in (nodes.go);
 	// nil: no drain is seen.
 	nodes *nodeWatch
+	// config watches the ConfigMaps and Secrets of the namespaces with a
+	// MyDeployment that opts into rollouts on config changes (configwatch.go);
+	// nil: read from the API server, nothing denied, no events.
+	config *configWatch
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
@@ -169,6 +174,11 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		// Drains: MyDeployments with pods on a node that starts or stops draining.
 		b = b.WatchesRawSource(source.Channel(r.nodes.events, &handler.EnqueueRequestForObject{}))
 	}
+	if r.config != nil {
+		// Config changes: the opted-in MyDeployments that read what changed,
+		// and those of a namespace whose watch started or was denied.
+		b = b.WatchesRawSource(source.Channel(r.config.events, &handler.EnqueueRequestForObject{}))
+	}
 	return b.
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.
@@ -218,13 +228,20 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 }
 
 // statusEvents records what a new status newly says, once: the progress
-// deadline exceeded, the rollout held at its partition.
+// deadline exceeded, the rollout held at its partition, referenced config
+// missing (once per set of missing objects, not once per sync).
 func (r *MyDeploymentReconciler) statusEvents(md *appsv1beta1.MyDeployment, st status.Result) {
 	if st.DeadlineExceeded {
 		r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonProgressDeadlineExceeded, "Rollout",
 			"MyDeployment %q has timed out progressing.", md.Name)
 	}
 	r.drainDeniedEvent(md, st)
+	if c := status.Get(&st.Status, appsv1beta1.ConditionReplicaFailure); c != nil &&
+		(c.Reason == appsv1beta1.ReasonConfigMissing || c.Reason == appsv1beta1.ReasonConfigAccessDenied) {
+		if prev := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); prev == nil || prev.Message != c.Message {
+			r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, c.Reason, "Sync", "%s", c.Message)
+		}
+	}
 	if st.PartitionHeld {
 		r.Recorder.Eventf(md, nil, corev1.EventTypeNormal, appsv1beta1.EventPartitionHeld, "Rollout",
 			"Rollout held by partition: %s", st.HeldMessage)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,10 +44,13 @@ type object struct {
 	// disruption budget refuses; 0 outside one.
 	evictionDelay time.Duration
 	// revisionData is [revision.Patch] of its template at
-	// revisionGeneration: a template changes only with a new generation,
-	// and encoding it on every sync was 3% of the manager's CPU.
+	// revisionGeneration and revisionConfig: a template changes only with
+	// a new generation (or new config hashes), and encoding it on every
+	// sync was 3% of the manager's CPU.
 	revisionData       []byte
 	revisionGeneration int64
+	// revisionConfig is the config hashes revisionData's template carries.
+	revisionConfig string
 }
 
 func newObjects(timeout time.Duration) *objects {
@@ -170,16 +174,18 @@ func (obj *object) evictionsRefused() (retry time.Duration, first bool) {
 // evictionsEnd ends a spell: an eviction succeeded, or nothing is left to replace.
 func (obj *object) evictionsEnd() { obj.evictionDelay = 0 }
 
-// revisionDataOf returns [revision.Patch] of md's template, computed once
-// per generation. The bytes are shared: callers must not modify them.
-func (obj *object) revisionDataOf(md *appsv1beta1.MyDeployment) ([]byte, error) {
-	if obj.revisionData != nil && obj.revisionGeneration == md.Generation {
+// revisionDataOf returns [revision.Patch] of template, md's template as
+// its revision records it (with config, the config hashes it carries),
+// computed once per generation and config. The bytes are shared: callers
+// must not modify them.
+func (obj *object) revisionDataOf(md *appsv1beta1.MyDeployment, template *corev1.PodTemplateSpec, config string) ([]byte, error) {
+	if obj.revisionData != nil && obj.revisionGeneration == md.Generation && obj.revisionConfig == config {
 		return obj.revisionData, nil
 	}
-	data, err := revision.Patch(&md.Spec.Template)
+	data, err := revision.Patch(template)
 	if err != nil {
 		return nil, err
 	}
-	obj.revisionData, obj.revisionGeneration = data, md.Generation
+	obj.revisionData, obj.revisionGeneration, obj.revisionConfig = data, md.Generation, config
 	return data, nil
 }

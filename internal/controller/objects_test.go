@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -88,7 +89,7 @@ func TestEvictionBackoff(t *testing.T) {
 	}
 }
 
-// The revision data is computed once per generation.
+// The revision data is computed once per generation and config.
 func TestRevisionDataOf(t *testing.T) {
 	md := mdWithUID("web", "a")
 	md.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "v1"}}
@@ -97,16 +98,21 @@ func TestRevisionDataOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := newObjects(0).get(md)
-	first, err := obj.revisionDataOf(md)
+	first, err := obj.revisionDataOf(md, &md.Spec.Template, "")
 	if err != nil || !bytes.Equal(first, want1) {
 		t.Fatalf("data %s, %v; want Patch's %s", first, err, want1)
 	}
 	md.Spec.Template.Spec.Containers[0].Image = "v2" // impossibly, without a new generation
-	if again, _ := obj.revisionDataOf(md); &again[0] != &first[0] {
+	if again, _ := obj.revisionDataOf(md, &md.Spec.Template, ""); &again[0] != &first[0] {
 		t.Error("same generation recomputed")
 	}
 	md.Generation = 2
-	if got, _ := obj.revisionDataOf(md); bytes.Equal(got, want1) {
+	second, _ := obj.revisionDataOf(md, &md.Spec.Template, "")
+	if bytes.Equal(second, want1) {
 		t.Error("a new generation kept the old template's data")
+	}
+	withConfig := configref.WithHash(&md.Spec.Template, "configmap/app=aaaa")
+	if got, _ := obj.revisionDataOf(md, withConfig, "configmap/app=aaaa"); bytes.Equal(got, second) {
+		t.Error("new config hashes kept the data of the template without them")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -64,8 +65,12 @@ type scope struct {
 	// manager may not watch Nodes; read only when optIn.Drain (drain.go).
 	drainingNodes map[string]bool
 	drainDenied   bool
-	plan          syncPlan
-	// retryAfter, when positive, is when to try evictions a budget refused again.
+	// stepsPending are the pods with an in-place step written and not yet
+	// in the cache: not stepped again (rollout.StepsInput.Pending).
+	stepsPending map[types.UID]bool
+	plan         syncPlan
+	// retryAfter, when positive, is when to try evictions a budget refused
+	// again, or to look again at config access denied (configwatch.go).
 	retryAfter time.Duration
 	planned    bool // plan was computed
 	// created counts the pods this sync created, and createdUpdated those
@@ -84,6 +89,13 @@ type scope struct {
 	// that are ours or about to be; no status is written from it.
 	unclaimed bool
 	failure   *status.Failure
+	// config is the config watch of the object's namespace, read only
+	// when optIn.RolloutOnConfigChange (configwatch.go).
+	config configView
+	// configHold says why, under the config opt-in, no revision can be
+	// recorded now (ReplicaFailure ConfigMissing or ConfigAccessDenied):
+	// the pods are planned as if the template were unchanged.
+	configHold *status.Failure
 }
 
 var (
@@ -142,6 +154,13 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	}
 	if s.optIn.Drain {
 		s.drainingNodes, s.drainDenied = r.nodes.snapshot()
+	}
+	if s.optIn.RolloutOnConfigChange {
+		if s.config = r.config.view(md.Namespace); s.config.state == configStarting {
+			// The watch enqueues this object once it knows.
+			logf.FromContext(ctx).V(1).Info("waiting for the config watch of the namespace")
+			return s, nil
+		}
 	}
 
 	if err := r.vetStart(ctx, s); err != nil {
@@ -217,8 +236,10 @@ func (s *scope) result(after ...time.Duration) ctrl.Result {
 // statusInput is the scope as the status computation needs it.
 func (s *scope) statusInput(synced bool) status.Input {
 	in := status.Input{
-		Object:         s.md,
-		Synced:         synced,
+		Object: s.md,
+		// Missing config: the spec's generation is not rolled out, so it
+		// is not observed (no status may call it available).
+		Synced:         synced && s.configHold == nil,
 		NewRevision:    s.newRevision,
 		CollisionCount: s.collisionCount,
 		LabelSelector:  s.selector.String(),
@@ -228,6 +249,9 @@ func (s *scope) statusInput(synced bool) status.Input {
 	}
 	if s.update != nil {
 		in.UpdateRevision = s.update.Name
+	}
+	if in.Failure == nil && s.configHold != nil {
+		in.Failure = s.configHold
 	}
 	// Pods are counted even with no update revision known (its write
 	// failed): a status of 0 replicas while pods run would mislead scalers.

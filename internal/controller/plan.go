@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -30,8 +31,12 @@ type syncPlan struct {
 	record map[string]string
 	// recordAfterPods is a size written once the pod writes succeeded.
 	recordAfterPods map[string]string
+	// events are recorded by act once the claims are written: what the
+	// decision found that a user should know (a revision whose pods are
+	// replaced rather than updated in place).
+	events []planEvent
 	// steps move the in-place updates already under way one step on.
-	steps []inPlaceStep
+	steps []rollout.InPlaceStep
 	// inPlaceAfter, when positive, is when the soonest unfinished
 	// in-place update times out.
 	inPlaceAfter time.Duration
@@ -56,13 +61,14 @@ func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan
 	in.Aborted = s.abortOrNot()
 	s.target = named(s.revisions, in.Target())
 	s.aborted = in.Target() != in.UpdateRevision
+	var events []planEvent
 	if s.optIn.InPlace {
-		in.InPlace = r.inPlaceRevisions(ctx, s)
+		in.InPlace, events = r.inPlaceRevisions(ctx, s)
 	}
 	if s.optIn.Drain {
 		in.DrainingNodes = s.drainingNodes
 	}
-	p := syncPlan{Plan: rollout.Compute(in)}
+	p := syncPlan{Plan: rollout.Compute(in), events: events}
 	now, afterPods := s.annotations(p.Plan)
 	p.abortRecorded = s.abortRecord(now)
 	if p.RecordFirst || p.abortRecorded {
@@ -85,7 +91,9 @@ func (r *MyDeploymentReconciler) decide(ctx context.Context, s *scope) (syncPlan
 		p.recordFirst[appsv1beta1.CanaryStepAnnotation] = c.State.String()
 	}
 	var stepsErr error
-	p.steps, p.inPlaceAfter, stepsErr = r.planInPlaceSteps(s, p.Plan)
+	p.steps, p.inPlaceAfter, stepsErr = rollout.Steps(rollout.StepsInput{Pods: s.pods, Revisions: s.revisions,
+		Towards: s.towards(), Plan: p.Plan, Template: r.inPlace.template, Diff: r.inPlace.change,
+		Pending: s.stepsPending, Now: s.now, Timeout: r.inPlaceTimeout()})
 	p.truncate = truncation(s)
 	return p, stepsErr
 }
@@ -99,4 +107,10 @@ func truncation(s *scope) []*appsv1.ControllerRevision {
 	}
 	live := revision.Live(s.current, s.update, podRevisions...)
 	return revision.TruncateCandidates(s.revisions, live, ptr.Deref(s.md.Spec.RevisionHistoryLimit, 10))
+}
+
+// planEvent is an event a plan asks act to record about the object.
+type planEvent struct {
+	related                         runtime.Object
+	eventType, reason, action, note string
 }

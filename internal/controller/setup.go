@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -79,11 +80,15 @@ const DefaultStatusBatchPeriod = time.Second
 // SetupMyDeployment builds the MyDeployment reconciler with its real
 // collaborators and registers it with mgr, whose cache must have been
 // composed with MyDeploymentCache(opts.Pods). It fails if the revision
-// index or the controller cannot be registered.
+// index, the config index or the controller cannot be registered.
 func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentOptions) (*MyDeploymentReconciler, error) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revision.OwnerIndex,
 		revision.OwnerIndexValues); err != nil {
 		return nil, fmt.Errorf("indexing revisions by owner: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1beta1.MyDeployment{}, configRefIndex,
+		configRefs); err != nil {
+		return nil, fmt.Errorf("indexing MyDeployments by the config they read: %w", err)
 	}
 	recorder := mgr.GetEventRecorder(MyDeploymentControllerName)
 	r := &MyDeploymentReconciler{
@@ -101,8 +106,16 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		objects:           newObjects(freshness.DefaultTimeout),
 		nodes:             newNodeWatch(mgr.GetClient(), mgr.GetClient(), opts.Pods, mgr.GetConfig(), mgr.GetLogger()),
 	}
+	meta, err := metadata.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	r.config = newConfigWatch(mgr.GetClient(), mgr.GetClient(), meta, mgr.GetLogger())
 	if err := mgr.Add(r.nodes); err != nil {
 		return nil, fmt.Errorf("adding the node watch: %w", err)
+	}
+	if err := mgr.Add(r.config); err != nil {
+		return nil, fmt.Errorf("adding the config watch: %w", err)
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }

@@ -31,6 +31,9 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, s *scope) (err error)
 	if s.update == nil {
 		return nil // paused before its first revision: nothing to run yet
 	}
+	// What the freshness record says of the claimed pods, read before the
+	// plan (which reads the record only through s).
+	s.stepsPending = stepsPending(s.obj, s.pods, s.now)
 	if s.plan, err = r.decide(ctx, s); err != nil {
 		return err
 	}

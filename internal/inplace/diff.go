@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // Change is what an in-place update writes to a running pod so that it runs
@@ -39,7 +41,8 @@ func (c *Change) Restarts() bool { return len(c.Images) > 0 }
 // cpu and memory requests and limits of (non-init) containers, as long as
 // the pod's QoS class stays the same (kube-apiserver refuses a resize that
 // changes it); template labels and annotations, but for
-// RestartedAtAnnotation (a restart asks for new pods). Anything else (a
+// RestartedAtAnnotation (a restart asks for new pods) and ConfigHashAnnotation
+// (new config is read by a new container). Anything else (a
 // command, an env var, a volume, a port, an init container's resources,
 // another resource name) needs a new pod. Neither template is modified.
 func Diff(from, to *corev1.PodTemplateSpec) (*Change, error) {
@@ -48,6 +51,9 @@ func Diff(from, to *corev1.PodTemplateSpec) (*Change, error) {
 	}
 	if from.Annotations[RestartedAtAnnotation] != to.Annotations[RestartedAtAnnotation] {
 		return nil, fmt.Errorf("the template's %s changed: a restart replaces the pods", RestartedAtAnnotation)
+	}
+	if from.Annotations[appsv1beta1.ConfigHashAnnotation] != to.Annotations[appsv1beta1.ConfigHashAnnotation] {
+		return nil, fmt.Errorf("the ConfigMaps or Secrets it reads changed: env and mounted config are read at container start")
 	}
 	c := &Change{
 		Images:      map[string]string{},

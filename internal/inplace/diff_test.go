@@ -53,6 +53,9 @@ func TestDiff(t *testing.T) {
 		{name: "a restart (kubectl rollout restart)", change: func(t *corev1.PodTemplateSpec) {
 			t.Annotations[RestartedAtAnnotation] = "2026-11-26T00:40:00Z"
 		}, err: "a restart replaces the pods"},
+		{name: "config data (rollout-on-config-change)", change: func(t *corev1.PodTemplateSpec) {
+			t.Annotations["apps.mydeployment.io/config-hash"] = "configmap/app=bbbb"
+		}, err: "the ConfigMaps or Secrets it reads changed"},
 		{name: "command (mixed with an image)", change: func(t *corev1.PodTemplateSpec) {
 			t.Spec.Containers[0].Image = "nginx:1.28"
 			t.Spec.Containers[0].Command = []string{"nginx", "-g", "daemon off;"}

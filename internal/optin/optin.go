@@ -43,6 +43,9 @@ type Options struct {
 	// Drain replaces pods on draining nodes surge-first (DrainAnnotation
 	// SurgeFirst).
 	Drain bool
+	// RolloutOnConfigChange makes the data of the referenced ConfigMaps and
+	// Secrets part of the revision (RolloutOnConfigChangeAnnotation "true").
+	RolloutOnConfigChange bool
 }
 
 // Partition is a parsed PartitionAnnotation: a count, or a percentage of
@@ -87,7 +90,8 @@ func Path(annotation string) *field.Path {
 // Recreate, canary steps that parseCanary refuses, an on-failure other
 // than Continue or Abort, Abort with strategy Recreate, a retried-at that
 // is not an RFC 3339 time, a drain other than SurgeFirst or with strategy
-// Recreate. The Options returned hold what could be parsed.
+// Recreate, a rollout-on-config-change other than "true" or "false". The
+// Options returned hold what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
@@ -140,6 +144,13 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	errs = append(errs, canaryErrs...)
 	o.Abort, errs = parseOnFailure(md, errs)
 	o.RetriedAt, errs = parseRetriedAt(md, errs)
+	if v, ok := md.Annotations[appsv1beta1.RolloutOnConfigChangeAnnotation]; ok {
+		b, err := parseBool(v)
+		if err != nil {
+			errs = append(errs, field.NotSupported(Path(appsv1beta1.RolloutOnConfigChangeAnnotation), v, []string{"true", "false"}))
+		}
+		o.RolloutOnConfigChange = b
+	}
 	return o, errs
 }
 
@@ -179,7 +190,8 @@ func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Ti
 // their errors are reported.
 var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
-	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation}
+	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation,
+	appsv1beta1.RolloutOnConfigChangeAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
 // 2147483647, or "<p>%" with p from 0 to 100.

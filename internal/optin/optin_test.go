@@ -27,6 +27,7 @@ func TestParse(t *testing.T) {
 		respectPDB  bool
 		inPlace     bool
 		drain       bool
+		config      bool
 		err         string // substring of the only error; "" for none
 	}{
 		{name: "no annotations"},
@@ -59,6 +60,14 @@ func TestParse(t *testing.T) {
 			err: `metadata.annotations[apps.mydeployment.io/drain]: Unsupported value: "Evict": supported values: "SurgeFirst"`},
 		{name: "drain with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
 			annotations: map[string]string{appsv1beta1.DrainAnnotation: "SurgeFirst"}, err: "SurgeFirst needs spec.strategy.type RollingUpdate"},
+		{name: "rollout-on-config-change", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "true"}, config: true},
+		{name: "rollout-on-config-change false", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "false"}},
+		{name: "rollout-on-config-change with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "true"}, config: true},
+		{name: "rollout-on-config-change unknown", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "yes"},
+			err: `metadata.annotations[apps.mydeployment.io/rollout-on-config-change]: Unsupported value: "yes": supported values: "true", "false"`},
+		{name: "rollout-on-config-change upper case", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "True"},
+			err: "apps.mydeployment.io/rollout-on-config-change"},
 		{name: "respect-pdb unknown", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "yes"}, err: `metadata.annotations[apps.mydeployment.io/respect-pdb]: Unsupported value: "yes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +90,9 @@ func TestParse(t *testing.T) {
 			}
 			if o.RespectPDB != tc.respectPDB {
 				t.Errorf("respectPDB %v, want %v", o.RespectPDB, tc.respectPDB)
+			}
+			if o.RolloutOnConfigChange != tc.config {
+				t.Errorf("rolloutOnConfigChange %v, want %v", o.RolloutOnConfigChange, tc.config)
 			}
 			if o.InPlace != tc.inPlace {
 				t.Errorf("inPlace %v, want %v", o.InPlace, tc.inPlace)

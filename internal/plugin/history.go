@@ -21,13 +21,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -101,16 +104,68 @@ func (t *target) history(ctx context.Context, out io.Writer, rev int64) error {
 		numbers = append(numbers, n)
 	}
 	slices.Sort(numbers)
+	changes := changesOf(numbered, numbers)
 	return tabbed(out, func(w io.Writer) {
-		fmt.Fprintf(w, "REVISION\tCHANGE-CAUSE\n")
-		for _, n := range numbers {
+		if changes == nil {
+			fmt.Fprintf(w, "REVISION\tCHANGE-CAUSE\n")
+		} else {
+			fmt.Fprintf(w, "REVISION\tCHANGE\tCHANGE-CAUSE\n")
+		}
+		for i, n := range numbers {
 			cause := numbered[n].Annotations[appsv1beta1.ChangeCauseAnnotation]
 			if cause == "" {
 				cause = "<none>"
 			}
-			fmt.Fprintf(w, "%d\t%s\n", n, cause)
+			if changes == nil {
+				fmt.Fprintf(w, "%d\t%s\n", n, cause)
+			} else {
+				fmt.Fprintf(w, "%d\t%s\t%s\n", n, changes[i], cause)
+			}
 		}
 	})
+}
+
+// changesOf says, for each of numbers, what changed from the revision
+// before it: "template", the ConfigMaps and Secrets whose data changed
+// ("configmap/app"), or both; "initial" for the first. Nil when no
+// revision records config hashes (rollout-on-config-change never used):
+// the table is then kubectl's.
+func changesOf(numbered map[int64]*appsv1.ControllerRevision, numbers []int64) []string {
+	templates := make([]*corev1.PodTemplateSpec, len(numbers))
+	withConfig := false
+	for i, n := range numbers {
+		tmpl, err := revision.Template(numbered[n])
+		if err != nil {
+			tmpl = nil // shown as a template change
+		} else if _, ok := tmpl.Annotations[appsv1beta1.ConfigHashAnnotation]; ok {
+			withConfig = true
+		}
+		templates[i] = tmpl
+	}
+	if !withConfig {
+		return nil
+	}
+	out := make([]string, len(numbers))
+	for i := range numbers {
+		if i == 0 {
+			out[i] = "initial"
+			continue
+		}
+		prev, cur := templates[i-1], templates[i]
+		var what []string
+		if prev == nil || cur == nil || !apiequality.Semantic.DeepEqual(configref.Without(prev), configref.Without(cur)) {
+			what = append(what, "template")
+		}
+		if prev != nil && cur != nil {
+			what = append(what, configref.Changed(prev.Annotations[appsv1beta1.ConfigHashAnnotation],
+				cur.Annotations[appsv1beta1.ConfigHashAnnotation])...)
+		}
+		if len(what) == 0 {
+			what = []string{"<none>"}
+		}
+		out[i] = strings.Join(what, ",")
+	}
+	return out
 }
 
 // templateYAML renders a pod template for people.

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -74,6 +75,9 @@ func (t *target) undo(ctx context.Context, out io.Writer, to int64) error {
 	if err != nil {
 		return fmt.Errorf("failed restoring revision %d: %w", rev.Revision, err)
 	}
+	// The config hashes are the revision's, not the spec's: the rollback
+	// goes to the template, with the config as it is today.
+	tmpl = configref.Without(tmpl)
 	if md.Spec.Paused {
 		return fmt.Errorf("you cannot rollback a paused mydeployment; resume it first with 'kubectl mydeployment rollout resume' and try again")
 	}

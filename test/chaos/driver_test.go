@@ -43,6 +43,10 @@ type spec struct {
 	replicas int
 	image    int // the template's image tag: changing it is a rollout
 	cpu      int // the container's cpu, in steps of 10m: changing it is a rollout (a resize in place)
+	// configMap, when set, is the ConfigMap the container reads through
+	// envFrom, under rollout-on-config-change: a change of its data is a
+	// rollout (see configEdit).
+	configMap string
 }
 
 // resources are the container's resources for s: Burstable whatever the
@@ -59,11 +63,21 @@ func (s spec) resources() corev1.ResourceRequirements {
 // containers is the template's container list for s, as JSON for a merge
 // patch (which replaces the whole list).
 func (s spec) containers() string {
-	b, err := json.Marshal([]corev1.Container{{Name: "app", Image: image(s.image), Resources: s.resources()}})
+	b, err := json.Marshal([]corev1.Container{s.container()})
 	if err != nil {
 		panic(err) // a fixed shape: cannot fail
 	}
 	return string(b)
+}
+
+// container is the template's one container for s.
+func (s spec) container() corev1.Container {
+	c := corev1.Container{Name: "app", Image: image(s.image), Resources: s.resources()}
+	if s.configMap != "" {
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.configMap}}}}
+	}
+	return c
 }
 
 // tracked is one MyDeployment the driver owns.
@@ -142,6 +156,9 @@ func (d *tracked) object(s spec) *appsv1beta1.MyDeployment {
 	if d.inPlace {
 		annotations[appsv1beta1.UpdateModeAnnotation] = appsv1beta1.UpdateModeInPlaceIfPossible
 	}
+	if s.configMap != "" {
+		annotations[appsv1beta1.RolloutOnConfigChangeAnnotation] = "true"
+	}
 	return &appsv1beta1.MyDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: d.ns, Annotations: annotations},
 		Spec: appsv1beta1.MyDeploymentSpec{
@@ -150,7 +167,7 @@ func (d *tracked) object(s spec) *appsv1beta1.MyDeployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "app", Image: image(s.image), Resources: s.resources()}},
+					Containers: []corev1.Container{s.container()},
 					// kwok deletes pods at once; keep a real grace period out of the way.
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 				},
@@ -254,7 +271,8 @@ type workload struct {
 	// one change in ten is a random corner.
 	corners bool
 	// optins: one change in five is an opt-in change (canary, specified
-	// delete).
+	// delete, a config edit); one MyDeployment in three reads a ConfigMap
+	// under rollout-on-config-change.
 	optins bool
 	// pdb: one MyDeployment in three has respect-pdb and a budget. Not in
 	// the phases that SIGKILL the manager: a kill in the middle of an
@@ -275,6 +293,9 @@ type workloadResult struct {
 	corners          [corners]int
 	optins           [optinChanges]int
 	withPDB          int
+	// withConfig counts the MyDeployments reading a ConfigMap under
+	// rollout-on-config-change.
+	withConfig int
 	// inPlace counts the MyDeployments in update-mode InPlaceIfPossible,
 	// inPlaceRollouts their rollouts, recreated the pods those replaced
 	// (only a surge pod's worth where maxUnavailable is 0).
@@ -293,6 +314,7 @@ func (r workloadResult) cornersNote() string {
 // optinsNote says how many opt-in changes of each kind a phase made.
 func (r workloadResult) optinsNote() string {
 	parts := []string{fmt.Sprintf("%d with respect-pdb", r.withPDB),
+		fmt.Sprintf("%d with rollout-on-config-change", r.withConfig),
 		fmt.Sprintf("%d in place (%d in-place rollouts, %d pods recreated by them)", r.inPlace, r.inPlaceRollouts, r.recreated)}
 	for c := range optinChanges {
 		parts = append(parts, fmt.Sprintf("%s %d", c, r.optins[c]))
@@ -320,6 +342,7 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 		d := &tracked{name: fmt.Sprintf("md-%02d", i), ns: w.ns, strategy: strategies[i%len(strategies)]}
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+			var err error
 			fail := func(err error) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -340,7 +363,18 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 				res.inPlace++
 				mu.Unlock()
 			}
-			if err := e.create(ctx, d, spec{replicas: 2 + i%4, image: 1}); err != nil {
+			first := spec{replicas: 2 + i%4, image: 1}
+			if w.optins && i%3 == 0 {
+				// Reads a ConfigMap of its own, with rollout-on-config-change.
+				if first.configMap, err = e.configMapFor(ctx, d); err != nil {
+					fail(err)
+					return
+				}
+				mu.Lock()
+				res.withConfig++
+				mu.Unlock()
+			}
+			if err := e.create(ctx, d, first); err != nil {
 				fail(err)
 				return
 			}

@@ -42,12 +42,15 @@ const (
 	// optinDrain: drain SurgeFirst, and a node with some of its pods
 	// cordoned until they have moved (one cordon at a time).
 	optinDrain
+	// optinConfigEdit: the data of the ConfigMap the pods read changes
+	// (rollout-on-config-change): a rollout with no spec change.
+	optinConfigEdit
 	optinChanges
 )
 
 func (c optinChange) String() string {
 	return [...]string{"canary held and promoted", "canary raised back and promoted", "specified delete",
-		"canary steps", "abort to stable", "surge-first drain"}[c]
+		"canary steps", "abort to stable", "surge-first drain", "config edit"}[c]
 }
 
 // pdbStrategy is the strategy of a respect-pdb MyDeployment: maxUnavailable
@@ -91,11 +94,18 @@ func optinOdds() int {
 
 // pickOptin is the opt-in change for d now, or false if none applies.
 func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
+	if d.cur.configMap != "" && (*optinFocus == optinConfigEdit.String() || *optinFocus == "" && rng.IntN(2) == 0) {
+		return optinConfigEdit, true
+	}
 	if d.recreate() || d.cur.replicas < 2 || *optinFocus == "" && rng.IntN(3) == 0 {
 		return optinSpecifiedDelete, d.cur.replicas > 0
 	}
 	if *optinFocus != "" {
 		for c := range optinChanges {
+			if c == optinConfigEdit && c.String() == *optinFocus {
+				// Only objects that read a ConfigMap have one to edit.
+				return optinSpecifiedDelete, d.cur.replicas > 0
+			}
 			if c.String() == *optinFocus {
 				return c, true
 			}
@@ -128,6 +138,8 @@ func (e *env) optin(ctx context.Context, d *tracked, c optinChange, rng *rand.Ra
 		return e.abort(ctx, d, rng)
 	case optinDrain:
 		return e.drain(ctx, d, rng)
+	case optinConfigEdit:
+		return e.configEdit(ctx, d)
 	}
 	return e.canary(ctx, d, c == optinCanaryRaised, rng)
 }
@@ -266,6 +278,50 @@ func (e *env) specifiedDelete(ctx context.Context, d *tracked, rng *rand.Rand) e
 			return fmt.Errorf("pod %s labelled specified-delete still there after %v", names[victim], e.changeTimeout)
 		}
 		time.Sleep(150 * time.Millisecond)
+	}
+	if err := e.waitConverged(ctx, d, d.cur); err != nil {
+		return err
+	}
+	e.w.setBounds(d.uid, d.steady(d.cur))
+	return nil
+}
+
+// configMapFor creates the ConfigMap d's pods read (named after it) and
+// returns its name.
+func (e *env) configMapFor(ctx context.Context, d *tracked) (string, error) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: d.name + "-config", Namespace: d.ns},
+		Data: map[string]string{"GENERATION": "0"}}
+	return cm.Name, e.c.Create(ctx, cm)
+}
+
+// configEdit changes the data of the ConfigMap d's pods read, and waits for
+// the rollout it makes (a new update revision) to complete under d's
+// strategy's in-flight bounds.
+func (e *env) configEdit(ctx context.Context, d *tracked) error {
+	md := &appsv1beta1.MyDeployment{}
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: d.name}, md); err != nil {
+		return err
+	}
+	before := md.Status.UpdateRevision
+	e.w.setBounds(d.uid, d.inFlight(d.cur, d.cur))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: d.cur.configMap, Namespace: d.ns}}
+	if err := e.c.Patch(ctx, cm, client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"data":{"GENERATION":"%d"}}`, time.Now().UnixNano()))); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(e.changeTimeout)
+	for md.Status.UpdateRevision == before {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s/%s: no new revision within %v of its ConfigMap's data change", d.ns, d.name, e.changeTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(150 * time.Millisecond):
+		}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: d.name}, md); err != nil {
+			return err
+		}
 	}
 	if err := e.waitConverged(ctx, d, d.cur); err != nil {
 		return err

@@ -130,8 +130,11 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 		// Application reconciler applies its MyDeployment (create, patch),
 		// Service, Ingress, HTTPRoute, HorizontalPodAutoscaler and
 		// PodDisruptionBudget, deletes a child left out of its spec, and
-		// reads EndpointSlices for its status.
+		// reads EndpointSlices for its status. ConfigMaps and Secrets are
+		// watched as metadata and read (get) to hash their data under
+		// rollout-on-config-change.
 		"ClusterRole/mydeployment-operator-manager-role": {
+			{"", "configmaps,secrets", "get,list,watch"},
 			{"", "pods,services", "create,delete,get,list,patch,watch"},
 			{"", "pods/eviction", "create"},
 			{"", "pods/resize,pods/status", "patch"},

@@ -50,6 +50,7 @@ var externalFlags = map[string]string{
 	"type":                        "kubectl patch",
 	"for":                         "kubectl wait",
 	"cascade":                     "kubectl delete",
+	"from-literal":                "kubectl create configmap, kubectl create secret",
 	"all":                         "kubectl delete",
 	"clusterrole":                 "kubectl create clusterrolebinding",
 	"serviceaccount":              "kubectl create clusterrolebinding",

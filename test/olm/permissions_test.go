@@ -72,7 +72,9 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 			// Application's children (MyDeployments it creates, Services,
 			// Ingresses, HTTPRoutes, HorizontalPodAutoscalers,
 			// PodDisruptionBudgets) and
-			// the EndpointSlices it reads.
+			// the EndpointSlices it reads; ConfigMaps and Secrets, watched as
+			// metadata and read to hash their data (rollout-on-config-change).
+			`"" configmaps,secrets get,list,watch`,
 			`"" pods,services create,delete,get,list,patch,watch`,
 			`"" pods/eviction create`,
 			`"" pods/resize,pods/status patch`,

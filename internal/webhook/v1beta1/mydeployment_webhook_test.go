@@ -80,6 +80,8 @@ var _ = Describe("MyDeployment webhook", func() {
 			{appsv1beta1.PartitionAnnotation: "0"},
 			{appsv1beta1.PartitionAnnotation: "100%", appsv1beta1.RespectPDBAnnotation: "true"},
 			{appsv1beta1.RespectPDBAnnotation: "false"},
+			{appsv1beta1.RolloutOnConfigChangeAnnotation: "true"},
+			{appsv1beta1.RolloutOnConfigChangeAnnotation: "false", appsv1beta1.PartitionAnnotation: "1"},
 		} {
 			md := newMD(ns)
 			md.Annotations = a

@@ -111,7 +111,13 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		}
 		Expect(canI("update", "secret/"+webhookSecret, "-n", operatorNamespace)).To(Equal("yes"))
 		Expect(canI("update", "secret/other", "-n", operatorNamespace)).To(Equal("no"))
-		Expect(canI("list", "secrets", "-n", samples)).To(Equal("no"))
+		// It reads Secrets everywhere (rollout-on-config-change watches their
+		// metadata and hashes the data a template references), but writes none
+		// but its own certificate's.
+		Expect(canI("list", "secrets", "-n", samples)).To(Equal("yes"))
+		Expect(canI("update", "secrets", "-n", samples)).To(Equal("no"))
+		Expect(canI("create", "secrets", "-n", samples)).To(Equal("no"))
+		Expect(canI("delete", "secret/other", "-n", operatorNamespace)).To(Equal("no"))
 		Expect(canI("update", "validatingwebhookconfigurations/"+webhookConfiguration)).To(Equal("yes"))
 		Expect(canI("update", "validatingwebhookconfigurations/other")).To(Equal("no"))
 

@@ -1,0 +1,291 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+)
+
+// configWatch watches the metadata of the ConfigMaps and Secrets of each
+// namespace where a MyDeployment opts into rollouts on config changes.
+//
+// It is not part of the manager's cache, and that is the point: the
+// manager's RBAC may not grant ConfigMaps or Secrets in every namespace it
+// watches (an OLM install scopes the CSV's permissions, an admin may
+// withhold Secrets), and controller-runtime waits for every source's cache
+// to sync before any controller runs, so one watch the RBAC refuses would
+// stall every MyDeployment (issue 33's first try did exactly that). So a
+// namespace's two metadata informers start only when a sync of an
+// opted-in MyDeployment there first asks for them, and only once
+// SelfSubjectAccessReviews say the manager may get, list and watch both
+// kinds there. While denied, the opted-in objects of that namespace say so
+// (ReplicaFailure ConfigAccessDenied) and roll nothing; access is asked
+// again at most every poll, so a grant made later starts the watch with no
+// restart. Other objects never read any of this.
+//
+// State: spaces, keyed by namespace, owned here, kept for the manager's
+// life (a namespace costs two watches and the trimmed metadata of its
+// ConfigMaps and Secrets, no data). It closes the race between a config
+// edit and the sync that reads it: the informer's event enqueues the
+// objects that reference what changed, after its store holds the change.
+type configWatch struct {
+	reader client.Reader // the manager's cache: MyDeployments, with configRefIndex
+	meta   metadata.Interface
+	// mayRead asks the API server whether the manager may get, list and
+	// watch ConfigMaps and Secrets in a namespace; it returns what is
+	// denied ("" if nothing).
+	mayRead func(ctx context.Context, namespace string) (denied string, err error)
+	clock   clock.PassiveClock
+	poll    time.Duration
+	log     logr.Logger
+	// events enqueues MyDeployments (a channel source of the controller).
+	events chan event.GenericEvent
+
+	mu     sync.Mutex
+	ctx    context.Context // the manager's, once Start runs; nil before
+	spaces map[string]*configSpace
+}
+
+// configSpace is one namespace's watch.
+type configSpace struct {
+	state configState
+	// denied is what the manager may not do there (configDenied).
+	denied string
+	// asked is when access was last asked (configDenied: asked again
+	// after poll).
+	asked time.Time
+	// stores are the informers' stores once they have synced (configWatching).
+	configMaps, secrets toolscache.Store
+}
+
+type configState int
+
+const (
+	configStarting configState = iota // access being asked, or the informers syncing
+	configDenied                      // the manager may not read one of the kinds there
+	configWatching                    // both informers have synced
+)
+
+// configPoll is the least time between two access checks of a namespace
+// while access is denied.
+const configPoll = 15 * time.Second
+
+var _ manager.LeaderElectionRunnable = &configWatch{}
+
+func newConfigWatch(reader client.Reader, writer client.Client, meta metadata.Interface, log logr.Logger) *configWatch {
+	return &configWatch{reader: reader, meta: meta, mayRead: mayReadConfig(writer), clock: clock.RealClock{},
+		poll: configPoll, log: log.WithName("config"), events: make(chan event.GenericEvent, 1024),
+		spaces: map[string]*configSpace{}}
+}
+
+// NeedLeaderElection: only the leader reconciles, so only it watches.
+func (w *configWatch) NeedLeaderElection() bool { return true }
+
+// Start records the manager's context, starts the namespaces asked for
+// before it ran, and returns when ctx ends: nothing here stops the manager.
+func (w *configWatch) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx = ctx
+	for ns, sp := range w.spaces {
+		go w.start(ctx, ns, sp)
+	}
+	w.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// configView is what a sync of an opted-in MyDeployment reads of its
+// namespace's watch.
+type configView struct {
+	state  configState
+	denied string
+	stores map[configref.Kind]toolscache.Store
+}
+
+// view returns namespace's watch as it is now, starting it if it was
+// never asked for, and asking for access again if it was denied more than
+// a poll ago. A nil watch (a reconciler built without one) denies nothing
+// and watches nothing: every read goes to the API server.
+func (w *configWatch) view(namespace string) configView {
+	if w == nil {
+		return configView{state: configWatching}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sp, ok := w.spaces[namespace]
+	if !ok {
+		sp = &configSpace{state: configStarting}
+		w.spaces[namespace] = sp
+		if w.ctx != nil {
+			go w.start(w.ctx, namespace, sp)
+		}
+	}
+	if sp.state == configDenied && w.clock.Since(sp.asked) >= w.poll && w.ctx != nil {
+		sp.state = configStarting
+		go w.start(w.ctx, namespace, sp)
+	}
+	v := configView{state: sp.state, denied: sp.denied}
+	if sp.state == configWatching {
+		v.stores = map[configref.Kind]toolscache.Store{configref.ConfigMap: sp.configMaps, configref.Secret: sp.secrets}
+	}
+	return v
+}
+
+// start asks for access to namespace and, granted, runs its informers
+// until ctx ends; either way the opted-in MyDeployments there are
+// enqueued once it knows, to plan with what it found.
+func (w *configWatch) start(ctx context.Context, namespace string, sp *configSpace) {
+	denied, err := w.mayRead(ctx, namespace)
+	if err != nil {
+		denied = "asking for access failed: " + err.Error()
+	}
+	if denied != "" {
+		w.mu.Lock()
+		first := sp.denied == ""
+		sp.state, sp.denied, sp.asked = configDenied, denied, w.clock.Now()
+		w.mu.Unlock()
+		if first {
+			w.log.Info("the manager may not read config in this namespace: rollouts on config changes wait there",
+				"namespace", namespace, "denied", denied)
+		}
+		w.enqueueOptedIn(ctx, namespace)
+		return
+	}
+	configMaps, secrets, err := w.run(ctx, namespace)
+	w.mu.Lock()
+	if err != nil {
+		sp.state, sp.denied, sp.asked = configDenied, "watching failed: "+err.Error(), w.clock.Now()
+	} else {
+		sp.state, sp.denied, sp.configMaps, sp.secrets = configWatching, "", configMaps, secrets
+	}
+	w.mu.Unlock()
+	if err == nil {
+		w.log.Info("watching ConfigMaps and Secrets (metadata only)", "namespace", namespace)
+	}
+	w.enqueueOptedIn(ctx, namespace)
+}
+
+// run starts namespace's two metadata informers and waits for them to sync.
+func (w *configWatch) run(ctx context.Context, namespace string) (configMaps, secrets toolscache.Store, err error) {
+	stores := make([]toolscache.Store, 0, 2)
+	var synced []toolscache.InformerSynced
+	for _, kind := range []configref.Kind{configref.ConfigMap, configref.Secret} {
+		inf := metadatainformer.NewFilteredMetadataInformer(w.meta, configResource(kind), namespace, 0,
+			toolscache.Indexers{}, nil).Informer()
+		if err := inf.SetTransform(trimConfigMetadata); err != nil {
+			return nil, nil, fmt.Errorf("%s informer: %w", kind, err)
+		}
+		changed := func(obj any) { w.changed(ctx, kind, obj) }
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: changed,
+			UpdateFunc: func(old, obj any) {
+				if metaOf(old) == nil || metaOf(obj) == nil || metaOf(old).ResourceVersion != metaOf(obj).ResourceVersion {
+					changed(obj)
+				}
+			},
+			DeleteFunc: changed,
+		}); err != nil {
+			return nil, nil, fmt.Errorf("%s informer: %w", kind, err)
+		}
+		go inf.RunWithContext(ctx)
+		stores, synced = append(stores, inf.GetStore()), append(synced, inf.HasSynced)
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil, nil, fmt.Errorf("config informers of %s: %w", namespace, ctx.Err())
+	}
+	return stores[0], stores[1], nil
+}
+
+// configResource is the API resource of a config kind.
+func configResource(kind configref.Kind) schema.GroupVersionResource {
+	if kind == configref.Secret {
+		return corev1.SchemeGroupVersion.WithResource("secrets")
+	}
+	return corev1.SchemeGroupVersion.WithResource("configmaps")
+}
+
+// changed enqueues the opted-in MyDeployments of obj's namespace whose
+// template references obj (configRefIndex).
+func (w *configWatch) changed(ctx context.Context, kind configref.Kind, obj any) {
+	m := metaOf(obj)
+	if m == nil {
+		return
+	}
+	var list appsv1beta1.MyDeploymentList
+	key := configref.Ref{Kind: kind, Name: m.Name}.String()
+	if err := w.reader.List(ctx, &list, client.InNamespace(m.Namespace), client.MatchingFields{configRefIndex: key},
+		client.UnsafeDisableDeepCopy); err != nil {
+		w.log.Error(err, "listing MyDeployments that read a config object", "object", key, "namespace", m.Namespace)
+		return
+	}
+	for i := range list.Items {
+		w.events <- event.GenericEvent{Object: &list.Items[i]}
+	}
+}
+
+// enqueueOptedIn enqueues the MyDeployments of namespace that opt in.
+func (w *configWatch) enqueueOptedIn(ctx context.Context, namespace string) {
+	var list appsv1beta1.MyDeploymentList
+	if err := w.reader.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		w.log.Error(err, "listing the MyDeployments of a namespace", "namespace", namespace)
+		return
+	}
+	for i := range list.Items {
+		if o, _ := optin.Parse(&list.Items[i]); o.RolloutOnConfigChange {
+			w.events <- event.GenericEvent{Object: &list.Items[i]}
+		}
+	}
+}
+
+// metaOf is the metadata an informer event carries, nil for anything else.
+func metaOf(obj any) *metav1.PartialObjectMetadata {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, _ := obj.(*metav1.PartialObjectMetadata)
+	return m
+}
+
+// mayReadConfig asks, with SelfSubjectAccessReviews, whether the client's
+// user may get, list and watch ConfigMaps and Secrets in a namespace, and
+// names the first thing it may not do.
+func mayReadConfig(c client.Client) func(context.Context, string) (string, error) {
+	return func(ctx context.Context, namespace string) (string, error) {
+		for _, resource := range []string{"configmaps", "secrets"} {
+			var denied []string
+			for _, verb := range []string{"get", "list", "watch"} {
+				review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource}}}
+				if err := c.Create(ctx, review); err != nil {
+					return "", fmt.Errorf("asking whether the manager may %s %s in %s: %w", verb, resource, namespace, err)
+				}
+				if !review.Status.Allowed {
+					denied = append(denied, verb)
+				}
+			}
+			if len(denied) > 0 {
+				return fmt.Sprintf("%s %s in namespace %s", strings.Join(denied, ", "), resource, namespace), nil
+			}
+		}
+		return "", nil
+	}
+}
