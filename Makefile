@@ -154,7 +154,7 @@ test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local clus
 INSTALL_CLUSTER ?= mydeployment-install
 INSTALL_POD_CIDR ?= 10.213.0.0/24
 .PHONY: test-install
-test-install: build build-installer kwok-tools ## Install dist/install.yaml on a throwaway local cluster, check the self-managed webhook certificate, then undeploy.
+test-install: build plugin build-installer kwok-tools ## Install dist/install.yaml on a throwaway local cluster, check the self-managed webhook certificate, then undeploy.
 	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
 	  KWOKCTL_SCALE_ARGS='--param .podCIDRs=["$(INSTALL_POD_CIDR)"]' \
 	  hack/local-cluster.sh up $(INSTALL_CLUSTER) $(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig
