@@ -163,13 +163,15 @@ test-install: build plugin build-installer kwok-tools ## Install dist/install.ya
 	  hack/local-cluster.sh down $(INSTALL_CLUSTER); exit $$rc
 
 # The OLM e2e: OLM's olm and catalog operators on a local cluster of their
-# own, the catalog served by opm; installs the previous release, then upgrades
-# to this one. kube-apiserver routes webhook calls to endpoints (pod IPs), so
+# own, the catalog served by opm; installs the previous release (running its
+# own manager, built from the commit catalog/releases/commits names: the
+# clone needs that history), leaves workloads in flight, then upgrades to
+# this one. kube-apiserver routes webhook calls to endpoints (pod IPs), so
 # the suite can serve the webhook from the host (it adds the operator pod's IP
 # to lo: needs root).
 OLM_CLUSTER ?= mydeployment-olm-e2e
 .PHONY: test-olm
-test-olm: build kwok-tools opm olm ## Install and upgrade the operator through a real OLM on a throwaway local cluster.
+test-olm: build plugin kwok-tools opm olm ## Install and upgrade the operator through a real OLM on a throwaway local cluster.
 	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
 	  hack/local-cluster.sh up $(OLM_CLUSTER) $(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig VERSION=$(VERSION) PATH="$(LOCALBIN):$$PATH" \
@@ -180,13 +182,14 @@ test-olm: build kwok-tools opm olm ## Install and upgrade the operator through a
 # webhook certificate provider) as host processes on a local cluster of their
 # own, an OCI registry in the test process holding the bundle and catalog
 # images it builds; installs the previous release through a ClusterExtension
-# (AllNamespaces), upgrades it to this one, and checks that a bundle without
-# AllNamespaces is refused. Needs root: the operator pod's IP is added to lo
+# (AllNamespaces), running its own manager as for test-olm, upgrades it to
+# this one in the middle of an in-place update, and checks that a bundle
+# without AllNamespaces is refused. Needs root: the operator pod's IP is added to lo
 # (as for test-olm) and OLM v1's processes run in mount namespaces of their
 # own (unshare) that hold their service account token where a pod has it.
 OLMV1_CLUSTER ?= mydeployment-olmv1
 .PHONY: test-olmv1
-test-olmv1: build kwok-tools opm olmv1 ## Install and upgrade the operator through OLM v1 (ClusterCatalog + ClusterExtension) on a throwaway local cluster.
+test-olmv1: build plugin kwok-tools opm olmv1 ## Install and upgrade the operator through OLM v1 (ClusterCatalog + ClusterExtension) on a throwaway local cluster.
 	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
 	  hack/local-cluster.sh up $(OLMV1_CLUSTER) $(LOCALBIN)/$(OLMV1_CLUSTER)/kubeconfig
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(OLMV1_CLUSTER)/kubeconfig VERSION=$(VERSION) PATH="$(LOCALBIN):$$PATH" \
@@ -476,7 +479,8 @@ catalog: opm ## Render the file-based catalog (released bundles + bundle/) into 
 	VERSION=$(VERSION) DEFAULT_CHANNEL=$(DEFAULT_CHANNEL) CATALOG_BUNDLE_IMAGE=$(CATALOG_BUNDLE_IMAGE) hack/catalog.sh
 
 # Record the current bundle as released (before bumping VERSION): the next
-# catalog keeps it as the version the new one replaces.
+# catalog keeps it as the version the new one replaces. Refused until
+# CHANGELOG.md has a dated section for VERSION ("## [x.y.z] - YYYY-MM-DD").
 .PHONY: catalog-release
 catalog-release: opm ## Record bundle/ (image BUNDLE_IMG) in catalog/releases, as the next version's upgrade source.
 	VERSION=$(VERSION) BUNDLE_IMG=$(BUNDLE_IMG) hack/catalog.sh release

@@ -9,7 +9,9 @@
 #                            with image BUNDLE_IMG, goes to catalog/releases/,
 #                            and the commit it was built from (HEAD, which must
 #                            be clean) to catalog/releases/commits, so upgrade
-#                            tests can build that release's manager.
+#                            tests can build that release's manager. Refused
+#                            unless CHANGELOG.md has a dated section for
+#                            VERSION ("## [x.y.z] - YYYY-MM-DD").
 #
 # CATALOG_INLINE=1 blanks every bundle image: OLM then installs the bundle
 # content inline, with no unpack job (what a Docker-free local cluster needs).
@@ -28,7 +30,24 @@ BUNDLE_DIR=${BUNDLE_DIR:-bundle}
 # render IMAGE: the olm.bundle blob of $BUNDLE_DIR with its image set.
 render() { bin/opm render "$BUNDLE_DIR" --output yaml | sed "s|^image: \"\"$|image: \"$1\"|"; }
 
+# changelog_names VERSION: CHANGELOG.md has a dated section for VERSION (Keep
+# a Changelog: "## [x.y.z] - YYYY-MM-DD"), or the error says what to write.
+changelog_names() {
+  local heading today
+  today=$(date -u +%F)
+  heading=$(awk -v h="## [$1]" 'index($0, h) == 1 { print; exit }' CHANGELOG.md 2>/dev/null || true)
+  if [ -z "$heading" ]; then
+    echo "CHANGELOG.md names no release $1: add its section, '## [$1] - $today', saying what changed for users (and how to upgrade), then record the release" >&2
+    return 1
+  fi
+  if ! [[ $heading =~ ^"## ["$1"] - "[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]]; then
+    echo "CHANGELOG.md's section for $1 is not dated ('$heading'): make it '## [$1] - $today' and commit that, then record the release" >&2
+    return 1
+  fi
+}
+
 if [ "${1:-}" = release ]; then
+  changelog_names "$VERSION" || exit 1
   mkdir -p "$RELEASES"
   if [ -n "$(git status --porcelain -- . ':!catalog/releases')" ]; then
     echo "the working tree has uncommitted changes: a release is recorded from a commit" >&2

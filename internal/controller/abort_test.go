@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 )
 
 // kubeletFor marks md's pods Ready every tick, but only those of revision
@@ -110,6 +111,7 @@ var _ = Describe("Beyond Deployment: abort to stable (on-failure Abort)", Ordere
 			g.Expect(cur.Status.CurrentRevision).To(Equal(stable))
 		}, timeout, interval).Should(Succeed())
 		cur := get(md)
+		Expect(upgrade.Rolling(cur)).To(BeFalse(), "back on its stable pods, an aborted rollout does not hold an operator upgrade")
 		Expect(cur.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:broken"), "the spec is not rewritten")
 		Expect(cur.Annotations).To(HaveKeyWithValue(appsv1beta1.AbortedRevisionAnnotation, bad))
 		Expect(cur.Status.UpdateRevision).To(Equal(bad))

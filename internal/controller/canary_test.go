@@ -13,6 +13,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 )
 
 // canaryStep reads the step md's controller recorded.
@@ -64,6 +65,7 @@ var _ = Describe("Beyond Deployment: canary steps", Ordered, ContinueOnFailure, 
 			g.Expect(progressing(md)()).To(HavePrefix(appsv1beta1.ReasonCanaryPaused + ":"))
 		}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(rec.of(md, appsv1beta1.ReasonProgressDeadlineExceeded)).To(BeEmpty())
+		Expect(upgrade.Rolling(get(md))).To(BeFalse(), "a canary waiting for a promote does not hold an operator upgrade")
 
 		By("a stale promote (step 2) ends nothing")
 		annotate(md, appsv1beta1.CanaryPromoteAnnotation, updateRev+"/2")

@@ -6,7 +6,12 @@
 //
 // A rollout that cannot finish by waiting does not hold upgrades: a paused
 // MyDeployment, one past its progress deadline, and one whose selector can
-// never work. Outside OLM (no OPERATOR_CONDITION_NAME) nothing is reported.
+// never work. Nor does one that waits on the user, which may take days: a
+// canary held at its partition or at a canary pause, and a rollout aborted
+// with every pod back on the stable revision. What such a rollout waits for
+// is recorded on the object (the partition, the canary step and when its
+// pause began, the aborted revision), so the upgraded operator goes on from
+// there. Outside OLM (no OPERATOR_CONDITION_NAME) nothing is reported.
 package upgrade
 
 import (
@@ -15,6 +20,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -67,15 +73,28 @@ func Evaluate(mds []appsv1beta1.MyDeployment, unobserved int) Verdict {
 }
 
 // Rolling reports whether md's rollout (or scale) is under way and will go
-// on by itself: not complete (nor held at its partition), not paused, not
-// past its deadline, and not stopped by a selector, strategy or opt-in
-// annotation that can never work.
+// on by itself: not complete (nor held at its partition or a canary pause),
+// not aborted and back on its stable pods, not paused, not past its
+// deadline, and not stopped by a selector, strategy or opt-in annotation
+// that can never work.
 func Rolling(md *appsv1beta1.MyDeployment) bool {
 	if md.DeletionTimestamp != nil || md.Spec.Paused || status.RolloutComplete(md, &md.Status) ||
-		status.DeadlineExceeded(&md.Status) {
+		status.DeadlineExceeded(&md.Status) || abortedAtStable(md) {
 		return false
 	}
 	c := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure)
 	return c == nil || (c.Reason != appsv1beta1.ReasonInvalidSelector && c.Reason != appsv1beta1.ReasonInvalidStrategy &&
 		c.Reason != appsv1beta1.ReasonInvalidAnnotation)
+}
+
+// abortedAtStable reports whether md's rollout is aborted (Progressing
+// RolloutAborted) and its pods are back: spec.replicas pods, all available,
+// none of the aborted revision, none terminating. Nothing moves then until
+// `rollout retry` or a new template; while pods are still going back, the
+// abort is a rollout like any other.
+func abortedAtStable(md *appsv1beta1.MyDeployment) bool {
+	st := &md.Status
+	return status.Aborted(st) && st.ObservedGeneration >= md.Generation && st.UpdatedReplicas == 0 &&
+		st.Replicas == ptr.Deref(md.Spec.Replicas, 1) && st.AvailableReplicas >= st.Replicas &&
+		ptr.Deref(st.TerminatingReplicas, 0) == 0
 }

@@ -36,6 +36,11 @@ func withCondition(t appsv1.DeploymentConditionType, s corev1.ConditionStatus, r
 
 func TestEvaluate(t *testing.T) {
 	unavailable := func(m *appsv1beta1.MyDeployment) { m.Status.AvailableReplicas = 1 }
+	// aborted: RolloutAborted with every pod back on the stable revision.
+	aborted := func(m *appsv1beta1.MyDeployment) {
+		m.Status.UpdatedReplicas = 0
+		withCondition(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted)(m)
+	}
 	cases := []struct {
 		name       string
 		mds        []appsv1beta1.MyDeployment
@@ -77,6 +82,32 @@ func TestEvaluate(t *testing.T) {
 			m.Status.UpdatedReplicas = 1
 			withCondition(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonPartitionAvailable)(m)
 		})}, 0, ReasonSettled, nil},
+		{"a canary paused until promote does not hold upgrades", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			m.Status.UpdatedReplicas = 1
+			withCondition(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused)(m)
+		})}, 0, ReasonSettled, nil},
+		{"a canary at a timed pause does not hold upgrades (the pause's start is on the object)", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			m.Status.UpdatedReplicas = 1
+			withCondition(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused)(m)
+			m.Status.Conditions[0].Message = "step 2 of 5: paused 10s, until 2026-11-27T22:01:40Z"
+		})}, 0, ReasonSettled, nil},
+		{"a canary step moving pods holds them", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			m.Status.UpdatedReplicas, m.Status.Replicas, m.Status.AvailableReplicas = 1, 4, 3
+			withCondition(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonRevisionUpdated)(m)
+		})}, 0, ReasonRolloutInProgress, []string{"ns/a"}},
+		{"an aborted rollout back on its stable pods does not hold upgrades", []appsv1beta1.MyDeployment{md("a", aborted)}, 0, ReasonSettled, nil},
+		{"an aborted rollout whose pods are going back holds them", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			aborted(m)
+			m.Status.UpdatedReplicas, m.Status.AvailableReplicas = 1, 2
+		})}, 0, ReasonRolloutInProgress, []string{"ns/a"}},
+		{"an aborted rollout with a pod still terminating holds them", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			aborted(m)
+			m.Status.TerminatingReplicas = ptr.To[int32](1)
+		})}, 0, ReasonRolloutInProgress, []string{"ns/a"}},
+		{"an aborted rollout changed since holds them until observed", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
+			aborted(m)
+			m.Generation = 3
+		})}, 0, ReasonRolloutInProgress, []string{"ns/a"}},
 		{"a failed create still holds them (it may succeed on retry)", []appsv1beta1.MyDeployment{md("a", func(m *appsv1beta1.MyDeployment) {
 			unavailable(m)
 			withCondition(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, appsv1beta1.ReasonFailedCreate)(m)

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blang/semver/v4"
+	"github.com/operator-framework/api/pkg/manifests"
+
 	"github.com/mydeployment-io/mydeployment-operator/test/olm/operatorhub"
 	"github.com/mydeployment-io/mydeployment-operator/test/olm/releases"
 )
@@ -14,8 +17,8 @@ import (
 // TestOperatorHubSubmission writes the community-operators submission of
 // bundle/ as `make operatorhub` does and runs the pipeline's offline static
 // checks on it: the layout is operators/<package>/<version>/{manifests,metadata}
-// plus ci.yaml in replaces mode, the CSV replaces the last release, and every
-// check passes.
+// plus ci.yaml in replaces mode, the CSV replaces the last release and skips
+// from every release (olm.skipRange), and every check passes.
 func TestOperatorHubSubmission(t *testing.T) {
 	releasesDir := filepath.Join("..", "..", "catalog", "releases")
 	out := t.TempDir()
@@ -46,6 +49,22 @@ func TestOperatorHubSubmission(t *testing.T) {
 	if len(released) > 0 {
 		if last := released[len(released)-1]; last.Name != s.Replaces && last.Version.String() != s.Version {
 			t.Errorf("the submission replaces %q, want the last release %s", s.Replaces, last.Name)
+		}
+		// Every release upgrades to this one in one step: the skipRange
+		// (OLM v0 and v1 read it; blang/semver ranges, as both parse it).
+		bundle, err := manifests.GetBundleFromDir(s.BundleDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipRange := bundle.CSV.Annotations["olm.skipRange"]
+		in, err := semver.ParseRange(skipRange)
+		if err != nil {
+			t.Fatalf("olm.skipRange %q: %v", skipRange, err)
+		}
+		for _, b := range released {
+			if b.Version.String() != s.Version && !in(b.Version) {
+				t.Errorf("olm.skipRange %q leaves out release %s: it cannot upgrade to %s in one step", skipRange, b.Version, s.Version)
+			}
 		}
 	}
 

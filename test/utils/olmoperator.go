@@ -39,6 +39,9 @@ type OLMOperator struct {
 	ServiceAccount string // the one the CSV's permissions are for
 	// WorkDir holds the managers' logs, kubeconfigs and certificates.
 	WorkDir string
+	// Binary is the manager StartManager runs: bin/manager when empty, an
+	// earlier release's (ReleaseManager) while that release is installed.
+	Binary string
 
 	managers []*Process
 	added    []string
@@ -140,14 +143,21 @@ func (o *OLMOperator) StartManager(projectDir string, extraEnv ...string) {
 		"jsonpath={.spec.template.spec.serviceAccountName}")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(sa).To(Equal(o.ServiceAccount))
-	for _, pod := range o.Pods() {
-		o.managers = append(o.managers, o.startOne(projectDir, pod, secret, extraEnv))
+	binary := o.binary(projectDir)
+	pods := o.Pods()
+	bindPod := bindsPodAddress(binary)
+	if !bindPod && len(pods) > 1 {
+		Fail(fmt.Sprintf("%s has no --webhook-bind-address, so its %d host managers cannot each bind their pod's IP", binary, len(pods)))
+	}
+	for _, pod := range pods {
+		o.managers = append(o.managers, o.startOne(binary, bindPod, pod, secret, extraEnv))
 	}
 }
 
 // startOne runs the manager on the host as pod, serving the webhook at the
-// pod's IP with the certificate in secret, and waits until it listens there.
-func (o *OLMOperator) startOne(projectDir string, pod OperatorPod, secret string, extraEnv []string) *Process {
+// pod's IP (bound to it where bindPod) with the certificate in secret, and
+// waits until it listens there.
+func (o *OLMOperator) startOne(binary string, bindPod bool, pod OperatorPod, secret string, extraEnv []string) *Process {
 	By(fmt.Sprintf("running the manager on the host as pod %s (%s)", pod.Name, pod.IP))
 	if out, err := exec.Command("ip", "addr", "add", pod.IP+"/32", "dev", "lo").CombinedOutput(); err != nil {
 		Expect(string(out)).To(Or(ContainSubstring("File exists"), ContainSubstring("already assigned")),
@@ -182,13 +192,16 @@ func (o *OLMOperator) startOne(projectDir string, pod OperatorPod, secret string
 	}
 	env := append(o.PodEnv(pod.Name), extraEnv...)
 	env = append(env, "KUBECONFIG="+kubeconfig)
-	manager, err := Start("manager", filepath.Join(o.WorkDir, "manager-"+pod.Name+".log"), env,
+	args := []string{"--webhook-cert-path=" + certDir,
 		// Leader election as in the pods: the lease is in the operator's
 		// namespace, which the install need not target.
-		filepath.Join(projectDir, "bin", "manager"), "--webhook-cert-path="+certDir,
-		"--webhook-bind-address="+addr,
-		"--leader-elect", "--leader-election-namespace="+o.Namespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
+		"--leader-elect", "--leader-election-namespace=" + o.Namespace,
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"}
+	if bindPod {
+		args = append(args, "--webhook-bind-address="+addr)
+	}
+	manager, err := Start("manager", filepath.Join(o.WorkDir, "manager-"+pod.Name+".log"), env,
+		binary, args...)
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func() error {
 		if exited, err := manager.Exited(); exited {
@@ -201,6 +214,21 @@ func (o *OLMOperator) startOne(projectDir string, pod OperatorPod, secret string
 		return err
 	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the webhook server listens at the pod's address")
 	return manager
+}
+
+func (o *OLMOperator) binary(projectDir string) string {
+	if o.Binary != "" {
+		return o.Binary
+	}
+	return filepath.Join(projectDir, "bin", "manager")
+}
+
+// bindsPodAddress says whether the manager binary has --webhook-bind-address
+// (releases before 0.3.0 do not: their webhook server binds :9443 on every
+// address, which serves a single pod's IP as well).
+func bindsPodAddress(binary string) bool {
+	out, _ := exec.Command(binary, "--help").CombinedOutput() // exits 0 or 2 after the usage
+	return strings.Contains(string(out), "-webhook-bind-address")
 }
 
 // StopManager stops the host managers, if any run.

@@ -39,6 +39,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/configroll"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
@@ -186,6 +187,10 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 			"-n", samples, "md", "mydeployment-sample"), 2*time.Minute, time.Second).Should(Equal("3/3/True"))
 		Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}/{.status.service.readyEndpoints}`,
 			"-n", samples, "mdapp", "application-sample"), 2*time.Minute, time.Second).Should(Equal("True/1"))
+	})
+
+	It("rolls a MyDeployment on a config change: the install lets it read config where it may create pods", func() {
+		configroll.Check(samples)
 	})
 
 	It("lets a user bound only to the built-in edit ClusterRole create, scale and roll back MyDeployments and Applications; view may read, not write", func() {

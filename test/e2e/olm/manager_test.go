@@ -17,7 +17,12 @@ limitations under the License.
 package olm
 
 import (
+	"regexp"
 	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
@@ -61,5 +66,41 @@ func canI(user, ns, verb, resource string) func() string {
 }
 
 func stopManager() { operator.StopManager() }
+
+// operatorQuiet is how long OLM must leave the operator's Deployment and CSV
+// as they are before the suite takes over the pod.
+const operatorQuiet = 20 * time.Second
+
+// waitOperatorSettled waits until CSV v is Succeeded and OLM has left it and
+// the operator's Deployment alone for operatorQuiet. Right after an upgrade
+// OLM may install the CSV once more (reason NeedsCertRotation: the webhook
+// certificate's Secret went with the old CSV), rolling the operator's pod
+// again within seconds; the manager must stand for the pod that stays.
+func waitOperatorSettled(v string) {
+	GinkgoHelper()
+	By("waiting until OLM leaves the upgraded operator alone (it may refresh the webhook certificate once more)")
+	// state is "generation=observed updated=available=replicas phase" when
+	// rolled out: the Deployment's, the CSV's phase.
+	state := func() string {
+		return utils.JSONPath("{.metadata.generation}={.status.observedGeneration} {.status.updatedReplicas}={.status.availableReplicas}={.status.replicas}",
+			"-n", operatorNamespace, "deployment", operatorDeployment)() + " " +
+			utils.JSONPath("{.status.phase}", "-n", operatorNamespace, "csv", "mydeployment-operator.v"+v)()
+	}
+	rolledOut := regexp.MustCompile(`^(\d+)=(\d+) (\d+)=(\d+)=(\d+) Succeeded$`)
+	last, since := "", time.Now()
+	Eventually(func() string {
+		if now := state(); now != last {
+			last, since = now, time.Now()
+		}
+		m := rolledOut.FindStringSubmatch(last)
+		switch {
+		case m == nil || m[1] != m[2] || m[3] != m[4] || m[4] != m[5]:
+			return "not rolled out: " + last
+		case time.Since(since) < operatorQuiet:
+			return "quiet for less than " + operatorQuiet.String() + ": " + last
+		}
+		return "settled"
+	}, 3*time.Minute, time.Second).Should(Equal("settled"))
+}
 
 func removeAddresses() { operator.RemoveAddresses() }

@@ -27,6 +27,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/configroll"
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/inflight"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
@@ -87,7 +89,15 @@ var _ = Describe("the operator through OLM", Ordered, func() {
 	prev := ""
 	csv := func(v string) string { return pkg + ".v" + v }
 
-	BeforeAll(func() { prev = utils.PreviousRelease(projectDir, version) })
+	// workloads are in flight when the upgrade lands (test/e2e/inflight).
+	var workloads *inflight.Workloads
+
+	BeforeAll(func() {
+		prev = utils.PreviousRelease(projectDir, version)
+		// Until the upgrade, the operator pod runs the previous release's
+		// own manager, built from the commit it was released from.
+		operator.Binary = utils.ReleaseManager(projectDir, prev)
+	})
 
 	It("installs the previous release from the catalog through a Subscription", func() {
 		apply(fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
@@ -154,10 +164,16 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		Expect(err).NotTo(HaveOccurred(), "only the webhook refuses it")
 	})
 
+	It("leaves workloads in every state with the previous release's manager: a canary held at a pause, an Application", func() {
+		workloads = inflight.Create(targets[1], filepath.Join(projectDir, "bin", "kubectl-mydeployment"))
+		workloads.WaitSettled()
+	})
+
 	It("holds the upgrade while a rollout runs: the operator reports Upgradeable=False to OLM", func() {
 		upgradeable := jsonpath(`{.spec.conditions[?(@.type=="Upgradeable")].status}`,
 			"-n", operatorNamespace, "operatorcondition", csv(prev))
-		Eventually(upgradeable, time.Minute, time.Second).Should(Equal("True"), "settled before the rollout")
+		Eventually(upgradeable, time.Minute, time.Second).Should(Equal("True"),
+			"settled before the rollout: a canary waiting for a promote holds nothing")
 
 		By("starting a slow rollout (each new pod counts as available only after 10 s)")
 		kubectl("-n", targets[0], "patch", "md", "mydeployment-sample", "--type=merge", "-p",
@@ -177,33 +193,37 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 			return jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))() + " " + image()
 		}, 5*time.Second, time.Second).Should(Equal("Pending "+oldImage), "no upgrade while Upgradeable=False")
 
-		By("the rollout completes, the operator says Upgradeable=True again")
+		By("the old operator starts an in-place update while OLM holds the upgrade (its webhook still answers)")
+		workloads.StartInPlace()
+
+		By("the slow rollout completes; the in-place update still holds the upgrade")
 		Eventually(jsonpath("{.status.updatedReplicas}/{.status.availableReplicas}", "-n", targets[0], "md", "mydeployment-sample"),
 			2*time.Minute, time.Second).Should(Equal("3/3"))
-		// OLM goes on with the upgrade as soon as it reads True, and deletes
-		// the old CSV's OperatorCondition with it: either sight will do.
-		newPhase := jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))
-		Eventually(func() string {
-			if upgradeable() == "True" {
-				return "released"
-			}
-			switch phase := newPhase(); phase {
-			case "InstallReady", "Installing", "Succeeded":
-				return "released"
-			default:
-				return "held: " + phase
-			}
-		}, time.Minute, time.Second).Should(Equal("released"))
+		message := jsonpath(`{.spec.conditions[?(@.type=="Upgradeable")].message}`, "-n", operatorNamespace, "operatorcondition", csv(prev))
+		Eventually(message, time.Minute, time.Second).Should(And(ContainSubstring(inflight.InPlace), Not(ContainSubstring("mydeployment-sample"))),
+			"the operator names what still rolls")
+		Expect(upgradeable()).To(Equal("False"))
 	})
 
-	It("upgrades to this version when the catalog publishes it, leaving MyDeployments and their pods alone", func() {
-		before := podUIDs()
-		Expect(before).To(HaveLen(3 * len(targets)))
-		generations := mdGenerations()
+	var before, generations []string
 
-		By("OLM goes on with the upgrade it held")
-		Eventually(jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version)), 4*time.Minute, time.Second).
-			Should(Equal("Succeeded"))
+	It("upgrades to this version in the middle of the in-place update when an admin overrides the hold, leaving MyDeployments and their pods alone", func() {
+		before = podUIDs()
+		Expect(before).To(HaveLen(3 * len(targets)))
+		workloads.Snapshot()
+		generations = mdGenerations()
+
+		By("a cluster admin forces the upgrade: the OperatorCondition's spec.overrides says Upgradeable=True")
+		kubectl("-n", operatorNamespace, "patch", "operatorcondition", csv(prev), "--type=merge", "-p",
+			`{"spec":{"overrides":[{"type":"Upgradeable","status":"True","reason":"ForcedByAdmin","message":"e2e: upgrade mid-rollout"}]}}`)
+		phase := jsonpath("{.status.phase}", "-n", operatorNamespace, "csv", csv(version))
+		Eventually(phase, time.Minute, 200*time.Millisecond).Should(BeElementOf("InstallReady", "Installing", "Succeeded"))
+
+		By("OLM replaces the old operator pod: its manager stops mid-way through the in-place update")
+		stopManager()
+		workloads.ExpectUnderWay()
+
+		Eventually(phase, 4*time.Minute, time.Second).Should(Equal("Succeeded"))
 		Expect(jsonpath("{.spec.replaces}", "-n", operatorNamespace, "csv", csv(version))()).To(Equal(csv(prev)))
 		Eventually(jsonpath("{.items[*].metadata.name}", "-n", operatorNamespace, "csv"), time.Minute, time.Second).
 			Should(Equal(csv(version)), "the old CSV is gone")
@@ -216,15 +236,20 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 			Eventually(canI(sa, ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), ns)
 		}
 		Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal("no"), outside)
+		waitOperatorSettled(version)
+		workloads.ExpectUnderWay()
+	})
 
-		By("the running workloads did not notice")
+	It("runs this version's manager, which finishes what the old one left and changes nothing else", func() {
+		operator.Binary = "" // bin/manager
+		startManager()
+		workloads.ExpectKept()
 		Expect(podUIDs()).To(Equal(before))
 		Expect(mdGenerations()).To(Equal(generations), "no MyDeployment's spec changed")
-		Expect(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
-			"applications.apps.mydeployment.io")()).To(Equal("True"), "the upgrade brought the second CRD")
+		workloads.ExpectGoesOn()
+		configroll.Check(targets[0])
 
-		By("the new operator pod takes over: scaling works and the webhook still guards admission")
-		startManager()
+		By("scaling works and the webhook still guards admission")
 		kubectl("-n", targets[0], "scale", "md", "mydeployment-sample", "--replicas=4")
 		Eventually(jsonpath("{.status.availableReplicas}", "-n", targets[0], "md", "mydeployment-sample"),
 			2*time.Minute, time.Second).Should(Equal("4"))
@@ -291,6 +316,13 @@ spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespa
 			sa := serviceAccountUser(mode.ns, operatorServiceAccount)
 			Eventually(canI(sa, mode.ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), mode.ns)
 			Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal(mode.elsewhere), outside)
+
+			By("the operator of this install reads config where it may create pods: rollouts on config change work")
+			op := &utils.OLMOperator{Namespace: mode.ns, Deployment: operatorDeployment, ServiceAccount: operatorServiceAccount, WorkDir: workDir}
+			op.StartManager(projectDir, "OPERATOR_NAMESPACE="+mode.ns)
+			configroll.Check(mode.ns)
+			op.StopManager()
+
 			kubectl("-n", mode.ns, "delete", "subscription", pkg)
 			kubectl("-n", mode.ns, "delete", "csv", csv(version))
 			kubectl("-n", mode.ns, "delete", "operatorgroup", "mydeployment")

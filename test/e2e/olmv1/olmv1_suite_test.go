@@ -348,7 +348,7 @@ var _ = ReportAfterEach(func(report SpecReport) {
 	for _, args := range [][]string{
 		{"get", "clustercatalogs,clusterextensions", "-o", "yaml"},
 		{"get", "certificates,certificaterequests,issuers", "-A", "-o", "wide"},
-		{"get", "deployments,pods,mydeployments", "-A", "-o", "wide"},
+		{"get", "deployments,pods,mydeployments,applications", "-A", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 	} {
 		out, _ := utils.Kubectl(args...)

@@ -27,6 +27,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/configroll"
+	"github.com/mydeployment-io/mydeployment-operator/test/e2e/inflight"
+	"github.com/mydeployment-io/mydeployment-operator/test/olm/crdsafety"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
@@ -36,6 +39,8 @@ const (
 	// the bundle as (spec.serviceAccount).
 	installer = "mydeployment-installer"
 	workloads = "md-a"
+	// inFlight holds the workloads in flight when the upgrade lands.
+	inFlight = "md-inflight"
 )
 
 // operator is the Deployment OLM v1 makes from the CSV; the suite runs the
@@ -145,6 +150,9 @@ spec:
 
 	It("runs as OLM v1 set it up, with no OperatorCondition: reconciles and serves the webhook", func() {
 		operator.WorkDir = workDir
+		// Until the upgrade, the operator pod runs the previous release's
+		// own manager, built from the commit it was released from.
+		operator.Binary = utils.ReleaseManager(projectDir, prev)
 		pod, _ := operator.Pod()
 		env := operator.PodEnv(pod)
 		Expect(strings.Join(env, " ")).NotTo(ContainSubstring("OPERATOR_CONDITION_NAME"), "OLM v1 has no OperatorCondition")
@@ -161,36 +169,62 @@ spec:
 		expectWebhookRefuses()
 	})
 
-	It("blocks the upgrade to this version while CRD upgrade safety is enforced (catalog/crd-upgrade-breaks.yaml)", func() {
-		kubectl("patch", "clusterextension", pkg, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"source":{"catalog":{"version":%q}}}}`, version))
-		Eventually(conditionOf(pkg, "Progressing"), 2*time.Minute, time.Second).Should(
-			ContainSubstring(`validating upgrade for CRD "mydeployments.apps.mydeployment.io"`))
-		Expect(extension("{.status.install.bundle.name}")()).To(Equal(pkg+".v"+prev), "still the previous release")
+	// flight is in flight when the upgrade lands (test/e2e/inflight).
+	var flight *inflight.Workloads
+
+	It("leaves workloads in every state with the previous release's manager: a canary held at a pause, an Application", func() {
+		kubectl("create", "namespace", inFlight)
+		flight = inflight.Create(inFlight, filepath.Join(projectDir, "bin", "kubectl-mydeployment"))
+		flight.WaitSettled()
 	})
 
-	It("upgrades to this version with enforcement None, leaving MyDeployments and their pods alone", func() {
-		before := podUIDs()
-		Expect(before).To(HaveLen(3))
-		generation := jsonpath("{.metadata.generation}", "-n", workloads, "md", "mydeployment-sample")()
+	var before []string
+	var generation string
 
-		// The breaks since the last release are deliberate and listed in
-		// catalog/crd-upgrade-breaks.yaml (tested in test/olm): this one
-		// upgrade turns the preflight off; later ones need not.
-		kubectl("patch", "clusterextension", pkg, "--type=merge", "-p",
-			`{"spec":{"install":{"preflight":{"crdUpgradeSafety":{"enforcement":"None"}}}}}`)
+	It("upgrades to this version in the middle of an in-place update, leaving MyDeployments and their pods alone", func() {
+		before = podUIDs()
+		Expect(before).To(HaveLen(3))
+		generation = jsonpath("{.metadata.generation}", "-n", workloads, "md", "mydeployment-sample")()
+		// OLM v1 holds no upgrade for a rollout (no OperatorCondition): it
+		// lands in the middle of this one.
+		flight.StartInPlace()
+		flight.Snapshot()
+
+		kubectl("patch", "clusterextension", pkg, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"source":{"catalog":{"version":%q}}}}`, version))
+		if breaks := acceptedBreaks(version); len(breaks) > 0 {
+			By(fmt.Sprintf("CRD upgrade safety (Strict) blocks the upgrade: this version breaks %d rule(s) on purpose (catalog/crd-upgrade-breaks.yaml)", len(breaks)))
+			Eventually(conditionOf(pkg, "Progressing"), 2*time.Minute, time.Second).Should(
+				ContainSubstring(`validating upgrade for CRD "` + breaks[0].CRD + `"`))
+			Expect(extension("{.status.install.bundle.name}")()).To(Equal(pkg+".v"+prev), "still the previous release")
+			// Listed and tested in test/olm: this one upgrade turns the
+			// preflight off; later ones need not.
+			kubectl("patch", "clusterextension", pkg, "--type=merge", "-p",
+				`{"spec":{"install":{"preflight":{"crdUpgradeSafety":{"enforcement":"None"}}}}}`)
+		} else {
+			By("CRD upgrade safety stays Strict: this version breaks no rule (catalog/crd-upgrade-breaks.yaml lists none for it)")
+		}
 		Eventually(extension("{.status.install.bundle.name}"), 4*time.Minute, time.Second).Should(Equal(pkg + ".v" + version))
 		Eventually(conditionOf(pkg, "Installed"), time.Minute, time.Second).Should(HavePrefix("True Succeeded"))
 		Eventually(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
-			"applications.apps.mydeployment.io"), time.Minute, time.Second).Should(Equal("True"), "the upgrade brought the second CRD")
+			"applications.apps.mydeployment.io"), time.Minute, time.Second).Should(Equal("True"))
 		Eventually(jsonpath("{.spec.template.spec.containers[0].image}", "-n", operatorNamespace, "deployment", operator.Deployment),
 			time.Minute, time.Second).Should(HaveSuffix(":v" + version))
 
-		By("the running workloads did not notice")
+		By("the old operator pod is gone: its manager stops mid-way through the in-place update")
+		operator.StopManager()
+		flight.ExpectUnderWay()
+	})
+
+	It("runs this version's manager, which finishes what the old one left and changes nothing else", func() {
+		operator.Binary = "" // bin/manager
+		operator.StartManager(projectDir)
+		flight.ExpectKept()
 		Expect(podUIDs()).To(Equal(before))
 		Expect(jsonpath("{.metadata.generation}", "-n", workloads, "md", "mydeployment-sample")()).To(Equal(generation))
+		flight.ExpectGoesOn()
+		configroll.Check(inFlight)
 
-		By("the new operator pod takes over: scaling works and the webhook still guards admission")
-		operator.StartManager(projectDir)
+		By("scaling works and the webhook still guards admission")
 		kubectl("-n", workloads, "scale", "md", "mydeployment-sample", "--replicas=4")
 		Eventually(jsonpath("{.status.availableReplicas}", "-n", workloads, "md", "mydeployment-sample"),
 			2*time.Minute, time.Second).Should(Equal("4"))
@@ -198,3 +232,17 @@ spec:
 		expectWebhookRefuses()
 	})
 })
+
+// acceptedBreaks lists the CRD changes catalog/crd-upgrade-breaks.yaml
+// accepts for version v: what OLM v1's CRD upgrade safety refuses.
+func acceptedBreaks(v string) []crdsafety.AcceptedBreak {
+	all, err := crdsafety.LoadAccepted(filepath.Join(projectDir, "catalog", "crd-upgrade-breaks.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var out []crdsafety.AcceptedBreak
+	for _, a := range all {
+		if a.Version == v {
+			out = append(out, a)
+		}
+	}
+	return out
+}

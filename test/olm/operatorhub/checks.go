@@ -179,9 +179,13 @@ func NoNetworkPolicy(bundle *manifests.Bundle) []error {
 
 // UpdateGraph checks the package's update graph, made of the released
 // bundles and csv (a release of csv's name is replaced by csv), has no
-// dangling bundle: every `replaces` and `skips` names a bundle of the graph,
-// and every bundle can be reached from the channel head (the newest version)
-// through them. One channel holds every bundle, as in hack/catalog.sh.
+// dangling edge and no dangling bundle: every `replaces` and `skips` names a
+// bundle of the graph, and every bundle can be reached from the channel head
+// (the newest version) through them, as opm validate requires of a channel.
+// A released bundle's edges are its CSV's and the `replaces` its own
+// submission was written with ([Edges]): catalog/releases records bundles as
+// `make bundle` made them, before Write added the edges. One channel holds
+// every bundle, as in hack/catalog.sh.
 func UpdateGraph(released []releases.Bundle, csv *v1alpha1.ClusterServiceVersion) []error {
 	type node struct {
 		version semver.Version
@@ -196,7 +200,11 @@ func UpdateGraph(released []releases.Bundle, csv *v1alpha1.ClusterServiceVersion
 		if err != nil {
 			return []error{fmt.Errorf("update graph: %w", err)}
 		}
-		nodes[b.Name] = node{version: b.Version, edges: upgradeEdges(old)}
+		edges := upgradeEdges(old)
+		if replaces, _ := Edges(released, b.Version); replaces != "" && !slices.Contains(edges, replaces) {
+			edges = append(edges, replaces)
+		}
+		nodes[b.Name] = node{version: b.Version, edges: edges}
 	}
 	nodes[csv.Name] = node{version: csv.Spec.Version.Version, edges: upgradeEdges(csv)}
 

@@ -1,12 +1,15 @@
 package operatorhub
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/olm/releases"
 )
 
 var (
@@ -57,6 +60,20 @@ func (s submission) annotate(key, value string) {
 // submission Write makes from bundle/: each must fail with its reason, and
 // the unbroken copy must pass.
 func TestCheckFailsOnBrokenSubmissions(t *testing.T) {
+	_, bundleCSV, err := findCSV(filepath.Join(repoBundle, "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	released, err := releases.Load(repoReleases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(released) < 2 {
+		t.Fatalf("catalog/releases holds %d releases; the graph rows need two", len(released))
+	}
+	// cur is this bundle, newest the release it replaces, oldest the first release.
+	cur, version := bundleCSV.Name, bundleCSV.Spec.Version.String()
+	newest, oldest := released[len(released)-1].Name, released[0].Name
 	cases := []struct {
 		name   string
 		break_ func(s submission)
@@ -91,9 +108,9 @@ func TestCheckFailsOnBrokenSubmissions(t *testing.T) {
 			break_: func(s submission) { s.csv(func(spec, _ map[string]any) { delete(spec, "links") }) }},
 		{name: "version not semver", want: `CSV spec.version "0.2" is not a semver version`,
 			break_: func(s submission) { s.csv(func(spec, _ map[string]any) { spec["version"] = "0.2" }) }},
-		{name: "CSV name without the package", want: `CSV name "mydeployment.v0.2.0" is not "mydeployment-operator.v0.2.0"`,
+		{name: "CSV name without the package", want: fmt.Sprintf(`CSV name "mydeployment.v%[1]s" is not "mydeployment-operator.v%[1]s"`, version),
 			break_: func(s submission) {
-				s.csv(func(_, meta map[string]any) { meta["name"] = "mydeployment.v0.2.0" })
+				s.csv(func(_, meta map[string]any) { meta["name"] = "mydeployment.v" + version })
 			}},
 		{name: "package annotation not the folder", want: `annotation operators.operatorframework.io.bundle.package.v1 is "mydeployment", the package folder is "mydeployment-operator"`,
 			break_: func(s submission) { s.annotate(PackageAnnotation, "mydeployment") }},
@@ -104,16 +121,24 @@ func TestCheckFailsOnBrokenSubmissions(t *testing.T) {
 					s.t.Fatal(err)
 				}
 			}},
-		{name: "replaces a bundle that was never released", want: "update graph: mydeployment-operator.v0.2.0 replaces or skips mydeployment-operator.v0.1.5, which is not a bundle of the package",
+		{name: "replaces a bundle that was never released: a dangling edge",
+			want: "update graph: " + cur + " replaces or skips mydeployment-operator.v0.1.5, which is not a bundle of the package",
 			break_: func(s submission) {
 				s.csv(func(spec, _ map[string]any) { spec["replaces"] = "mydeployment-operator.v0.1.5" })
 			}},
-		{name: "replaces nothing: 0.1.0 dangling", want: "update graph: mydeployment-operator.v0.1.0 is dangling",
+		{name: "skips a bundle that was never released: a dangling edge",
+			want: "update graph: " + cur + " replaces or skips mydeployment-operator.v0.1.5, which is not a bundle of the package",
+			break_: func(s submission) {
+				s.csv(func(spec, _ map[string]any) { spec["skips"] = []any{"mydeployment-operator.v0.1.5"} })
+			}},
+		{name: "replaces nothing: the newest release dangling", want: "update graph: " + newest + " is dangling",
 			break_: func(s submission) { s.csv(func(spec, _ map[string]any) { delete(spec, "replaces") }) }},
-		{name: "skips instead of replaces", break_: func(s submission) {
+		{name: "replaces the first release, not the newest: the newest dangling", want: "update graph: " + newest + " is dangling",
+			break_: func(s submission) { s.csv(func(spec, _ map[string]any) { spec["replaces"] = oldest }) }},
+		{name: "skips the newest release instead of replacing it", break_: func(s submission) {
 			s.csv(func(spec, _ map[string]any) {
 				delete(spec, "replaces")
-				spec["skips"] = []any{"mydeployment-operator.v0.1.0"}
+				spec["skips"] = []any{newest}
 			})
 		}},
 		{name: "OpenShift older than minKubeVersion", want: `minKubeVersion 1.30.0 is above Kubernetes 1.25 of OpenShift 4.12, the oldest com.redhat.openshift.versions="v4.12-v4.20" targets`,

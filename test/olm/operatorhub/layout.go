@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
 
@@ -70,11 +71,8 @@ func Write(o Options) (Submission, error) {
 	}
 	s.PackageDir = filepath.Join(o.OutDir, "operators", s.Package)
 	s.BundleDir = filepath.Join(s.PackageDir, s.Version)
-	skipRange := ""
-	if prev, ok := releases.Latest(released, csv.Spec.Version.Version); ok {
-		s.Replaces = prev.Name
-		skipRange = fmt.Sprintf(">=%s <%s", released[0].Version, s.Version)
-	}
+	var skipRange string
+	s.Replaces, skipRange = Edges(released, csv.Spec.Version.Version)
 
 	if err := os.RemoveAll(s.PackageDir); err != nil {
 		return s, fmt.Errorf("clearing %s: %w", s.PackageDir, err)
@@ -93,6 +91,24 @@ func Write(o Options) (Submission, error) {
 		return s, fmt.Errorf("writing ci.yaml: %w", err)
 	}
 	return s, nil
+}
+
+// Edges are the upgrade edges of version v in a package whose earlier
+// releases are released (as releases.Load returns them, oldest first): the
+// CSV name of the newest release below v, which v replaces, and a skipRange
+// from the oldest release up to v, so every release can upgrade straight to
+// v. OLM v0 (its resolver takes a bundle that replaces, skips or has a
+// skipRange holding the installed version) and OLM v1 (operator-controller's
+// successors: the same three) both read a skipRange; opm validate's graph
+// check reads only replaces and skips, so the replaces chain is what keeps
+// each release in the channel. hack/catalog.sh writes the same edges into
+// our own catalog's channel. Both are empty when no release is below v.
+func Edges(released []releases.Bundle, v semver.Version) (replaces, skipRange string) {
+	prev, ok := releases.Latest(released, v)
+	if !ok {
+		return "", ""
+	}
+	return prev.Name, fmt.Sprintf(">=%s <%s", released[0].Version, v)
 }
 
 // readAnnotations returns the annotations of a bundle's metadata/annotations.yaml.
