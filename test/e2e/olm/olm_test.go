@@ -322,6 +322,7 @@ spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespa
 			op.StartManager(projectDir, "OPERATOR_NAMESPACE="+mode.ns)
 			configroll.Check(mode.ns)
 			op.StopManager()
+			op.RemoveAddresses()
 
 			kubectl("-n", mode.ns, "delete", "subscription", pkg)
 			kubectl("-n", mode.ns, "delete", "csv", csv(version))
