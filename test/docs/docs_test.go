@@ -391,33 +391,45 @@ func declaredKeys(t *testing.T) map[string]bool {
 	t.Helper()
 	keys := map[string]bool{}
 	for _, dir := range []string{"api/v1beta1", "internal/optin"} {
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), func(fi os.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, pkg := range pkgs {
-			ast.Inspect(pkg, func(n ast.Node) bool {
-				gen, ok := n.(*ast.GenDecl)
-				if !ok || gen.Tok != token.CONST {
-					return true
-				}
-				for _, spec := range gen.Specs {
-					for _, v := range spec.(*ast.ValueSpec).Values {
-						if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							if s, err := strconv.Unquote(lit.Value); err == nil {
-								keys[s] = true
-							}
-						}
-					}
-				}
-				return true
-			})
+		for value := range stringConstants(t, dir) {
+			keys[value] = true
 		}
 	}
 	return keys
+}
+
+// stringConstants are the string constants the Go files of dir (no tests)
+// declare: value to constant name.
+func stringConstants(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, pkg := range pkgs {
+		ast.Inspect(pkg, func(n ast.Node) bool {
+			gen, ok := n.(*ast.GenDecl)
+			if !ok || gen.Tok != token.CONST {
+				return true
+			}
+			for _, spec := range gen.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING && i < len(vs.Names) {
+						if s, err := strconv.Unquote(lit.Value); err == nil {
+							out[s] = vs.Names[i].Name
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
 }
 
 // keyRef is an apps.mydeployment.io/ key not preceded by a name part (so not
