@@ -47,6 +47,8 @@ var apiUses = []apiUse{
 	{"", "v1", "nodes", "1.0", "drain SurgeFirst"},
 	{"", "v1", "events", "1.0", "leader election's events"},
 	{"apps", "v1", "controllerrevisions", "1.9", ""},
+	{"apps", "v1", "deployments", "1.9", "adopt-from: the Deployment a migration hands over"},
+	{"apps", "v1", "replicasets", "1.9", "adopt-from: that Deployment's ReplicaSets"},
 	{"autoscaling", "v2", "horizontalpodautoscalers", "1.23", "Application"},
 	{"discovery.k8s.io", "v1", "endpointslices", "1.21", "Application's ready endpoints"},
 	{"events.k8s.io", "v1", "events", "1.19", "controller-runtime's event recorder"},
