@@ -125,6 +125,9 @@ func countFile(path string, windows []*window, out []requests) error {
 			continue
 		}
 		for i, w := range windows {
+			if ev.Received.After(w.End) {
+				w.AuditCovered = true
+			}
 			if ev.Received.Before(w.Start) || ev.Received.After(w.End) {
 				continue
 			}
