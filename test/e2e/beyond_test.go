@@ -157,6 +157,9 @@ spec:
 		// maxUnavailable 2 would let two pods go at once; the budget allows one.
 		kubectl("patch", "md/guarded", "--type=merge", "-p",
 			`{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":2}}}}`)
+		// maxUnavailable: kube-controller-manager reads the MyDeployment's
+		// scale; before it can, the budget fails and backs off.
+		waitForKCMToKnowTheCRDs()
 		_, err := utils.KubectlStdin(`apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: guarded}

@@ -48,6 +48,25 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "e2e suite")
 }
 
+// crdsEstablished is when BeforeSuite saw the CRDs Established.
+var crdsEstablished time.Time
+
+// kcmMapperRefresh is how often kube-controller-manager rebuilds its
+// RESTMapper (controllermanager.go resets it every 30 s). Until it has, its
+// disruption and HPA controllers answer "no matches for kind MyDeployment",
+// and the disruption controller then retries a PDB with backoff.
+const kcmMapperRefresh = 30 * time.Second
+
+// waitForKCMToKnowTheCRDs waits until kube-controller-manager has rebuilt
+// its RESTMapper since the CRDs were established (a cluster's CRDs are
+// usually older than that; this suite's are seconds old).
+func waitForKCMToKnowTheCRDs() {
+	if wait := time.Until(crdsEstablished.Add(kcmMapperRefresh + 5*time.Second)); wait > 0 {
+		By(fmt.Sprintf("waiting %s: kube-controller-manager's RESTMapper learns the CRDs every %s", wait.Round(time.Second), kcmMapperRefresh))
+		time.Sleep(wait)
+	}
+}
+
 var _ = BeforeSuite(func() {
 	var err error
 	projectDir, err = utils.GetProjectDir()
@@ -65,6 +84,7 @@ var _ = BeforeSuite(func() {
 			return out
 		}, time.Minute, 200*time.Millisecond).Should(Equal("True"), crd)
 	}
+	crdsEstablished = time.Now()
 
 	By("starting the manager binary")
 	managerLog = filepath.Join(projectDir, "bin", "e2e-manager.log")

@@ -38,6 +38,11 @@ var _ = Describe("migrate and eject on a local cluster", Ordered, func() {
 	var cs *kubernetes.Clientset
 	BeforeAll(func() {
 		cs = clientset()
+		// The hand-over makes the PDB's and the HPA's target a MyDeployment,
+		// which kube-controller-manager must be able to map (seen: the suite's
+		// first spec, its PDB stuck at expectedPods 0 with "no matches for
+		// kind MyDeployment" for over a minute).
+		waitForKCMToKnowTheCRDs()
 		utils.MustKubectl("create", "namespace", ns)
 		utils.MustApply(fmt.Sprintf(migrateObjects, ns))
 		Eventually(utils.JSONPath("{.status.availableReplicas}", "-n", ns, "deployment", "web"), 2*time.Minute, time.Second).Should(Equal("10"))
