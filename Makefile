@@ -170,7 +170,7 @@ test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local clus
 INSTALL_CLUSTER ?= mydeployment-install
 INSTALL_POD_CIDR ?= 10.213.0.0/24
 .PHONY: test-install
-test-install: build build-installer kwok-tools ## Install dist/install.yaml on a throwaway local cluster, check the self-managed webhook certificate, then undeploy.
+test-install: build plugin build-installer kwok-tools ## Install dist/install.yaml on a throwaway local cluster, check the self-managed webhook certificate, then undeploy.
 	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
 	  KWOKCTL_SCALE_ARGS='--param .podCIDRs=["$(INSTALL_POD_CIDR)"]' \
 	  hack/local-cluster.sh up $(INSTALL_CLUSTER) $(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig
@@ -324,34 +324,37 @@ ENABLE_WEBHOOKS ?= false
 run: manifests generate fmt vet ## Run a controller from your host (webhook off: it needs a certificate the cluster trusts).
 	ENABLE_WEBHOOKS=$(ENABLE_WEBHOOKS) go run ./cmd/main.go
 
-# If you wish to build the manager image targeting other platforms you can use the --platform flag.
-# (i.e. docker build --platform linux/arm64). However, you must enable docker buildKit for it.
-# More info: https://docs.docker.com/develop/develop-images/build_enhancements/
+# The manager image copies a prebuilt static binary, dist/manager-linux-$TARGETARCH
+# (Dockerfile): hack/manager-binaries.sh builds it for each platform asked and
+# checks it is a static linux binary of that architecture.
 .PHONY: docker-build
-docker-build: ## Build the manager image (static binary, FROM scratch, non-root) with CONTAINER_TOOL.
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -ldflags="-s -w" -o dist/manager-linux-$(GOARCH) ./cmd
+docker-build: ## Build the manager image (static binary, FROM scratch, non-root) with CONTAINER_TOOL, for this host's GOARCH.
+	hack/manager-binaries.sh linux/$(GOARCH)
 	$(CONTAINER_BUILD) --build-arg TARGETARCH=$(GOARCH) -t ${IMG} .
 
 .PHONY: docker-push
 docker-push: ## Push docker image with the manager.
 	$(CONTAINER_TOOL) push ${IMG}
 
-# PLATFORMS defines the target platforms for the manager image be built to provide support to multiple
-# architectures. (i.e. make docker-buildx IMG=myregistry/mypoperator:0.0.1). To use this option you need to:
-# - be able to use docker buildx. More info: https://docs.docker.com/build/buildx/
-# - have enabled BuildKit. More info: https://docs.docker.com/develop/develop-images/build_enhancements/
-# - be able to push the image to your registry (i.e. if you do not set a valid value via IMG=<myregistry/image:<tag>> then the export will fail)
-# To adequately provide solutions that are compatible with multiple platforms, you should consider using this option.
+# PLATFORMS are the platforms of the multi-architecture manager image (make
+# docker-buildx IMG=myregistry/mydeployment-operator:v0.3.0). docker-buildx
+# builds the manager's binary for each (Go cross-compiles: CGO is off), then
+# one `docker buildx build --platform=$(PLATFORMS) --push`, in which BuildKit
+# gives each platform's stage its TARGETARCH, so each copies its own binary.
+# Any failure stops it with an error: a platform it cannot build, no buildx,
+# a push refused. You need docker buildx (BuildKit) and a registry you can
+# push to (IMG).
 PLATFORMS ?= linux/arm64,linux/amd64,linux/s390x,linux/ppc64le
+BUILDX_BUILDER ?= mydeployment-operator-builder
+.PHONY: manager-binaries
+manager-binaries: ## Build the manager's static binary for each of PLATFORMS into dist/ (what docker-buildx copies), checking each one's architecture.
+	hack/manager-binaries.sh $(PLATFORMS)
+
 .PHONY: docker-buildx
-docker-buildx: ## Build and push docker image for the manager for cross-platform support
-	# copy existing Dockerfile and insert --platform=${BUILDPLATFORM} into Dockerfile.cross, and preserve the original Dockerfile
-	sed -e '1 s/\(^FROM\)/FROM --platform=\$$\{BUILDPLATFORM\}/; t' -e ' 1,// s//FROM --platform=\$$\{BUILDPLATFORM\}/' Dockerfile > Dockerfile.cross
-	- $(CONTAINER_TOOL) buildx create --name mydeployment-operator-builder
-	$(CONTAINER_TOOL) buildx use mydeployment-operator-builder
-	- $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --tag ${IMG} -f Dockerfile.cross .
-	- $(CONTAINER_TOOL) buildx rm mydeployment-operator-builder
-	rm Dockerfile.cross
+docker-buildx: manager-binaries ## Build and push the manager image for every platform of PLATFORMS (docker buildx), each with its own binary.
+	$(CONTAINER_TOOL) buildx inspect $(BUILDX_BUILDER) >/dev/null 2>&1 || $(CONTAINER_TOOL) buildx create --name $(BUILDX_BUILDER)
+	rc=0; $(CONTAINER_TOOL) buildx build --builder $(BUILDX_BUILDER) --platform=$(PLATFORMS) --push --tag ${IMG} . || rc=$$?; \
+	  $(CONTAINER_TOOL) buildx rm $(BUILDX_BUILDER) || true; exit $$rc
 
 # dist/install.yaml installs what `make deploy` does, with server-side apply
 # as make deploy uses: client-side apply also works while each CRD, as the

@@ -4,7 +4,10 @@
 # scorecard pod runs the config's entrypoint (binary name, test name), found
 # through PATH, with the bundle mounted at /bundle.
 FROM scratch
-ARG TARGETARCH=amd64
+# No default: BuildKit (docker buildx) sets TARGETARCH to each platform's
+# architecture, and a default here would override it (docker/buildx#510);
+# make passes it (--build-arg) to builders that do not set it.
+ARG TARGETARCH
 COPY dist/scorecard-tests-linux-${TARGETARCH} /usr/local/bin/mydeployment-scorecard-tests
 ENV PATH=/usr/local/bin
 USER 65532:65532

@@ -22,9 +22,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +78,7 @@ func init() {
 // flags are the manager's command-line settings.
 type flags struct {
 	metricsAddr, probeAddr, pprofAddr         string
+	webhookAddr                               string
 	metricsCert, webhookCert                  certFiles
 	webhookCertMode                           string
 	webhookCertSecret, webhookService         string
@@ -161,6 +164,9 @@ func parseFlags() *flags {
 		"Namespace of the leader election lease; empty: the manager's own namespace (in a cluster).")
 	flag.BoolVar(&f.secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
+	flag.StringVar(&f.webhookAddr, "webhook-bind-address", ":9443", "The address (host:port) the webhook server "+
+		"binds to. The webhook Service and OLM's webhook definitions call port 9443 of the pod: change the host only, "+
+		"e.g. to the pod's IP.")
 	f.webhookCert.bind("webhook")
 	flag.StringVar(&f.webhookCertMode, "webhook-cert-mode", string(webhookcert.Provided),
 		"Who provides the webhook's serving certificate: \""+string(webhookcert.SelfManaged)+"\" (the manager "+
@@ -322,7 +328,15 @@ func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.Ce
 		})
 	}
 	var watchers []*certwatcher.CertWatcher
-	webhookOpts := webhook.Options{TLSOpts: tlsOpts}
+	host, port, err := net.SplitHostPort(f.webhookAddr)
+	if err != nil {
+		return nil, metricsserver.Options{}, nil, fmt.Errorf("--webhook-bind-address: %w", err)
+	}
+	portNumber, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, metricsserver.Options{}, nil, fmt.Errorf("--webhook-bind-address: port %q: %w", port, err)
+	}
+	webhookOpts := webhook.Options{TLSOpts: tlsOpts, Host: host, Port: portNumber}
 	if f.webhookCertMode == string(webhookcert.SelfManaged) {
 		// The files appear only once the rotator has written the Secret and
 		// the kubelet has synced the volume: the server reads and watches

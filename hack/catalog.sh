@@ -84,7 +84,8 @@ fi
 mapfile -t versions < <(printf '%s\n' "${versions[@]}" | sort -V)
 
 {
-  bin/opm init "$PACKAGE" --default-channel="$CHANNEL" --output yaml
+  bin/opm init "$PACKAGE" --default-channel="$CHANNEL" --output yaml \
+    --icon=config/manifests/icon.svg --description=config/manifests/package-description.md
   printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n' "$PACKAGE" "$CHANNEL"
   prev=""
   for v in "${versions[@]}"; do

@@ -27,7 +27,8 @@ func TestBundleListing(t *testing.T) {
 		"**MyDeployment**", "**Application**",
 		appsv1beta1.PartitionAnnotation, appsv1beta1.SpecifiedDeleteLabel,
 		appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation, appsv1beta1.DrainAnnotation,
-		appsv1beta1.RolloutOnConfigChangeAnnotation,
+		appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.CanaryStepsAnnotation, appsv1beta1.OnFailureAnnotation,
+		"HTTPRoute",
 	} {
 		if !strings.Contains(csv.Spec.Description, want) {
 			t.Errorf("the CSV's description does not mention %s", want)

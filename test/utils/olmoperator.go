@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,56 +21,83 @@ import (
 )
 
 // OLMOperator is the operator's Deployment as an OLM (v0 or v1) installed
-// it on the local cluster. Its pod runs on a kwok node, where no container
-// runs: it is Running with an IP but nothing behind it. So a suite runs the
-// manager binary on the host with exactly what OLM gave that pod (the
-// container's environment, WATCH_NAMESPACE from the pod's
+// it on the local cluster. Its pods run on a kwok node, where no container
+// runs: each is Running with an IP but nothing behind it. So a suite runs the
+// manager binary on the host once per pod, with exactly what OLM gave that
+// pod (the container's environment, WATCH_NAMESPACE from the pod's
 // olm.targetNamespaces annotation, the serving certificate OLM arranged in
-// the webhook-cert volume) and makes the pod's IP an address of this host.
-// kube-apiserver runs with --enable-aggregator-routing, so it calls the
-// webhook at the Service's endpoint, the pod IP: that call reaches the host
-// manager with OLM's certificate, which the webhook configuration's caBundle
-// trusts. The host manager impersonates the pod's service account, so it has
-// exactly the permissions OLM granted, in the namespaces OLM chose.
+// the webhook-cert volume), bound to the pod's IP, which it makes an address
+// of this host. kube-apiserver runs with --enable-aggregator-routing, so it
+// calls the webhook at one of the Service's endpoints, a pod IP: that call
+// reaches that pod's host manager with OLM's certificate, which the webhook
+// configuration's caBundle trusts. The host managers impersonate the pods'
+// service account, so they have exactly the permissions OLM granted, in the
+// namespaces OLM chose; they elect a leader among themselves as the pods do.
 type OLMOperator struct {
 	Namespace      string
 	Deployment     string
 	ServiceAccount string // the one the CSV's permissions are for
-	// WorkDir holds the manager's log, kubeconfig and certificates.
+	// WorkDir holds the managers' logs, kubeconfigs and certificates.
 	WorkDir string
 	// Binary is the manager StartManager runs: bin/manager when empty, an
 	// earlier release's (ReleaseManager) while that release is installed.
 	Binary string
 
-	manager *Process
-	added   []string
+	managers []*Process
+	added    []string
 }
 
-// Manager is the running host manager, nil if none.
-func (o *OLMOperator) Manager() *Process { return o.manager }
+// OperatorPod is one Running pod of the operator's Deployment.
+type OperatorPod struct{ Name, IP string }
 
-// Pod waits until the operator's Deployment has rolled out to a single
-// Running pod and returns its name and IP.
-func (o *OLMOperator) Pod() (name, ip string) {
+// Manager is the first pod's running host manager, nil if none.
+func (o *OLMOperator) Manager() *Process {
+	if len(o.managers) == 0 {
+		return nil
+	}
+	return o.managers[0]
+}
+
+// Managers are the running host managers, one per operator pod, in the
+// order of Pods.
+func (o *OLMOperator) Managers() []*Process { return o.managers }
+
+// Pods waits until the operator's Deployment has rolled out (spec.replicas
+// pods, all updated and available, no pod of an older version left) and
+// returns its Running pods, sorted by name.
+func (o *OLMOperator) Pods() []OperatorPod {
+	var pods []OperatorPod
 	Eventually(func(g Gomega) {
+		pods = nil
 		out, err := Kubectl("-n", o.Namespace, "get", "deployment", o.Deployment, "-o",
-			"jsonpath={.status.replicas} {.status.updatedReplicas} {.status.availableReplicas} {.metadata.generation} {.status.observedGeneration}")
+			"jsonpath={.spec.replicas} {.status.replicas} {.status.updatedReplicas} {.status.availableReplicas} {.metadata.generation} {.status.observedGeneration}")
 		g.Expect(err).NotTo(HaveOccurred())
 		f := strings.Fields(out)
-		g.Expect(f).To(HaveLen(5), out)
-		g.Expect(f[:3]).To(Equal([]string{"1", "1", "1"}), "replicas updated available")
-		g.Expect(f[3]).To(Equal(f[4]), "observed generation")
+		g.Expect(f).To(HaveLen(6), out)
+		g.Expect(f[1:4]).To(HaveEach(f[0]), "replicas updated available, against spec.replicas")
+		g.Expect(f[4]).To(Equal(f[5]), "observed generation")
 		out, err = Kubectl("-n", o.Namespace, "get", "pods", "-l", "control-plane=controller-manager", "-o",
 			`jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.status.podIP} {.metadata.deletionTimestamp}{"\n"}{end}`)
 		g.Expect(err).NotTo(HaveOccurred())
 		lines := GetNonEmptyLines(out)
-		g.Expect(lines).To(HaveLen(1), "one operator pod, the old one gone")
-		f = strings.Fields(lines[0])
-		g.Expect(f).To(HaveLen(3), lines[0])
-		g.Expect(f[1]).To(Equal("Running"))
-		name, ip = f[0], f[2]
+		replicas, err := strconv.Atoi(f[0])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(lines).To(HaveLen(replicas), "one operator pod per replica, the old ones gone")
+		for _, l := range lines {
+			p := strings.Fields(l)
+			g.Expect(p).To(HaveLen(3), l)
+			g.Expect(p[1]).To(Equal("Running"))
+			pods = append(pods, OperatorPod{Name: p[0], IP: p[2]})
+		}
 	}, 3*time.Minute, time.Second).Should(Succeed())
-	return name, ip
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	return pods
+}
+
+// Pod is the first of Pods: a pod whose environment stands for all of them.
+func (o *OLMOperator) Pod() (name, ip string) {
+	p := o.Pods()[0]
+	return p.Name, p.IP
 }
 
 // PodEnv is the manager container's environment as OLM (or the manifests)
@@ -102,36 +131,52 @@ func (o *OLMOperator) PodEnv(pod string) []string {
 	return env
 }
 
-// StartManager (re)starts the host manager as the operator pod OLM runs now,
-// with extra environment on top of the pod's.
+// StartManager (re)starts the host managers as the operator pods OLM runs
+// now, one per pod, with extra environment on top of each pod's.
 func (o *OLMOperator) StartManager(projectDir string, extraEnv ...string) {
 	o.StopManager()
-	pod, ip := o.Pod()
-	By(fmt.Sprintf("running the manager on the host as pod %s (%s)", pod, ip))
-	if out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput(); err != nil {
+	secret, err := Kubectl("-n", o.Namespace, "get", "deployment", o.Deployment, "-o",
+		`jsonpath={.spec.template.spec.volumes[?(@.name=="webhook-cert")].secret.secretName}`)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(secret).NotTo(BeEmpty(), "OLM mounts the webhook certificate it arranged as volume webhook-cert")
+	sa, err := Kubectl("-n", o.Namespace, "get", "deployment", o.Deployment, "-o",
+		"jsonpath={.spec.template.spec.serviceAccountName}")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(sa).To(Equal(o.ServiceAccount))
+	binary := o.binary(projectDir)
+	pods := o.Pods()
+	bindPod := bindsPodAddress(binary)
+	if !bindPod && len(pods) > 1 {
+		Fail(fmt.Sprintf("%s has no --webhook-bind-address, so its %d host managers cannot each bind their pod's IP", binary, len(pods)))
+	}
+	for _, pod := range pods {
+		o.managers = append(o.managers, o.startOne(binary, bindPod, pod, secret, extraEnv))
+	}
+}
+
+// startOne runs the manager on the host as pod, serving the webhook at the
+// pod's IP (bound to it where bindPod) with the certificate in secret, and
+// waits until it listens there.
+func (o *OLMOperator) startOne(binary string, bindPod bool, pod OperatorPod, secret string, extraEnv []string) *Process {
+	By(fmt.Sprintf("running the manager on the host as pod %s (%s)", pod.Name, pod.IP))
+	if out, err := exec.Command("ip", "addr", "add", pod.IP+"/32", "dev", "lo").CombinedOutput(); err != nil {
 		Expect(string(out)).To(Or(ContainSubstring("File exists"), ContainSubstring("already assigned")),
 			"the suite adds the operator pod's IP to lo so kube-apiserver reaches the webhook (needs root / CAP_NET_ADMIN)")
 	} else {
-		o.added = append(o.added, ip)
+		o.added = append(o.added, pod.IP)
 	}
-
-	get := func(jsonpath string, args ...string) string {
-		out, err := Kubectl(append([]string{"-n", o.Namespace, "get"}, append(args, "-o", "jsonpath="+jsonpath)...)...)
-		Expect(err).NotTo(HaveOccurred())
-		return out
-	}
-	Expect(get(`{.spec.template.spec.serviceAccountName}`, "deployment", o.Deployment)).To(Equal(o.ServiceAccount))
 	kubeconfig := Impersonating(ServiceAccountUser(o.Namespace, o.ServiceAccount),
-		filepath.Join(o.WorkDir, "manager-"+pod+".kubeconfig"))
-	secret := get(`{.spec.template.spec.volumes[?(@.name=="webhook-cert")].secret.secretName}`, "deployment", o.Deployment)
-	Expect(secret).NotTo(BeEmpty(), "OLM mounts the webhook certificate it arranged as volume webhook-cert")
-	certDir := filepath.Join(o.WorkDir, "certs-"+pod)
+		filepath.Join(o.WorkDir, "manager-"+pod.Name+".kubeconfig"))
+	certDir := filepath.Join(o.WorkDir, "certs-"+pod.Name)
 	Expect(os.MkdirAll(certDir, 0o700)).To(Succeed())
 	for _, key := range []string{"tls.crt", "tls.key"} {
 		var data []byte
 		Eventually(func() error {
-			var err error
-			data, err = base64.StdEncoding.DecodeString(get(`{.data.`+strings.ReplaceAll(key, ".", `\.`)+`}`, "secret", secret))
+			out, err := Kubectl("-n", o.Namespace, "get", "secret", secret, "-o",
+				`jsonpath={.data.`+strings.ReplaceAll(key, ".", `\.`)+`}`)
+			if err == nil {
+				data, err = base64.StdEncoding.DecodeString(out)
+			}
 			if err == nil && len(data) == 0 {
 				err = fmt.Errorf("secret %s has no %s yet", secret, key)
 			}
@@ -140,30 +185,35 @@ func (o *OLMOperator) StartManager(projectDir string, extraEnv ...string) {
 		Expect(os.WriteFile(filepath.Join(certDir, key), data, 0o600)).To(Succeed())
 	}
 
-	if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "9443"), time.Second); err == nil {
+	addr := net.JoinHostPort(pod.IP, "9443")
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		_ = c.Close()
-		Fail("something else already listens on " + ip + ":9443 (a manager left by an interrupted run?)")
+		Fail("something else already listens on " + addr + " (a manager left by an interrupted run?)")
 	}
-	env := append(o.PodEnv(pod), extraEnv...)
+	env := append(o.PodEnv(pod.Name), extraEnv...)
 	env = append(env, "KUBECONFIG="+kubeconfig)
-	var err error
-	o.manager, err = Start("manager", filepath.Join(o.WorkDir, "manager-"+pod+".log"), env,
-		// Leader election as in the pod: the lease is in the operator's
+	args := []string{"--webhook-cert-path=" + certDir,
+		// Leader election as in the pods: the lease is in the operator's
 		// namespace, which the install need not target.
-		o.binary(projectDir), "--webhook-cert-path="+certDir,
-		"--leader-elect", "--leader-election-namespace="+o.Namespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
+		"--leader-elect", "--leader-election-namespace=" + o.Namespace,
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"}
+	if bindPod {
+		args = append(args, "--webhook-bind-address="+addr)
+	}
+	manager, err := Start("manager", filepath.Join(o.WorkDir, "manager-"+pod.Name+".log"), env,
+		binary, args...)
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func() error {
-		if exited, err := o.manager.Exited(); exited {
+		if exited, err := manager.Exited(); exited {
 			StopTrying("the manager exited").Wrap(err).Now()
 		}
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "9443"), time.Second)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = c.Close()
 		}
 		return err
 	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the webhook server listens at the pod's address")
+	return manager
 }
 
 func (o *OLMOperator) binary(projectDir string) string {
@@ -173,10 +223,20 @@ func (o *OLMOperator) binary(projectDir string) string {
 	return filepath.Join(projectDir, "bin", "manager")
 }
 
-// StopManager stops the host manager, if one runs.
+// bindsPodAddress says whether the manager binary has --webhook-bind-address
+// (releases before 0.3.0 do not: their webhook server binds :9443 on every
+// address, which serves a single pod's IP as well).
+func bindsPodAddress(binary string) bool {
+	out, _ := exec.Command(binary, "--help").CombinedOutput() // exits 0 or 2 after the usage
+	return strings.Contains(string(out), "-webhook-bind-address")
+}
+
+// StopManager stops the host managers, if any run.
 func (o *OLMOperator) StopManager() {
-	o.manager.Stop()
-	o.manager = nil
+	for _, m := range o.managers {
+		m.Stop()
+	}
+	o.managers = nil
 }
 
 // RemoveAddresses removes the pod IPs StartManager added to lo.

@@ -65,6 +65,21 @@ func (p *Process) Stop() {
 	}
 }
 
+// Kill ends the process with SIGKILL, as a crash or the OOM killer would
+// (nothing it could do on the way out, such as releasing a lease, is done),
+// and waits until it is gone. Safe to call on nil and on an ended process.
+func (p *Process) Kill() {
+	if p == nil {
+		return
+	}
+	if exited, _ := p.Exited(); exited {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	err := <-p.done
+	p.done <- err
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that nothing listens on now.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -120,9 +120,15 @@ func Check(ns string) {
 	By("in " + ns + ": a MyDeployment reading a ConfigMap and a Secret, with rollout-on-config-change, and a plain one beside it")
 	out, err := utils.KubectlStdin(objects(ns), "apply", "-f", "-")
 	Expect(err).NotTo(HaveOccurred(), out)
+	// What it made goes, pods too, before the caller goes on: suites that
+	// count a namespace's pods (test-install's undeploy) come after it.
 	defer func() {
-		_, _ = utils.Kubectl("-n", ns, "delete", "md", Reader, Plain, "--wait=false")
+		_, _ = utils.Kubectl("-n", ns, "delete", "md", Reader, Plain, "--cascade=foreground", "--wait=true", "--timeout=60s")
 		_, _ = utils.Kubectl("-n", ns, "delete", "configmap/cfg", "secret/sec", "--wait=false")
+		Eventually(func() string {
+			out, _ := utils.Kubectl("-n", ns, "get", "pods", "-l", "app in ("+Reader+","+Plain+")", "-o", "name")
+			return out
+		}, time.Minute, time.Second).Should(BeEmpty(), "the scenario's pods are gone")
 	}()
 	Eventually(settled(ns, Reader, 2), 2*time.Minute, time.Second).Should(Equal("settled"), Reader)
 	Eventually(settled(ns, Plain, 1), 2*time.Minute, time.Second).Should(Equal("settled"), Plain)

@@ -34,6 +34,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -45,6 +46,7 @@ var (
 	workDir    string
 	podRange   *net.IPNet // the cluster's nodes' pod CIDRs
 	clientset  *kubernetes.Clientset
+	dyn        dynamic.Interface // for MyDeployments, without a kubectl process in a timed write
 )
 
 func TestInstall(t *testing.T) {
@@ -71,10 +73,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	clientset, err = kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
+	dyn, err = dynamic.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
-	pod.stop()
+	stopPods()
 })
 
 // dumpOnFailure prints the manager's log and the cluster's objects, so a red run says why.
@@ -82,15 +86,18 @@ var _ = ReportAfterEach(func(report SpecReport) {
 	if !report.Failed() {
 		return
 	}
-	if pod.manager != nil {
-		out, _ := os.ReadFile(pod.manager.Log)
-		if len(out) > 30000 {
-			out = out[len(out)-30000:]
+	for _, p := range pods {
+		if p.manager == nil {
+			continue
 		}
-		_, _ = fmt.Fprintf(GinkgoWriter, "---- manager log (tail):\n%s\n", out)
+		out, _ := os.ReadFile(p.manager.Log)
+		if len(out) > 20000 {
+			out = out[len(out)-20000:]
+		}
+		_, _ = fmt.Fprintf(GinkgoWriter, "---- manager log of pod %s (tail):\n%s\n", p.name, out)
 	}
 	for _, args := range [][]string{
-		{"get", "all,secrets,roles,rolebindings,leases", "-n", operatorNamespace, "-o", "wide"},
+		{"get", "all,secrets,roles,rolebindings,leases,endpointslices,poddisruptionbudgets", "-n", operatorNamespace, "-o", "wide"},
 		{"get", "validatingwebhookconfigurations", "-o", "yaml"},
 		{"get", "mydeployments,applications,pods,endpointslices", "-A", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},

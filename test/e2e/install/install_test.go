@@ -49,6 +49,8 @@ import (
 // samples is the namespace the suite runs the samples in.
 const samples = "install-e2e"
 
+var jsonpath = utils.JSONPath
+
 var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered, func() {
 	var ca []byte // the CA the manager made
 
@@ -98,15 +100,25 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		Expect(out).To(ContainSubstring("failed calling webhook"))
 	})
 
-	It("runs the manager as the Deployment's pod: it makes its certificate and injects its CA, and is Ready only once the webhook serves", func() {
-		pod.start(true)
-		Eventually(pod.log, time.Minute, 200*time.Millisecond).Should(
-			MatchRegexp(`"msg":"webhook certificate","mode":"self-managed","secret":"`+operatorNamespace+"/"+webhookSecret+`"`),
-			"one log line says where the certificate comes from")
+	It("runs the manager as each of the Deployment's two pods: the leader makes the certificate and injects its CA, and each is Ready only once its webhook serves", func() {
+		Expect(jsonpath("{.spec.replicas}", "-n", operatorNamespace, "deployment", operatorDeployment)()).To(Equal("2"))
+		Expect(jsonpath(`{.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey}`,
+			"-n", operatorNamespace, "deployment", operatorDeployment)()).To(Equal("kubernetes.io/hostname"),
+			"the replicas prefer different nodes")
+		Expect(jsonpath("{.spec.maxUnavailable}", "-n", operatorNamespace, "pdb", operatorDeployment)()).To(Equal("1"),
+			"a drain takes one replica at a time")
+		startPods(true)
+		Expect(pods).To(HaveLen(2), "one host manager per pod")
+		for _, p := range pods {
+			Eventually(p.log, time.Minute, 200*time.Millisecond).Should(
+				MatchRegexp(`"msg":"webhook certificate","mode":"self-managed","secret":"`+operatorNamespace+"/"+webhookSecret+`"`),
+				"one log line says where the certificate comes from")
+		}
+		serviceAccount := pods[0].serviceAccount
 
 		By("its service account may write that Secret and that webhook configuration, and no other")
 		canI := func(args ...string) string {
-			out, _ := utils.Kubectl(append(append([]string{"auth", "can-i"}, args...), "--as", pod.serviceAccount)...)
+			out, _ := utils.Kubectl(append(append([]string{"auth", "can-i"}, args...), "--as", serviceAccount)...)
 			lines := utils.GetNonEmptyLines(out)
 			if len(lines) == 0 {
 				return out
@@ -150,17 +162,25 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		want := base64.StdEncoding.EncodeToString(ca)
 		Eventually(caBundles, time.Minute, 500*time.Millisecond).Should(Equal([]string{want, want}))
 
-		By("it is not Ready while the certificate is not in its volume")
-		Consistently(func() string { code, body := pod.readyz(); return fmt.Sprint(code, " ", body) },
-			3*time.Second, 500*time.Millisecond).Should(And(HavePrefix("500 "), ContainSubstring("[-]webhook failed")))
+		By("only the leader rotates: the other replica runs no rotator")
+		lead, other := leader()
+		Expect(lead.log()).To(ContainSubstring(`"logger":"cert-rotation"`))
+		Expect(other.log()).NotTo(ContainSubstring(`"logger":"cert-rotation"`))
 
-		By("once the kubelet (the suite) syncs the volume, the webhook server starts and the manager is Ready")
-		pod.syncVolumes()
-		Eventually(func() string { code, body := pod.readyz(); return fmt.Sprint(code, " ", body) },
-			3*time.Minute, time.Second).Should(HavePrefix("200 "))
-		Expect(pod.log()).To(ContainSubstring("webhook certificate ready"))
-		served := servedCertificate(pod.ip)
-		Expect(served).To(Equal(secretData()["tls.crt"]), "the pod's address serves the Secret's certificate")
+		By("neither is Ready while the certificate is not in its volume")
+		for _, p := range pods {
+			Consistently(func() string { code, body := p.readyz(); return fmt.Sprint(code, " ", body) },
+				3*time.Second, 500*time.Millisecond).Should(And(HavePrefix("500 "), ContainSubstring("[-]webhook failed")), p.name)
+		}
+
+		By("once each pod's kubelet (the suite) syncs its volume, its webhook server starts and it is Ready; both serve the Secret's certificate")
+		syncAllVolumes()
+		for _, p := range pods {
+			Eventually(func() string { code, body := p.readyz(); return fmt.Sprint(code, " ", body) },
+				3*time.Minute, time.Second).Should(HavePrefix("200 "), p.name)
+			Expect(p.log()).To(ContainSubstring("webhook certificate ready"))
+			Expect(servedCertificate(p.ip)).To(Equal(secretData()["tls.crt"]), "the address of pod %s serves the Secret's certificate", p.name)
+		}
 	})
 
 	It("is called by the API server through its Service: a bad pod template is refused with its field named", func() {
@@ -184,6 +204,14 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		configroll.Check(samples)
 	})
 
+	It("lets a user bound only to the built-in edit ClusterRole create, scale and roll back MyDeployments and Applications; view may read, not write", func() {
+		editUserLifecycle()
+	})
+
+	It("answers admission while the leader is killed: the other replica serves, then takes the lease and reconciles", func() {
+		leaderKill()
+	})
+
 	It("makes a new certificate when its Secret loses it: the new CA is injected and the webhook serves on", func() {
 		utils.MustKubectl("-n", operatorNamespace, "patch", "secret", webhookSecret, "--type=json",
 			"-p", `[{"op":"remove","path":"/data"}]`)
@@ -193,8 +221,10 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 		verifyServing(data["ca.crt"], data["tls.crt"])
 		want := base64.StdEncoding.EncodeToString(data["ca.crt"])
 		Eventually(caBundles, time.Minute, 500*time.Millisecond).Should(Equal([]string{want, want}))
-		Eventually(func() []byte { return servedCertificate(pod.ip) }, 2*time.Minute, time.Second).
-			Should(Equal(data["tls.crt"]), "the webhook server reloads the certificate from its volume")
+		for _, p := range pods {
+			Eventually(func() []byte { return servedCertificate(p.ip) }, 2*time.Minute, time.Second).
+				Should(Equal(data["tls.crt"]), "the webhook server of pod %s reloads the certificate from its volume", p.name)
+		}
 		Eventually(func() string {
 			out, _ := utils.KubectlStdin(fmt.Sprintf(utils.InvalidMyDeployment, samples), "apply", "-f", "-")
 			return out
@@ -204,13 +234,15 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 	var before map[string]string // the samples' objects and pods, by kind/name: their UIDs
 	It("is removed by make undeploy, which keeps the CRDs, every MyDeployment and Application, and every pod", func() {
 		// Before undeploy takes its RBAC away under it.
-		Expect(pod.log()).NotTo(ContainSubstring("forbidden"), "the manifests' RBAC was enough for everything the manager did")
+		for _, p := range pods {
+			Expect(p.log()).NotTo(ContainSubstring("forbidden"), "the manifests' RBAC was enough for everything the manager of %s did", p.name)
+		}
 		before = workloads()
 		Expect(before).To(HaveKey("mydeployment.apps.mydeployment.io/mydeployment-sample"))
 		Expect(before).To(HaveKey("application.apps.mydeployment.io/application-sample"))
 		out, err := utils.Run(exec.Command("make", "undeploy"))
 		Expect(err).NotTo(HaveOccurred(), out)
-		pod.stop()
+		stopPods()
 		Expect(out).NotTo(ContainSubstring("customresourcedefinition"))
 
 		Eventually(func() string {
@@ -232,16 +264,20 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 	It("deployed again, the manager takes them back with no pod created or deleted", func() {
 		w := watchPodChanges(samples)
 		utils.MustKubectl("apply", "--server-side", "-f", filepath.Join(projectDir, "dist", "install.yaml"))
-		pod.start(false)
-		Eventually(func() string { code, body := pod.readyz(); return fmt.Sprint(code, " ", body) },
-			3*time.Minute, time.Second).Should(HavePrefix("200 "))
+		startPods(false)
+		for _, p := range pods {
+			Eventually(func() string { code, body := p.readyz(); return fmt.Sprint(code, " ", body) },
+				3*time.Minute, time.Second).Should(HavePrefix("200 "), p.name)
+		}
 		Eventually(utils.JSONPath(`{.status.observedGeneration}/{.metadata.generation}/{.status.availableReplicas}`,
 			"-n", samples, "md", "mydeployment-sample"), time.Minute, time.Second).Should(Equal("1/1/3"))
 		Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}`, "-n", samples, "mdapp", "application-sample"),
 			time.Minute, time.Second).Should(Equal("True"))
 		Consistently(workloads, 5*time.Second, time.Second).Should(Equal(before))
 		Expect(w()).To(BeEmpty(), "no pod created or deleted")
-		Expect(pod.log()).NotTo(ContainSubstring("forbidden"))
+		for _, p := range pods {
+			Expect(p.log()).NotTo(ContainSubstring("forbidden"), p.name)
+		}
 	})
 
 	It("refuses make uninstall while they exist; with FORCE=true it deletes them and leaves nothing of ours", func() {
@@ -255,7 +291,7 @@ var _ = Describe("dist/install.yaml on a cluster with no cert-manager", Ordered,
 
 		out, err = utils.Run(exec.Command("make", "undeploy"))
 		Expect(err).NotTo(HaveOccurred(), out)
-		pod.stop()
+		stopPods()
 		Eventually(func() string {
 			out, err := utils.Kubectl("get", "namespace", operatorNamespace)
 			if err != nil && strings.Contains(out, "NotFound") {

@@ -50,38 +50,61 @@ const (
 	webhookService       = "mydeployment-operator-webhook-service"
 )
 
-// pod is the manager run on the host as the operator Deployment's pod.
-var pod = &hostPod{deployment: &utils.OLMOperator{Namespace: operatorNamespace, Deployment: operatorDeployment}}
+// operator is the operator's Deployment (its pods and their resolved
+// environment); pods are the managers run on the host as its pods.
+var (
+	operator = &utils.OLMOperator{Namespace: operatorNamespace, Deployment: operatorDeployment}
+	pods     []*hostPod
+)
 
-// hostPod runs the manager binary on the host as the kubelet would run the
-// operator Deployment's pod, which kwok only pretends to run: the
+// hostPod runs the manager binary on the host as the kubelet would run one
+// pod of the operator Deployment, which kwok only pretends to run: the
 // container's args and environment from the Deployment, a token of its
 // service account (so it has exactly the RBAC the manifests grant), its
-// secret volumes kept in step with their Secrets in a host directory (as the
-// kubelet syncs them), and the pod's IP added to lo, where kube-apiserver
-// (--enable-aggregator-routing) calls the webhook Service's endpoint.
-// Only the addresses of the probe and metrics servers differ (free ports on
-// 127.0.0.1), and leader election is told the namespace a pod reads from its
-// service account's files.
+// secret volumes kept in step with their Secrets in a host directory of its
+// own (as each pod's kubelet syncs them), and the pod's IP added to lo,
+// where kube-apiserver (--enable-aggregator-routing) calls the webhook
+// Service's endpoints. The addresses differ from the pod's: the webhook
+// server binds the pod's IP (in a pod it binds :9443 of the pod's own
+// network namespace; here the replicas share the host's), the probe and
+// metrics servers free ports on 127.0.0.1; and leader election is told the
+// namespace a pod reads from its service account's files.
 type hostPod struct {
-	deployment *utils.OLMOperator // Pod and PodEnv: the Deployment's pod and its resolved environment
-	name, ip   string
+	name, ip string
+	dir      string // its logs, kubeconfig and volumes
 	// serviceAccount is the pod's, as RBAC names it.
 	serviceAccount string
 	probeAddr      string
+	args, env      []string
 	manager        *utils.Process
+	starts         int // of its container
 	volumes        []*secretVolume
 	addedIP        bool
 }
 
-// start runs the manager as the Deployment's pod; with holdVolumes its
-// secret volumes stay empty until syncVolumes.
-func (p *hostPod) start(holdVolumes bool) {
-	p.deployment.WorkDir = workDir
-	p.name, p.ip = p.deployment.Pod()
+// startPods runs a host manager for each pod of the Deployment; with
+// holdVolumes their secret volumes stay empty until syncVolumes.
+func startPods(holdVolumes bool) {
+	operator.WorkDir = workDir
+	pods = nil
+	for _, op := range operator.Pods() {
+		p := &hostPod{name: op.Name, ip: op.IP, dir: filepath.Join(workDir, op.Name)}
+		p.prepare()
+		if !holdVolumes {
+			p.syncVolumes()
+		}
+		p.run()
+		pods = append(pods, p)
+	}
+}
+
+// prepare reads what the pod runs with from the Deployment: its service
+// account's token, its volumes, its args and environment; and adds its IP
+// to lo.
+func (p *hostPod) prepare() {
 	Expect(podRange.Contains(net.ParseIP(p.ip))).To(BeTrue(),
 		"the pod's IP %s is in this cluster's own pod range %s, no other suite's", p.ip, podRange)
-
+	Expect(os.MkdirAll(p.dir, 0o755)).To(Succeed())
 	d, err := clientset.AppsV1().Deployments(operatorNamespace).Get(context.Background(), operatorDeployment, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	spec := d.Spec.Template.Spec
@@ -90,24 +113,22 @@ func (p *hostPod) start(holdVolumes bool) {
 	Expect(c.Command).To(Equal([]string{"/manager"}), "the image runs the manager binary")
 
 	p.serviceAccount = utils.ServiceAccountUser(operatorNamespace, spec.ServiceAccountName)
-	By("giving the host manager a token of the pod's service account " + spec.ServiceAccountName)
+	By("giving the host manager of " + p.name + " a token of the pod's service account " + spec.ServiceAccountName)
 	token := utils.MustKubectl("create", "token", spec.ServiceAccountName, "-n", operatorNamespace, "--duration=2h")
-	kubeconfig := tokenKubeconfig(strings.TrimSpace(token), filepath.Join(workDir, "manager.kubeconfig"))
+	kubeconfig := tokenKubeconfig(strings.TrimSpace(token), filepath.Join(p.dir, "manager.kubeconfig"))
 
-	By("mounting the pod's secret volumes in host directories, kept in step with their Secrets")
 	mounts := map[string]string{} // the pod's mount path: the host directory
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
 		Expect(i).NotTo(Equal(-1), "volume %s", m.Name)
 		v := spec.Volumes[i]
 		Expect(v.Secret).NotTo(BeNil(), "the suite mounts secret volumes only (volume %s)", v.Name)
-		dir := filepath.Join(workDir, "volumes", v.Name)
+		dir := filepath.Join(p.dir, "volumes", v.Name)
 		Expect(os.MkdirAll(dir, 0o700)).To(Succeed())
 		mounts[m.MountPath] = dir
 		p.volumes = append(p.volumes, &secretVolume{secret: v.Secret.SecretName, dir: dir})
 	}
 
-	var args []string
 	for _, a := range c.Args {
 		for path, dir := range mounts {
 			a = strings.ReplaceAll(a, path, dir)
@@ -119,10 +140,12 @@ func (p *hostPod) start(holdVolumes bool) {
 		case strings.HasPrefix(a, "--metrics-bind-address="):
 			a = "--metrics-bind-address=" + freeAddr()
 		}
-		args = append(args, a)
+		p.args = append(p.args, a)
 	}
 	Expect(p.probeAddr).NotTo(BeEmpty(), "the Deployment sets --health-probe-bind-address (its probes use it)")
-	args = append(args, "--leader-election-namespace="+operatorNamespace)
+	p.args = append(p.args, "--leader-election-namespace="+operatorNamespace,
+		"--webhook-bind-address="+net.JoinHostPort(p.ip, "9443"))
+	p.env = append(operator.PodEnv(p.name), "KUBECONFIG="+kubeconfig)
 
 	By(fmt.Sprintf("adding the pod's IP %s to lo", p.ip))
 	if out, err := exec.Command("ip", "addr", "add", p.ip+"/32", "dev", "lo").CombinedOutput(); err != nil {
@@ -131,21 +154,26 @@ func (p *hostPod) start(holdVolumes bool) {
 	} else {
 		p.addedIP = true
 	}
-	for _, host := range []string{p.ip, "127.0.0.1"} {
-		if conn, err := net.DialTimeout("tcp", net.JoinHostPort(host, "9443"), time.Second); err == nil {
-			_ = conn.Close()
-			Fail("something already listens on port 9443, which the webhook server binds as in the pod " +
-				"(another suite's host manager, e.g. make test-olm's?): run again once it is done")
-		}
-	}
-	if !holdVolumes {
-		p.syncVolumes()
-	}
+}
 
-	By(fmt.Sprintf("running bin/manager %s", strings.Join(args, " ")))
-	env := append(p.deployment.PodEnv(p.name), "KUBECONFIG="+kubeconfig)
-	p.manager, err = utils.Start("manager", filepath.Join(workDir, "manager.log"), env,
-		filepath.Join(projectDir, "bin", "manager"), args...)
+// run starts the manager process, as the kubelet starts (or restarts) the
+// pod's container.
+func (p *hostPod) run() {
+	addr := net.JoinHostPort(p.ip, "9443")
+	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = conn.Close()
+		Fail("something already listens on " + addr + ", where the webhook server of pod " + p.name +
+			" binds (a host manager left by an interrupted run?)")
+	}
+	By(fmt.Sprintf("running bin/manager %s as pod %s", strings.Join(p.args, " "), p.name))
+	log := "manager.log" // then manager-restart-1.log, ... : each start's log whole
+	if p.starts > 0 {
+		log = fmt.Sprintf("manager-restart-%d.log", p.starts)
+	}
+	p.starts++
+	var err error
+	p.manager, err = utils.Start("manager", filepath.Join(p.dir, log), p.env,
+		filepath.Join(projectDir, "bin", "manager"), p.args...)
 	Expect(err).NotTo(HaveOccurred())
 }
 
@@ -159,7 +187,7 @@ func (p *hostPod) syncVolumes() {
 // readyz is the manager's /readyz?verbose: its status code and body (0 while it does not answer).
 func (p *hostPod) readyz() (int, string) {
 	if exited, err := p.manager.Exited(); exited {
-		StopTrying("the manager exited").Wrap(err).Now()
+		StopTrying("the manager of " + p.name + " exited").Wrap(err).Now()
 	}
 	client := http.Client{Timeout: 2 * time.Second}
 	resp, err := client.Get("http://" + p.probeAddr + "/readyz?verbose")
@@ -171,11 +199,16 @@ func (p *hostPod) readyz() (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// log is the manager's output so far.
+// log is the manager's output so far (of its last start).
 func (p *hostPod) log() string {
 	out, err := os.ReadFile(p.manager.Log)
 	Expect(err).NotTo(HaveOccurred())
 	return string(out)
+}
+
+// leads says whether the manager's log says it took the leader lease.
+func (p *hostPod) leads() bool {
+	return strings.Contains(p.log(), `"logger":"leaderelection","msg":"Successfully acquired lease"`)
 }
 
 // stop stops the manager and the volume syncs and removes the address it
@@ -190,6 +223,40 @@ func (p *hostPod) stop() {
 		_ = exec.Command("ip", "addr", "del", p.ip+"/32", "dev", "lo").Run()
 		p.addedIP = false
 	}
+}
+
+// stopPods stops every host manager.
+func stopPods() {
+	for _, p := range pods {
+		p.stop()
+	}
+}
+
+// syncAllVolumes plays every pod's kubelet syncing its secret volumes.
+func syncAllVolumes() {
+	for _, p := range pods {
+		p.syncVolumes()
+	}
+}
+
+// leader is the pod whose manager leads; it fails unless exactly one does.
+func leader() (lead, other *hostPod) {
+	GinkgoHelper()
+	var leaders []*hostPod
+	Eventually(func() []*hostPod {
+		leaders = nil
+		for _, p := range pods {
+			if p.leads() {
+				leaders = append(leaders, p)
+			}
+		}
+		return leaders
+	}, time.Minute, 200*time.Millisecond).Should(HaveLen(1), "exactly one manager takes the lease")
+	Expect(pods).To(HaveLen(2))
+	if pods[0] == leaders[0] {
+		return pods[0], pods[1]
+	}
+	return pods[1], pods[0]
 }
 
 // tokenKubeconfig writes to path $KUBECONFIG's current cluster with a user

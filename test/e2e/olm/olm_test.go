@@ -19,6 +19,7 @@ package olm
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -309,9 +310,9 @@ spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespa
 `, mode.ns, spec, pkg))
 			Eventually(jsonpath("{.status.phase}", "-n", mode.ns, "csv", csv(version)), 4*time.Minute, time.Second).
 				Should(Equal("Succeeded"))
-			Eventually(jsonpath(`{.items[*].metadata.annotations.olm\.targetNamespaces}`, "-n", mode.ns, "pods",
-				"-l", "control-plane=controller-manager"), time.Minute, time.Second).Should(Equal(mode.watch),
-				"the operator pod's WATCH_NAMESPACE (empty: all namespaces)")
+			Eventually(jsonpath(`{range .items[*]}[{.metadata.annotations.olm\.targetNamespaces}]{end}`, "-n", mode.ns, "pods",
+				"-l", "control-plane=controller-manager"), time.Minute, time.Second).Should(MatchRegexp(`^(\[`+regexp.QuoteMeta(mode.watch)+`\])+$`),
+				"every operator pod's WATCH_NAMESPACE (empty: all namespaces)")
 			sa := serviceAccountUser(mode.ns, operatorServiceAccount)
 			Eventually(canI(sa, mode.ns, "create", "pods"), time.Minute, time.Second).Should(Equal("yes"), mode.ns)
 			Eventually(canI(sa, outside, "create", "pods"), time.Minute, time.Second).Should(Equal(mode.elsewhere), outside)
@@ -321,6 +322,7 @@ spec: {channel: stable, name: %[3]s, source: mydeployment-catalog, sourceNamespa
 			op.StartManager(projectDir, "OPERATOR_NAMESPACE="+mode.ns)
 			configroll.Check(mode.ns)
 			op.StopManager()
+			op.RemoveAddresses()
 
 			kubectl("-n", mode.ns, "delete", "subscription", pkg)
 			kubectl("-n", mode.ns, "delete", "csv", csv(version))

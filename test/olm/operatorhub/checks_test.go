@@ -141,11 +141,11 @@ func TestCheckFailsOnBrokenSubmissions(t *testing.T) {
 				spec["skips"] = []any{newest}
 			})
 		}},
-		{name: "OpenShift older than minKubeVersion", want: `minKubeVersion 1.30.0 is above Kubernetes 1.25 of OpenShift 4.12, the oldest com.redhat.openshift.versions="v4.12-v4.20" targets`,
+		{name: "OpenShift older than minKubeVersion", want: `minKubeVersion 1.33.0 is above Kubernetes 1.25 of OpenShift 4.12, the oldest com.redhat.openshift.versions="v4.12-v4.20" targets`,
 			break_: func(s submission) { s.annotate(OpenShiftVersionsAnnotation, "v4.12-v4.20") }},
 		{name: "OpenShift list with an old version", want: "above Kubernetes 1.29 of OpenShift 4.16",
 			break_: func(s submission) { s.annotate(OpenShiftVersionsAnnotation, "v4.18,v4.16") }},
-		{name: "OpenShift range from minKubeVersion's release", break_: func(s submission) { s.annotate(OpenShiftVersionsAnnotation, "v4.17-v4.20") }},
+		{name: "OpenShift range from minKubeVersion's release", break_: func(s submission) { s.annotate(OpenShiftVersionsAnnotation, "v4.20-v4.21") }}, // 4.20 ships Kubernetes 1.33
 		{name: "OpenShift annotation not a version", want: `"4.x" is not a version`,
 			break_: func(s submission) { s.annotate(OpenShiftVersionsAnnotation, "4.x") }},
 	}
