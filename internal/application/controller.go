@@ -125,10 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // syncChildren syncs every child in kinds' order, the MyDeployment first:
 // its canary decides the traffic split (TrafficSplit) the revision
-// Services and the route are made for. The route is split only once both
-// revision Services are applied (never towards a Service of that name that
-// is not ours); a revision Service no longer wanted is deleted only after
-// the route was written without it, and not while the route's write fails.
+// Services and the route are made for (routeSplit). A revision Service no
+// longer wanted is deleted only after the route was written without it,
+// and not while the route's write fails.
 func (r *Reconciler) syncChildren(ctx context.Context, app *appsv1beta1.Application) observed {
 	var obs observed
 	var split *Split
@@ -143,9 +142,13 @@ func (r *Reconciler) syncChildren(ctx context.Context, app *appsv1beta1.Applicat
 		case c.kind.backend && c.desired == nil:
 			later = append(later, i)
 			continue
-		case i == kindHTTPRoute && split != nil &&
-			!(obs.outcomes[kindStableService].present && obs.outcomes[kindCanaryService].present):
-			c = desiredChild(app, i, nil)
+		case i == kindHTTPRoute && split != nil:
+			weighed, err := r.routeSplit(ctx, app, split, obs)
+			if err != nil {
+				obs.outcomes[i] = outcome{kind: c.kind, err: err}
+				continue
+			}
+			c = desiredChild(app, i, weighed)
 		}
 		obs.outcomes[i] = r.syncChild(ctx, app, c)
 		if o := obs.outcomes[i]; i == kindMyDeployment && o.present && app.Spec.Route != nil && r.routesServed.Load() {
@@ -160,6 +163,25 @@ func (r *Reconciler) syncChildren(ctx context.Context, app *appsv1beta1.Applicat
 		obs.outcomes[i] = r.syncChild(ctx, app, desiredChild(app, i, nil))
 	}
 	return obs
+}
+
+// routeSplit is the split the route is written with (Weighed by the ready
+// endpoints of the revision Services): nil unless both were applied (never
+// towards a Service of that name that is not ours).
+func (r *Reconciler) routeSplit(ctx context.Context, app *appsv1beta1.Application, split *Split, obs observed) (*Split, error) {
+	if !obs.outcomes[kindStableService].present || !obs.outcomes[kindCanaryService].present {
+		return nil, nil
+	}
+	var ready [2]int32
+	for i, name := range []string{app.Name + StableSuffix, app.Name + CanarySuffix} {
+		slices := &discoveryv1.EndpointSliceList{}
+		if err := r.List(ctx, slices, client.InNamespace(app.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
+			return nil, fmt.Errorf("listing the EndpointSlices of Service %s: %w", name, err)
+		}
+		ready[i] = readyEndpoints(slices.Items)
+	}
+	return Weighed(split, ready[0], ready[1]), nil
 }
 
 // requeue is Reconcile's result from the children's outcomes: their write

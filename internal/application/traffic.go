@@ -21,7 +21,7 @@ import (
 // Services, <name>-stable and <name>-canary, selecting the pods of the
 // MyDeployment's current and update revision (RevisionLabel), and its
 // HTTPRoute sends each rule's traffic for the Application's Service to those
-// two at the step's weights (Split). Once every step is done, or once an
+// two at the weights of Weighed. Once every step is done, or once an
 // aborted rollout has no pod of the aborted revision left, the route points
 // at the one Service again and the two Services go.
 //
@@ -42,29 +42,26 @@ type Split struct {
 	// Stable and Canary are the revisions (ControllerRevision names, the
 	// pods' RevisionLabel) the stable and canary Services select.
 	Stable, Canary string
-	// CanaryWeight is the canary's share in percent; the stable Service
-	// gets the rest.
+	// Aborted: the rollout to Canary was aborted; the canary gets nothing.
+	Aborted bool
+	// CanaryWeight is the canary's share in percent (see Weighed); the
+	// stable Service gets the rest.
 	CanaryWeight int32
 }
 
-// TrafficSplit is the split md's canary asks for, nil when the route
-// should point at the one Service: no canary steps (or steps that do not
-// parse), no rollout under way (no current revision, or it is the update
-// revision), every step done, or an aborted rollout with no pod of the
-// aborted revision left (while some are, the canary gets nothing). The
-// canary's weight is the share of spec.replicas of the last size step
-// before the step in force (CanaryStepAnnotation, for the update revision;
-// none recorded yet is the first step): a size step's weight applies once it
-// has ended, that is once its pods are available, so traffic never runs
-// ahead of the pods that serve it.
+// TrafficSplit is the split md's canary asks for, its weight not yet set
+// (Weighed), nil when the route should point at the one Service: no canary
+// steps (or steps that do not parse), no rollout under way (no current
+// revision, or it is the update revision), every step done
+// (CanaryStepAnnotation, for the update revision), or an aborted rollout
+// with no pod of the aborted revision left.
 func TrafficSplit(md *appsv1beta1.MyDeployment) *Split {
 	if md == nil {
 		return nil
 	}
 	steps, err := optin.ParseCanarySteps(md.Annotations[appsv1beta1.CanaryStepsAnnotation])
 	cur, upd := md.Status.CurrentRevision, md.Status.UpdateRevision
-	replicas := ptr.Deref(md.Spec.Replicas, 1)
-	if err != nil || cur == "" || cur == upd || replicas <= 0 {
+	if err != nil || cur == "" || cur == upd {
 		return nil
 	}
 	split := &Split{Stable: cur, Canary: upd}
@@ -72,22 +69,39 @@ func TrafficSplit(md *appsv1beta1.MyDeployment) *Split {
 		if md.Status.UpdatedReplicas == 0 {
 			return nil
 		}
+		split.Aborted = true
 		return split
 	}
-	index := 0
-	if st, err := optin.ParseCanaryState(md.Annotations[appsv1beta1.CanaryStepAnnotation]); err == nil && st.Revision == upd {
-		index = st.Index
-	}
-	if index >= len(steps) {
+	if st, err := optin.ParseCanaryState(md.Annotations[appsv1beta1.CanaryStepAnnotation]); err == nil &&
+		st.Revision == upd && st.Index >= len(steps) {
 		return nil
 	}
-	for j := index - 1; j >= 0; j-- {
-		if !steps[j].Pause {
-			split.CanaryWeight = min(100, steps[j].Size.Pods(replicas)*100/replicas)
-			break
-		}
-	}
 	return split
+}
+
+// Weighed is split with its weight, from the ready endpoints of the stable
+// and canary Services: the canary's share of the ready pods of both
+// revisions, in percent, rounded; none when aborted. nil (the one Service)
+// while the Services the weights would send traffic to have no ready
+// endpoint (just made: their EndpointSlices not yet written), so the route
+// never points at an empty Service. Each ready pod so gets an equal share,
+// as behind the one Service, however the planner moves pods during a step:
+// at a step's pause that is the step's share of the pods (1 of 10 pods:
+// 10), while a step moves pods it follows them, never ahead of those ready.
+func Weighed(split *Split, stableReady, canaryReady int32) *Split {
+	if split == nil {
+		return nil
+	}
+	w := *split
+	switch {
+	case split.Aborted && stableReady == 0, stableReady+canaryReady == 0:
+		return nil
+	case split.Aborted:
+		w.CanaryWeight = 0
+	default:
+		w.CanaryWeight = int32((200*int64(canaryReady) + int64(stableReady+canaryReady)) / (2 * int64(stableReady+canaryReady)))
+	}
+	return &w
 }
 
 // The suffixes of the names of the stable and canary Services.

@@ -1,6 +1,7 @@
 package application
 
 import (
+	"strconv"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +26,8 @@ func canaryMD(steps, record string, replicas int32) *appsv1beta1.MyDeployment {
 
 func TestTrafficSplit(t *testing.T) {
 	const steps = "10%, pause, 50%, pause, 100%, pause"
-	at := func(step int) string { return `{"revision":"shop-2","step":` + string(rune('0'+step)) + `}` }
+	at := func(step int) string { return `{"revision":"shop-2","step":` + strconv.Itoa(step) + `}` }
+	split := &Split{Stable: "shop-1", Canary: "shop-2"}
 	cases := []struct {
 		name   string
 		md     *appsv1beta1.MyDeployment
@@ -38,45 +40,65 @@ func TestTrafficSplit(t *testing.T) {
 			change: func(md *appsv1beta1.MyDeployment) { md.Status.CurrentRevision = "shop-2" }},
 		{name: "no current revision yet", md: canaryMD(steps, "", 10),
 			change: func(md *appsv1beta1.MyDeployment) { md.Status.CurrentRevision = "" }},
-		{name: "rollout begun, no record yet: step 1, nothing to the canary", md: canaryMD(steps, "", 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2"}},
-		{name: "record of an older rollout: step 1", md: canaryMD(steps, `{"revision":"shop-0","step":4}`, 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2"}},
-		{name: "step 1 (10%) under way: its pods not yet available", md: canaryMD(steps, at(1), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2"}},
-		{name: "step 2 pause after 10%", md: canaryMD(steps, at(2), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: 10}},
-		{name: "step 3 (50%) under way keeps 10", md: canaryMD(steps, at(3), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: 10}},
-		{name: "step 4 pause after 50%", md: canaryMD(steps, at(4), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: 50}},
-		{name: "step 6 pause after 100%", md: canaryMD(steps, at(6), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: 100}},
+		{name: "rollout begun, no record yet", md: canaryMD(steps, "", 10), want: split},
+		{name: "record of an older rollout", md: canaryMD(steps, `{"revision":"shop-0","step":7}`, 10), want: split},
+		{name: "step 1 under way", md: canaryMD(steps, at(1), 10), want: split},
+		{name: "step 6, the last", md: canaryMD(steps, at(6), 10), want: split},
 		{name: "every step done: the one Service", md: canaryMD(steps, at(7), 10)},
-		{name: "a count step is its share of replicas", md: canaryMD("1, pause", at(2), 3),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: 33}},
-		{name: "a percentage rounds up to pods first", md: canaryMD("10%, pause", at(2), 4),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: 25}},
-		{name: "aborted with canary pods left: all to stable", md: canaryMD(steps, at(4), 10),
+		{name: "aborted with canary pods left", md: canaryMD(steps, at(4), 10),
 			change: func(md *appsv1beta1.MyDeployment) { md.Annotations[appsv1beta1.AbortedRevisionAnnotation] = "shop-2" },
-			want:   &Split{Stable: "shop-1", Canary: "shop-2"}},
+			want:   &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true}},
 		{name: "aborted, no canary pod left: the one Service", md: canaryMD(steps, at(4), 10),
 			change: func(md *appsv1beta1.MyDeployment) {
 				md.Annotations[appsv1beta1.AbortedRevisionAnnotation] = "shop-2"
 				md.Status.UpdatedReplicas = 0
 			}},
-		{name: "scaled to zero: the one Service", md: canaryMD(steps, at(4), 0)},
+		{name: "an older revision aborted: this rollout goes on", md: canaryMD(steps, at(2), 10),
+			change: func(md *appsv1beta1.MyDeployment) { md.Annotations[appsv1beta1.AbortedRevisionAnnotation] = "shop-0" },
+			want:   split},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.change != nil {
 				c.change(c.md)
 			}
-			got := TrafficSplit(c.md)
-			switch {
-			case got == nil && c.want == nil:
-			case got == nil || c.want == nil || *got != *c.want:
+			if got := TrafficSplit(c.md); !equalSplits(got, c.want) {
 				t.Errorf("TrafficSplit = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func equalSplits(a, b *Split) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func TestWeighed(t *testing.T) {
+	split := &Split{Stable: "shop-1", Canary: "shop-2"}
+	aborted := &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true}
+	weight := func(w int32) *Split { return &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: w} }
+	cases := []struct {
+		name           string
+		split          *Split
+		stable, canary int32
+		want           *Split
+	}{
+		{name: "no canary", split: nil, stable: 9, canary: 1},
+		{name: "no ready endpoint yet: the one Service", split: split},
+		{name: "step 1 under way, its pod not ready", split: split, stable: 10, want: weight(0)},
+		{name: "the pause after 10% of 10 pods", split: split, stable: 9, canary: 1, want: weight(10)},
+		{name: "pods moving: a pod not ready has no share", split: split, stable: 7, canary: 3, want: weight(30)},
+		{name: "the pause after 50%", split: split, stable: 5, canary: 5, want: weight(50)},
+		{name: "1 of 3 rounds to 33", split: split, stable: 2, canary: 1, want: weight(33)},
+		{name: "2 of 3 rounds to 67", split: split, stable: 1, canary: 2, want: weight(67)},
+		{name: "every stable pod gone", split: split, canary: 10, want: weight(100)},
+		{name: "aborted: all to stable", split: aborted, stable: 8, canary: 2, want: &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true}},
+		{name: "aborted, no stable pod ready: the one Service", split: aborted, canary: 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Weighed(c.split, c.stable, c.canary); !equalSplits(got, c.want) {
+				t.Errorf("Weighed(%d, %d) = %+v, want %+v", c.stable, c.canary, got, c.want)
 			}
 		})
 	}
