@@ -126,8 +126,17 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		return out
 	}
 	out.present = true
+	r.recordApplied(app, c, exists, before)
+	return out
+}
+
+// recordApplied records the event of an apply of c that created the child
+// (it did not exist) or changed it (from before): Created, or Updated
+// unless the kind names the change itself (kind.updated).
+func (r *Reconciler) recordApplied(app *appsv1beta1.Application, c child, existed bool, before client.Object) {
+	name := c.live.GetName()
 	switch {
-	case !exists:
+	case !existed:
 		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildCreated, "Create",
 			fmt.Sprintf("Created %s %s", c.kind.name, name))
 	case changed(before, c.live):
@@ -139,7 +148,6 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		}
 		r.event(app, c.live, corev1.EventTypeNormal, reason, "Update", note)
 	}
-	return out
 }
 
 // apply applies desired with the Application's field manager, taking

@@ -92,24 +92,8 @@ var kinds = [numKinds]childKind{
 		},
 		slot: func(c *appsv1beta1.ApplicationChildrenStatus) *string { return &c.Service },
 	},
-	kindStableService: {
-		name:      "Service",
-		suffix:    StableSuffix,
-		newObject: func() client.Object { return &corev1.Service{} },
-		desired: func(app *appsv1beta1.Application, split *Split) client.Object {
-			return nilIfNone(revisionService(app, split, false))
-		},
-		backend: true,
-	},
-	kindCanaryService: {
-		name:      "Service",
-		suffix:    CanarySuffix,
-		newObject: func() client.Object { return &corev1.Service{} },
-		desired: func(app *appsv1beta1.Application, split *Split) client.Object {
-			return nilIfNone(revisionService(app, split, true))
-		},
-		backend: true,
-	},
+	kindStableService: revisionServiceKind(false),
+	kindCanaryService: revisionServiceKind(true),
 	kindIngress: {
 		name:      "Ingress",
 		newObject: func() client.Object { return &networkingv1.Ingress{} },
@@ -180,6 +164,24 @@ var kinds = [numKinds]childKind{
 		},
 		slot: func(c *appsv1beta1.ApplicationChildrenStatus) *string { return &c.PodDisruptionBudget },
 	},
+}
+
+// revisionServiceKind is the kind of the stable (canary false) or canary
+// Service of a traffic split: no line of its own in status.children.
+func revisionServiceKind(canary bool) childKind {
+	suffix := StableSuffix
+	if canary {
+		suffix = CanarySuffix
+	}
+	return childKind{
+		name:      "Service",
+		suffix:    suffix,
+		newObject: func() client.Object { return &corev1.Service{} },
+		desired: func(app *appsv1beta1.Application, split *Split) client.Object {
+			return nilIfNone(revisionService(app, split, canary))
+		},
+		backend: true,
+	}
 }
 
 // desiredChild is the Application's child of kinds[i], with the object its
