@@ -54,6 +54,9 @@ const (
 	EventChildNotOwned = "ChildNotOwned"
 	// EventChildApplyFailed: the API server refused a child.
 	EventChildApplyFailed = "ChildApplyFailed"
+	// EventTrafficShifted: the HTTPRoute's weights changed during a canary
+	// (or it points at the one Service again); the note gives the weights.
+	EventTrafficShifted = "TrafficShifted"
 )
 
 // Labels the Application controller writes.
@@ -66,4 +69,12 @@ const (
 	// AppNameLabel is the pods' default selector label:
 	// `app.kubernetes.io/name: <application name>`.
 	AppNameLabel = "app.kubernetes.io/name"
+	// RouteRulesAnnotation on the HTTPRoute names (a hash) the rules of the
+	// Application's spec.route it last wrote. HTTPRoute's rules are one
+	// atomic list for server-side apply, so ownership cannot tell the
+	// Application's rules from a filter someone added by hand: while the
+	// annotation names the spec's rules, the Application writes back the
+	// live rules, changing only the backendRefs to its Services; when the
+	// spec's rules change, they replace the live ones.
+	RouteRulesAnnotation = "apps.mydeployment.io/route-rules"
 )

@@ -99,6 +99,16 @@ func readyCondition(app *appsv1beta1.Application) func() metav1.Condition {
 	}
 }
 
+// installRouteCRD installs the Gateway API's HTTPRoute CRD (v1.6.3, from
+// the module cache); installing it again changes nothing.
+func installRouteCRD() {
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	Expect(err).NotTo(HaveOccurred())
+	_, err = envtest.InstallCRDs(testEnv.Config, envtest.CRDInstallOptions{Paths: []string{
+		filepath.Join(strings.TrimSpace(string(dir)), "config", "crd", "standard", "gateway.networking.k8s.io_httproutes.yaml")}})
+	Expect(err).NotTo(HaveOccurred())
+}
+
 func expectControlledBy(obj client.Object, app *appsv1beta1.Application) {
 	ref := metav1.GetControllerOf(obj)
 	Expect(ref).NotTo(BeNil(), "%s has a controller", obj.GetName())
@@ -375,11 +385,7 @@ var _ = Describe("Application", func() {
 		childOf(app, &corev1.Service{}) // the rest goes on
 
 		By("the Gateway API CRDs are installed after the manager started")
-		dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
-		Expect(err).NotTo(HaveOccurred())
-		_, err = envtest.InstallCRDs(testEnv.Config, envtest.CRDInstallOptions{Paths: []string{
-			filepath.Join(strings.TrimSpace(string(dir)), "config", "crd", "standard", "gateway.networking.k8s.io_httproutes.yaml")}})
-		Expect(err).NotTo(HaveOccurred())
+		installRouteCRD()
 
 		route := &gatewayv1.HTTPRoute{}
 		Eventually(func() error { return k8sClient.Get(ctx, key(app), route) }, 3*CRDPoll, interval).Should(Succeed())
@@ -610,4 +616,8 @@ var _ = Describe("Application", func() {
 		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
 		childOf(app, &corev1.Service{})
 	})
+
+	// After the route test: it installs the Gateway API CRDs while the
+	// manager runs, which these need.
+	canaryTrafficSpecs(func() string { return ns })
 })

@@ -34,6 +34,8 @@ type child struct {
 	// desired is the object to apply (typed, metadata and spec only), nil
 	// when the spec does not want this child.
 	desired client.Object
+	// split is the canary's traffic split desired was made for.
+	split *Split
 }
 
 // outcome is what syncing one child found and did.
@@ -49,6 +51,9 @@ type outcome struct {
 	crdAbsent bool
 	// err: the API server refused a read or a write.
 	err error
+	// stale: a write guarded by the resourceVersion read met a newer
+	// child (our cache behind it, or someone's edit); synced again.
+	stale bool
 }
 
 // syncChild makes the child match the spec: applied when wanted, deleted
@@ -56,7 +61,8 @@ type outcome struct {
 // records one event per write or refusal.
 func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application, c child) outcome {
 	out := outcome{kind: c.kind, live: c.live}
-	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	name := app.Name + c.kind.suffix
+	key := types.NamespacedName{Namespace: app.Namespace, Name: name}
 	err := r.Client.Get(ctx, key, c.live)
 	if apierrors.IsNotFound(err) && c.desired != nil {
 		// Read a miss again from the API server: the cache holds Services and
@@ -67,7 +73,7 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 	}
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
-		out.err = fmt.Errorf("reading %s %s: %w", c.kind.name, app.Name, err)
+		out.err = fmt.Errorf("reading %s %s: %w", c.kind.name, name, err)
 		return out
 	}
 	if exists && !metav1.IsControlledBy(c.live, app) {
@@ -80,16 +86,23 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		}
 		err := r.Client.Delete(ctx, c.live, client.Preconditions{UID: ptr.To(c.live.GetUID())})
 		if err != nil && !apierrors.IsNotFound(err) {
-			out.err = fmt.Errorf("deleting %s %s: %w", c.kind.name, app.Name, err)
+			out.err = fmt.Errorf("deleting %s %s: %w", c.kind.name, name, err)
 			r.event(app, c.live, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Delete", out.err.Error())
 			return out
 		}
 		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildDeleted, "Delete",
-			fmt.Sprintf("Deleted %s %s: no longer in the spec", c.kind.name, app.Name))
+			fmt.Sprintf("Deleted %s %s: no longer in the spec", c.kind.name, name))
 		return out
 	}
 
+	if exists && c.kind.adapt != nil {
+		c.kind.adapt(app, c.split, c.desired, c.live)
+	}
 	u, err := r.apply(ctx, c.desired)
+	if apierrors.IsConflict(err) && c.desired.GetResourceVersion() != "" {
+		out.stale, out.present = true, true
+		return out
+	}
 	if apierrors.IsInvalid(err) && exists {
 		// Perhaps refused for an item another manager added (their port 81
 		// named http beside our 80): remove those, then apply again.
@@ -103,25 +116,38 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 		_, err = r.removeForeignItems(ctx, u, c.desired)
 	}
 	if err != nil {
-		out.err = fmt.Errorf("applying %s %s: %w", c.kind.name, app.Name, err)
+		out.err = fmt.Errorf("applying %s %s: %w", c.kind.name, name, err)
 		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
 		return out
 	}
 	before := c.live.DeepCopyObject().(client.Object)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c.live); err != nil {
-		out.err = fmt.Errorf("reading the applied %s %s: %w", c.kind.name, app.Name, err)
+		out.err = fmt.Errorf("reading the applied %s %s: %w", c.kind.name, name, err)
 		return out
 	}
 	out.present = true
-	switch {
-	case !exists:
-		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildCreated, "Create",
-			fmt.Sprintf("Created %s %s", c.kind.name, app.Name))
-	case changed(before, c.live):
-		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildUpdated, "Update",
-			fmt.Sprintf("Updated %s %s", c.kind.name, app.Name))
-	}
+	r.recordApplied(app, c, exists, before)
 	return out
+}
+
+// recordApplied records the event of an apply of c that created the child
+// (it did not exist) or changed it (from before): Created, or Updated
+// unless the kind names the change itself (kind.updated).
+func (r *Reconciler) recordApplied(app *appsv1beta1.Application, c child, existed bool, before client.Object) {
+	name := c.live.GetName()
+	switch {
+	case !existed:
+		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildCreated, "Create",
+			fmt.Sprintf("Created %s %s", c.kind.name, name))
+	case changed(before, c.live):
+		reason, note := appsv1beta1.EventChildUpdated, fmt.Sprintf("Updated %s %s", c.kind.name, name)
+		if c.kind.updated != nil {
+			if rs, n := c.kind.updated(before, c.live); rs != "" {
+				reason, note = rs, n
+			}
+		}
+		r.event(app, c.live, corev1.EventTypeNormal, reason, "Update", note)
+	}
 }
 
 // apply applies desired with the Application's field manager, taking

@@ -95,15 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	obs := observed{}
-	for i, c := range desiredChildren(app) {
-		if c.kind.gatewayAPI && !r.routesServed.Load() {
-			// Nothing to read or delete: the kind does not exist (yet).
-			obs.outcomes[i] = outcome{kind: c.kind, crdAbsent: c.desired != nil}
-			continue
-		}
-		obs.outcomes[i] = r.syncChild(ctx, app, c)
-	}
+	obs := r.syncChildren(ctx, app)
 	if obs.outcomes[kindService].present {
 		slices := &discoveryv1.EndpointSliceList{}
 		if err := r.List(ctx, slices, client.InNamespace(app.Namespace),
@@ -131,17 +123,81 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return requeue(obs.outcomes[:])
 }
 
+// syncChildren syncs every child in kinds' order, the MyDeployment first:
+// its canary decides the traffic split (TrafficSplit) the revision
+// Services and the route are made for (routeSplit). A revision Service no
+// longer wanted is deleted only after the route was written without it,
+// and not while the route's write fails.
+func (r *Reconciler) syncChildren(ctx context.Context, app *appsv1beta1.Application) observed {
+	var obs observed
+	var split *Split
+	var later []int
+	for i := range kinds {
+		c := desiredChild(app, i, split)
+		switch {
+		case c.kind.gatewayAPI && !r.routesServed.Load():
+			// Nothing to read or delete: the kind does not exist (yet).
+			obs.outcomes[i] = outcome{kind: c.kind, crdAbsent: c.desired != nil}
+			continue
+		case c.kind.backend && c.desired == nil:
+			later = append(later, i)
+			continue
+		case i == kindHTTPRoute && split != nil:
+			weighed, err := r.routeSplit(ctx, app, split, obs)
+			if err != nil {
+				obs.outcomes[i] = outcome{kind: c.kind, err: err}
+				continue
+			}
+			c = desiredChild(app, i, weighed)
+		}
+		obs.outcomes[i] = r.syncChild(ctx, app, c)
+		if o := obs.outcomes[i]; i == kindMyDeployment && o.present && app.Spec.Route != nil && r.routesServed.Load() {
+			split = TrafficSplit(o.live.(*appsv1beta1.MyDeployment))
+		}
+	}
+	for _, i := range later {
+		if o := obs.outcomes[kindHTTPRoute]; o.err != nil || o.stale {
+			obs.outcomes[i] = outcome{kind: &kinds[i]} // the route may still send traffic to it
+			continue
+		}
+		obs.outcomes[i] = r.syncChild(ctx, app, desiredChild(app, i, nil))
+	}
+	return obs
+}
+
+// routeSplit is the split the route is written with (Weighed by the ready
+// endpoints of the revision Services): nil unless both were applied (never
+// towards a Service of that name that is not ours).
+func (r *Reconciler) routeSplit(ctx context.Context, app *appsv1beta1.Application, split *Split, obs observed) (*Split, error) {
+	if !obs.outcomes[kindStableService].present || !obs.outcomes[kindCanaryService].present {
+		return nil, nil
+	}
+	var ready [2]int32
+	for i, name := range []string{app.Name + StableSuffix, app.Name + CanarySuffix} {
+		slices := &discoveryv1.EndpointSliceList{}
+		if err := r.List(ctx, slices, client.InNamespace(app.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
+			return nil, fmt.Errorf("listing the EndpointSlices of Service %s: %w", name, err)
+		}
+		ready[i] = readyEndpoints(slices.Items)
+	}
+	return Weighed(split, ready[0], ready[1]), nil
+}
+
 // requeue is Reconcile's result from the children's outcomes: their write
 // errors aggregated (retried with backoff), else a look again after
 // SlowRetry when a child waits on something not watched (a name taken by
-// an object we do not control, a child refused as invalid).
+// an object we do not control, a child refused as invalid), or after
+// requeueConflict when a guarded write met a newer child.
 func requeue(outcomes []outcome) (ctrl.Result, error) {
 	var result ctrl.Result
 	var errs []error
 	for _, o := range outcomes {
 		switch {
+		case o.stale:
+			result.RequeueAfter = soonest(result.RequeueAfter, requeueConflict)
 		case o.notOwned, apierrors.IsInvalid(o.err), apierrors.IsBadRequest(o.err):
-			result.RequeueAfter = SlowRetry
+			result.RequeueAfter = soonest(result.RequeueAfter, SlowRetry)
 		case o.err != nil:
 			errs = append(errs, o.err)
 		}
@@ -150,6 +206,14 @@ func requeue(outcomes []outcome) (ctrl.Result, error) {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
 	return result, nil
+}
+
+// soonest is the shorter of two requeue delays, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // recordRefusals emits ChildNotOwned once per change of the Ready

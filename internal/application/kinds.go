@@ -21,23 +21,37 @@ import (
 type childKind struct {
 	// name names the kind in events, conditions and logs ("Service").
 	name string
+	// suffix follows the Application's name in the child's name.
+	suffix string
 	// newObject is an empty object of the kind, for a read.
 	newObject func() client.Object
 	// desired is the child the spec asks for (metadata and spec), nil when
-	// it asks for none.
-	desired func(*appsv1beta1.Application) client.Object
+	// it asks for none; split is the canary's traffic split (TrafficSplit).
+	desired func(app *appsv1beta1.Application, split *Split) client.Object
+	// adapt, if set, changes desired to fit the live child before it is
+	// applied (the route keeps its live rules: keepLiveRules).
+	adapt func(app *appsv1beta1.Application, split *Split, desired, live client.Object)
+	// backend: the route may point at the child, so it is deleted only
+	// after the route was written without it.
+	backend bool
 	// gatewayAPI: the kind is served only once the Gateway API CRDs are.
 	gatewayAPI bool
-	// line sums up a child the Application applied, for status.children.
+	// line sums up a child the Application applied, for status.children
+	// (nil: no line of its own).
 	line func(live client.Object, st *appsv1beta1.ApplicationStatus) string
 	// slot is where that line goes in status.children.
 	slot func(*appsv1beta1.ApplicationChildrenStatus) *string
+	// updated, if set, is the event of an update of the child instead of
+	// EventChildUpdated ("" reason: EventChildUpdated).
+	updated func(before, after client.Object) (reason, note string)
 }
 
 // The index of each kind in kinds.
 const (
 	kindMyDeployment = iota
 	kindService
+	kindStableService
+	kindCanaryService
 	kindIngress
 	kindHTTPRoute
 	kindAutoscaler
@@ -50,7 +64,7 @@ var kinds = [numKinds]childKind{
 	kindMyDeployment: {
 		name:      "MyDeployment",
 		newObject: func() client.Object { return &appsv1beta1.MyDeployment{} },
-		desired: func(app *appsv1beta1.Application) client.Object {
+		desired: func(app *appsv1beta1.Application, _ *Split) client.Object {
 			return &appsv1beta1.MyDeployment{ObjectMeta: childMeta(app, app.Spec.Deployment.Metadata), Spec: DeploymentSpec(app)}
 		},
 		line: func(live client.Object, _ *appsv1beta1.ApplicationStatus) string {
@@ -63,7 +77,7 @@ var kinds = [numKinds]childKind{
 	kindService: {
 		name:      "Service",
 		newObject: func() client.Object { return &corev1.Service{} },
-		desired: func(app *appsv1beta1.Application) client.Object {
+		desired: func(app *appsv1beta1.Application, _ *Split) client.Object {
 			if spec := ServiceSpec(app); spec != nil {
 				return &corev1.Service{ObjectMeta: childMeta(app, app.Spec.Service.Metadata), Spec: *spec}
 			}
@@ -78,10 +92,12 @@ var kinds = [numKinds]childKind{
 		},
 		slot: func(c *appsv1beta1.ApplicationChildrenStatus) *string { return &c.Service },
 	},
+	kindStableService: revisionServiceKind(false),
+	kindCanaryService: revisionServiceKind(true),
 	kindIngress: {
 		name:      "Ingress",
 		newObject: func() client.Object { return &networkingv1.Ingress{} },
-		desired: func(app *appsv1beta1.Application) client.Object {
+		desired: func(app *appsv1beta1.Application, _ *Split) client.Object {
 			if spec := IngressSpec(app); spec != nil {
 				return &networkingv1.Ingress{ObjectMeta: childMeta(app, app.Spec.Ingress.Metadata), Spec: *spec}
 			}
@@ -99,11 +115,17 @@ var kinds = [numKinds]childKind{
 		name:       "HTTPRoute",
 		newObject:  func() client.Object { return &gatewayv1.HTTPRoute{} },
 		gatewayAPI: true,
-		desired: func(app *appsv1beta1.Application) client.Object {
-			if spec := RouteSpec(app); spec != nil {
-				return &gatewayv1.HTTPRoute{ObjectMeta: childMeta(app, app.Spec.Route.Metadata), Spec: *spec}
+		desired: func(app *appsv1beta1.Application, split *Split) client.Object {
+			return nilIfNone(desiredRoute(app, split))
+		},
+		adapt: func(app *appsv1beta1.Application, split *Split, desired, live client.Object) {
+			keepLiveRules(app, split, desired.(*gatewayv1.HTTPRoute), live.(*gatewayv1.HTTPRoute))
+		},
+		updated: func(before, after client.Object) (string, string) {
+			if note := trafficNote(before.(*gatewayv1.HTTPRoute), after.(*gatewayv1.HTTPRoute)); note != "" {
+				return appsv1beta1.EventTrafficShifted, note
 			}
-			return nil
+			return "", ""
 		},
 		line: func(live client.Object, _ *appsv1beta1.ApplicationStatus) string {
 			return routeLine(live.(*gatewayv1.HTTPRoute))
@@ -113,7 +135,7 @@ var kinds = [numKinds]childKind{
 	kindAutoscaler: {
 		name:      "HorizontalPodAutoscaler",
 		newObject: func() client.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
-		desired: func(app *appsv1beta1.Application) client.Object {
+		desired: func(app *appsv1beta1.Application, _ *Split) client.Object {
 			if spec := AutoscalerSpec(app); spec != nil {
 				return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: childMeta(app, nil), Spec: *spec}
 			}
@@ -129,7 +151,7 @@ var kinds = [numKinds]childKind{
 	kindDisruptionBudget: {
 		name:      "PodDisruptionBudget",
 		newObject: func() client.Object { return &policyv1.PodDisruptionBudget{} },
-		desired: func(app *appsv1beta1.Application) client.Object {
+		desired: func(app *appsv1beta1.Application, _ *Split) client.Object {
 			if spec := DisruptionBudgetSpec(app); spec != nil {
 				return &policyv1.PodDisruptionBudget{ObjectMeta: childMeta(app, nil), Spec: *spec}
 			}
@@ -144,12 +166,35 @@ var kinds = [numKinds]childKind{
 	},
 }
 
-// desiredChildren are the Application's children, one of each kind, each
-// with the object its spec wants (nil: delete it if ours).
-func desiredChildren(app *appsv1beta1.Application) [numKinds]child {
-	var children [numKinds]child
-	for i := range kinds {
-		children[i] = child{kind: &kinds[i], live: kinds[i].newObject(), desired: kinds[i].desired(app)}
+// revisionServiceKind is the kind of the stable (canary false) or canary
+// Service of a traffic split: no line of its own in status.children.
+func revisionServiceKind(canary bool) childKind {
+	suffix := StableSuffix
+	if canary {
+		suffix = CanarySuffix
 	}
-	return children
+	return childKind{
+		name:      "Service",
+		suffix:    suffix,
+		newObject: func() client.Object { return &corev1.Service{} },
+		desired: func(app *appsv1beta1.Application, split *Split) client.Object {
+			return nilIfNone(revisionService(app, split, canary))
+		},
+		backend: true,
+	}
+}
+
+// desiredChild is the Application's child of kinds[i], with the object its
+// spec (and the canary's split) wants: nil, delete it if ours.
+func desiredChild(app *appsv1beta1.Application, i int, split *Split) child {
+	return child{kind: &kinds[i], split: split, live: kinds[i].newObject(), desired: kinds[i].desired(app, split)}
+}
+
+// nilIfNone is obj as a client.Object, nil (not a typed nil) when obj is.
+func nilIfNone[T client.Object](obj T) client.Object {
+	var none T
+	if any(obj) == any(none) {
+		return nil
+	}
+	return obj
 }

@@ -70,12 +70,12 @@ func childProblems(app *appsv1beta1.Application, obs observed) readiness {
 		switch {
 		case o.notOwned:
 			r.add(appsv1beta1.ReasonChildNotOwned,
-				fmt.Sprintf("%s %s exists and is not controlled by this Application; it is left alone", o.kind.name, app.Name))
+				fmt.Sprintf("%s %s exists and is not controlled by this Application; it is left alone", o.kind.name, app.Name+o.kind.suffix))
 		case o.err != nil:
 			r.add(appsv1beta1.ReasonChildApplyFailed, o.err.Error())
 		case o.crdAbsent:
 			r.add(appsv1beta1.ReasonRouteCRDAbsent, fmt.Sprintf("%s %s: the Gateway API CRDs are not installed "+
-				"(gateway.networking.k8s.io/v1 %s is not served); it is made once they are", o.kind.name, app.Name, o.kind.name))
+				"(gateway.networking.k8s.io/v1 %s is not served); it is made once they are", o.kind.name, app.Name+o.kind.suffix, o.kind.name))
 		}
 	}
 	return r
@@ -267,6 +267,9 @@ func URLs(ing *networkingv1.Ingress) []string {
 func childLines(obs observed, st *appsv1beta1.ApplicationStatus) *appsv1beta1.ApplicationChildrenStatus {
 	lines := &appsv1beta1.ApplicationChildrenStatus{}
 	for _, o := range obs.outcomes {
+		if o.kind.slot == nil {
+			continue // a revision Service: its problems are in Ready's message
+		}
 		var line string
 		switch {
 		case o.notOwned:
@@ -328,6 +331,9 @@ func routeLine(route *gatewayv1.HTTPRoute) string {
 	line := strings.Join(RouteURLs(route), " ")
 	if line == "" {
 		line = "no hostnames"
+	}
+	if traffic := routeTraffic(route); traffic != "" {
+		line += "; canary traffic: " + traffic
 	}
 	if len(route.Status.Parents) == 0 {
 		return line + "; not accepted by a Gateway yet"

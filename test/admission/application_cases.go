@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -79,6 +80,18 @@ func FiveLineApp(ns, name string) *appsv1beta1.Application {
 	return app
 }
 
+// RouteTo is a route with one rule to port 80 of the Service named (none:
+// the rule routes to the Application's Service by default).
+func RouteTo(service string) *appsv1beta1.ApplicationRouteSpec {
+	rule := gatewayv1.HTTPRouteRule{}
+	if service != "" {
+		rule.BackendRefs = []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(service),
+				Port: ptr.To(gatewayv1.PortNumber(80))}}}}
+	}
+	return &appsv1beta1.ApplicationRouteSpec{HTTPRouteSpec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{rule}}}
+}
+
 func backend(service, port string) networkingv1.IngressBackend {
 	return networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: service,
 		Port: networkingv1.ServiceBackendPort{Name: port}}}
@@ -113,6 +126,23 @@ func AppCases() []AppCase {
 				a.Spec.Route = &appsv1beta1.ApplicationRouteSpec{}
 			},
 			Field: "spec.service", Why: "an HTTPRoute routes to the Application's Service", By: Webhook},
+		{Name: "a route backend naming the canary Service, which the Application weighs itself",
+			Change: func(a *appsv1beta1.Application) { a.Spec.Route = RouteTo(a.Name + "-canary") },
+			Field:  "spec.route.rules[0].backendRefs[0].name", Why: "names a Service the Application makes for a canary's traffic", By: Webhook},
+		{Name: "the route's rules annotation, which the Application writes",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Route = RouteTo(a.Name)
+				a.Spec.Route.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{appsv1beta1.RouteRulesAnnotation: "x"}}
+			},
+			Field: "spec.route.metadata.annotations[" + appsv1beta1.RouteRulesAnnotation + "]", Why: "set by the Application on its HTTPRoute", By: Webhook},
+		{Name: "a route with a name too long for the canary Services",
+			Change: func(a *appsv1beta1.Application) { a.Name, a.Spec.Route = strings.Repeat("a", 57), RouteTo("") },
+			Field:  "metadata.name", Why: "with spec.route, at most 56 characters", By: Webhook},
+		{Name: "canary steps on the Application's MyDeployment that can never work",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "50%, 10%"}}
+			},
+			Field: "spec.deployment.metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]", Why: "sizes must not decrease", By: Webhook},
 		{Name: "duplicate Service port names",
 			Change: func(a *appsv1beta1.Application) {
 				a.Spec.Service.Ports = append(a.Spec.Service.Ports, corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)})

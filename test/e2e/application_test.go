@@ -189,6 +189,10 @@ spec:
 		kubectl("delete", "mdapp", routed, "--wait=true")
 	})
 
+	It("splits its route's traffic through a canary's steps, keeping a filter added to the route by hand", func() {
+		canaryTrafficOnRoute(ns) // after the test above: the Gateway API CRDs are installed
+	})
+
 	It("deletes its MyDeployment, Service and Ingress with it", func() {
 		kubectl("delete", "mdapp", name, "--wait=true")
 		Eventually(func() []string {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/test/admission"
 )
 
@@ -30,6 +31,14 @@ var _ = Describe("Admission of invalid Applications", func() {
 
 	It("accepts the valid Application in the five-line form", func() {
 		Expect(k8sClient.Create(ctx, admission.FiveLineApp(ns, "shop"))).To(Succeed())
+	})
+
+	It("accepts a routed Application whose name leaves room for its canary Services, and the canary steps it passes on", func() {
+		app := admission.ValidApp(ns, strings.Repeat("a", 56))
+		app.Spec.Route = admission.RouteTo(app.Name)
+		app.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{
+			appsv1beta1.CanaryStepsAnnotation: "10%, pause, 50%, pause, 100%"}}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 	})
 
 	for _, c := range admission.AppCases() {

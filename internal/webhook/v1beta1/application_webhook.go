@@ -65,9 +65,7 @@ func (v *ApplicationValidator) validate(ctx context.Context, oldApp, app *appsv1
 	errs = append(errs, validateMetadata(app)...)
 	errs = append(errs, validatePorts(app)...)
 	errs = append(errs, validateIngress(app)...)
-	if app.Spec.Route != nil && app.Spec.Service == nil {
-		errs = append(errs, field.Required(field.NewPath("spec", "service"), "an HTTPRoute routes to the Application's Service"))
-	}
+	errs = append(errs, validateRoute(oldApp, app)...)
 	if oldApp != nil {
 		was, is := application.DeploymentSpec(oldApp).Selector, application.DeploymentSpec(app).Selector
 		if !apiequality.Semantic.DeepEqual(was, is) {
@@ -159,6 +157,50 @@ func validateMetadata(app *appsv1beta1.Application) field.ErrorList {
 	if app.Spec.Ingress != nil {
 		check(app.Spec.Ingress.Metadata, spec.Child("ingress", "metadata"))
 	}
+	if app.Spec.Route != nil {
+		path := spec.Child("route", "metadata")
+		check(app.Spec.Route.Metadata, path)
+		if m := app.Spec.Route.Metadata; m != nil {
+			if _, ok := m.Annotations[appsv1beta1.RouteRulesAnnotation]; ok {
+				errs = append(errs, field.Forbidden(path.Child("annotations").Key(appsv1beta1.RouteRulesAnnotation),
+					"set by the Application on its HTTPRoute"))
+			}
+		}
+	}
+	return errs
+}
+
+// maxRoutedNameLength: with a route, <name>-stable and <name>-canary name
+// Services (at most 63 characters) during a canary.
+const maxRoutedNameLength = validation.DNS1035LabelMaxLength - len(application.StableSuffix)
+
+// validateRoute: the HTTPRoute routes to the Application's Service, so it
+// needs one; no backendRef names the Services the Application makes for a
+// canary's traffic (it sets those itself); and a name given a route (at
+// creation, or when the route is added) leaves room for their suffix.
+func validateRoute(oldApp, app *appsv1beta1.Application) field.ErrorList {
+	if app.Spec.Route == nil {
+		return nil
+	}
+	if app.Spec.Service == nil {
+		return field.ErrorList{field.Required(field.NewPath("spec", "service"), "an HTTPRoute routes to the Application's Service")}
+	}
+	var errs field.ErrorList
+	if len(app.Name) > maxRoutedNameLength && (oldApp == nil || oldApp.Spec.Route == nil) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), app.Name, fmt.Sprintf("with spec.route, at most %d "+
+			"characters: during a canary the Application makes Services <name>%s and <name>%s",
+			maxRoutedNameLength, application.StableSuffix, application.CanarySuffix)))
+	}
+	rules := field.NewPath("spec", "route", "rules")
+	for i, rule := range app.Spec.Route.Rules {
+		for j, ref := range rule.BackendRefs {
+			if n := string(ref.Name); (ref.Kind == nil || *ref.Kind == "Service") &&
+				(n == app.Name+application.StableSuffix || n == app.Name+application.CanarySuffix) {
+				errs = append(errs, field.Invalid(rules.Index(i).Child("backendRefs").Index(j).Child("name"), n,
+					fmt.Sprintf("names a Service the Application makes for a canary's traffic, and weighs itself; name its Service, %q", app.Name)))
+			}
+		}
+	}
 	return errs
 }
 
@@ -244,13 +286,14 @@ func validateIngress(app *appsv1beta1.Application) field.ErrorList {
 // spec to spec.deployment.
 func (v *ApplicationValidator) validateDeployment(ctx context.Context, oldApp, app *appsv1beta1.Application) (admission.Warnings, field.ErrorList) {
 	md := &appsv1beta1.MyDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Annotations: deploymentAnnotations(app)},
 		Spec:       application.DeploymentSpec(app),
 	}
 	var warnings admission.Warnings
 	var err error
 	if oldApp != nil {
-		old := &appsv1beta1.MyDeployment{ObjectMeta: md.ObjectMeta, Spec: application.DeploymentSpec(oldApp)}
+		old := &appsv1beta1.MyDeployment{ObjectMeta: *md.ObjectMeta.DeepCopy(), Spec: application.DeploymentSpec(oldApp)}
+		old.Annotations = deploymentAnnotations(oldApp)
 		warnings, err = v.Deployments.ValidateUpdate(ctx, old, md)
 	} else {
 		warnings, err = v.Deployments.ValidateCreate(ctx, md)
@@ -266,8 +309,21 @@ func (v *ApplicationValidator) validateDeployment(ctx context.Context, oldApp, a
 	for _, c := range status.Status().Details.Causes {
 		typ := field.ErrorType(c.Type)
 		msg := strings.TrimPrefix(strings.TrimPrefix(c.Message, typ.String()), ": ")
-		errs = append(errs, &field.Error{Type: typ, Field: strings.Replace(c.Field, "spec.", "spec.deployment.", 1),
-			Detail: msg, BadValue: field.OmitValueType{}})
+		path := strings.Replace(c.Field, "spec.", "spec.deployment.", 1)
+		if strings.HasPrefix(c.Field, "metadata.annotations") {
+			path = "spec.deployment." + c.Field // the opt-ins given in spec.deployment.metadata
+		}
+		errs = append(errs, &field.Error{Type: typ, Field: path, Detail: msg, BadValue: field.OmitValueType{}})
 	}
 	return warnings, errs
+}
+
+// deploymentAnnotations are the annotations the Application gives its
+// MyDeployment (spec.deployment.metadata), whose opt-ins (canary steps
+// among them) the MyDeployment's validator checks.
+func deploymentAnnotations(app *appsv1beta1.Application) map[string]string {
+	if m := app.Spec.Deployment.Metadata; m != nil {
+		return m.Annotations
+	}
+	return nil
 }

@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/utils"
+)
+
+// routeWatch keeps every version of an HTTPRoute's first rule (kubectl get
+// -w) as "backend=weight,...|filter header": what the route said at each
+// write, not just where it ended. (kubectl's watch printed only the first
+// version with a jsonpath {range}, so the lists come whole, as JSON.)
+type routeWatch struct {
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	versions []string
+}
+
+func watchRoute(ns, name string) *routeWatch {
+	GinkgoHelper()
+	w := &routeWatch{done: make(chan struct{})}
+	w.cmd = exec.Command("kubectl", "-n", ns, "get", "httproute", name, "-w", "-o",
+		`jsonpath={.spec.rules[0].backendRefs}|{.spec.rules[0].filters}{"\n"}`)
+	out, err := w.cmd.StdoutPipe()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(w.cmd.Start()).To(Succeed())
+	go func() {
+		defer close(w.done)
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			version := routeVersion(lines.Text())
+			w.mu.Lock()
+			if n := len(w.versions); n == 0 || w.versions[n-1] != version {
+				w.versions = append(w.versions, version)
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// routeVersion is a line of the watch ("<backendRefs JSON>|<filters
+// JSON>") as "backend=weight,...|header,...".
+func routeVersion(line string) string {
+	refsJSON, filtersJSON, _ := strings.Cut(line, "|")
+	var refs []struct {
+		Name   string `json:"name"`
+		Weight *int   `json:"weight"`
+	}
+	var filters []struct {
+		RequestHeaderModifier struct {
+			Add []struct {
+				Name string `json:"name"`
+			} `json:"add"`
+		} `json:"requestHeaderModifier"`
+	}
+	if json.Unmarshal([]byte(refsJSON), &refs) != nil || (filtersJSON != "" && json.Unmarshal([]byte(filtersJSON), &filters) != nil) {
+		return "unreadable: " + line
+	}
+	var b strings.Builder
+	for _, r := range refs {
+		b.WriteString(r.Name + "=")
+		if r.Weight != nil {
+			b.WriteString(strconv.Itoa(*r.Weight))
+		}
+		b.WriteString(",")
+	}
+	b.WriteString("|")
+	for _, f := range filters {
+		for _, h := range f.RequestHeaderModifier.Add {
+			b.WriteString(h.Name + ",")
+		}
+	}
+	return b.String()
+}
+
+// stop ends the kubectl this watch started and returns the versions seen.
+func (w *routeWatch) stop() []string {
+	_ = w.cmd.Process.Kill()
+	<-w.done
+	_ = w.cmd.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.versions...)
+}
+
+// canaryWeights are the canary's weights in the route versions that split
+// the traffic (backend <app>-canary), in order.
+func canaryWeights(app string, versions []string) []int {
+	var weights []int
+	for _, v := range versions {
+		backends, _, _ := strings.Cut(v, "|")
+		for _, b := range strings.Split(backends, ",") {
+			if name, weight, ok := strings.Cut(b, "="); ok && name == app+"-canary" {
+				w, err := strconv.Atoi(weight)
+				Expect(err).NotTo(HaveOccurred(), v)
+				weights = append(weights, w)
+			}
+		}
+	}
+	return weights
+}
+
+// canaryTrafficOnRoute drives an Application with a route through a
+// canary (10%, pause, 50%, pause, 100%) as a user would, in ns, on a
+// cluster with the Gateway API CRDs: a filter added to the route by hand
+// before the rollout stays in every version of the route; the weights are
+// 10 and 50 at the pauses; the stable and canary Services' endpoints
+// (written by kube-controller-manager's EndpointSlice controller from the
+// pods kwok runs) are exactly each revision's Ready pods at each step; at
+// the end the route points at the one Service again, and the two
+// Services are gone.
+func canaryTrafficOnRoute(ns string) {
+	const app = "weighted"
+	kubectl := func(args ...string) string {
+		GinkgoHelper()
+		out, err := utils.Kubectl(append([]string{"-n", ns}, args...)...)
+		Expect(err).NotTo(HaveOccurred(), out)
+		return out
+	}
+	get := func(kind, name, jsonpath string) func() string {
+		return func() string {
+			out, _ := utils.Kubectl("-n", ns, "get", kind, name, "-o", "jsonpath="+jsonpath)
+			return out
+		}
+	}
+	// readyPods are the names of the Application's Ready pods of revision.
+	readyPods := func(revision string) []string {
+		var names []string
+		for _, l := range utils.GetNonEmptyLines(kubectl("get", "pods", "-l", "controller-revision-hash="+revision, "-o",
+			`jsonpath={range .items[*]}{.metadata.name}|{.metadata.deletionTimestamp}|{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)) {
+			if f := strings.Split(l, "|"); len(f) == 3 && f[1] == "" && f[2] == "True" {
+				names = append(names, f[0])
+			}
+		}
+		sort.Strings(names)
+		return names
+	}
+	// endpoints are the pods a Service's EndpointSlices list as ready.
+	endpoints := func(service string) []string {
+		var names []string
+		for _, l := range utils.GetNonEmptyLines(kubectl("get", "endpointslices", "-l", "kubernetes.io/service-name="+service, "-o",
+			`jsonpath={range .items[*].endpoints[*]}{.targetRef.name}|{.conditions.ready}{"\n"}{end}`)) {
+			if f := strings.Split(l, "|"); len(f) == 2 && f[1] == "true" {
+				names = append(names, f[0])
+			}
+		}
+		sort.Strings(names)
+		return names
+	}
+	// expectEndpoints: the revision Services' endpoints are exactly the
+	// Ready pods of their revisions, once the EndpointSlice controller caught
+	// up, and stay so.
+	expectEndpoints := func(stable, canary string, canaryPods int) {
+		GinkgoHelper()
+		match := func() bool {
+			c, s := readyPods(canary), readyPods(stable)
+			return len(c) == canaryPods && strings.Join(endpoints(app+"-canary"), " ") == strings.Join(c, " ") &&
+				strings.Join(endpoints(app+"-stable"), " ") == strings.Join(s, " ")
+		}
+		Eventually(match, time.Minute, 250*time.Millisecond).Should(BeTrue(), "canary %v, stable %v", endpoints(app+"-canary"), endpoints(app+"-stable"))
+		Consistently(match, 2*time.Second, 250*time.Millisecond).Should(BeTrue())
+	}
+	promote := func() {
+		GinkgoHelper()
+		out, err := utils.Run(exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"), "-n", ns, "rollout", "promote", app))
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+	backends := get("httproute", app, `{range .spec.rules[0].backendRefs[*]}{.name}={.weight},{end}`)
+
+	utils.MustApply(`apiVersion: apps.mydeployment.io/v1beta1
+kind: Application
+metadata:
+  name: ` + app + `
+  namespace: ` + ns + `
+spec:
+  deployment:
+    image: "nginx:1.27"
+    replicas: 10
+    port: 80
+    metadata:
+      annotations: {apps.mydeployment.io/canary-steps: "10%, pause, 50%, pause, 100%"}
+  service: {}
+  route:
+    parentRefs: [{name: gateway}]
+    hostnames: [weighted.example.com]
+`)
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+	Eventually(get("md", app, "{.status.availableReplicas}"), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
+
+	By("a filter added to the route by hand, before the rollout")
+	kubectl("patch", "httproute", app, "--type=json", "-p",
+		`[{"op":"add","path":"/spec/rules/0/filters","value":[{"type":"RequestHeaderModifier","requestHeaderModifier":{"add":[{"name":"X-Added-By","value":"hand"}]}}]}]`)
+	watch := watchRoute(ns, app)
+	Eventually(func() int { watch.mu.Lock(); defer watch.mu.Unlock(); return len(watch.versions) }, 10*time.Second, 100*time.Millisecond).
+		Should(BeNumerically(">", 0))
+	stable := get("md", app, "{.status.currentRevision}")()
+
+	By("a new image: step 2, the pause after 10%")
+	kubectl("patch", "mdapp", app, "--type=merge", "-p", `{"spec":{"deployment":{"image":"nginx:1.28"}}}`)
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "-stable=90," + app + "-canary=10,"))
+	canary := get("md", app, "{.status.updateRevision}")()
+	Expect(canary).NotTo(Equal(stable))
+	expectEndpoints(stable, canary, 1)
+	Eventually(get("mdapp", app, "{.status.children.httpRoute}"), 30*time.Second, 250*time.Millisecond).
+		Should(ContainSubstring("canary traffic: " + app + "-stable 90%, " + app + "-canary 10%"))
+
+	By("promoted: step 4, the pause after 50%")
+	promote()
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "-stable=50," + app + "-canary=50,"))
+	expectEndpoints(stable, canary, 5)
+
+	By("promoted: step 5, 100%, completes the rollout; the route points at the one Service again")
+	promote()
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+	Eventually(get("md", app, "{.status.currentRevision}"), time.Minute, 250*time.Millisecond).Should(Equal(canary))
+	Eventually(func() string { return kubectl("get", "svc", "-o", "name") }, time.Minute, 250*time.Millisecond).
+		ShouldNot(Or(ContainSubstring(app+"-stable"), ContainSubstring(app+"-canary")))
+	Eventually(func() []string { return endpoints(app) }, time.Minute, 250*time.Millisecond).Should(Equal(readyPods(canary)))
+	Expect(readyPods(canary)).To(HaveLen(10))
+
+	versions := watch.stop()
+	By("every version of the route kept the filter; the canary's weight only grew: " + strings.Join(versions, " "))
+	for _, v := range versions {
+		Expect(v).To(HaveSuffix("|X-Added-By,"), "a version of the route without the filter added by hand")
+	}
+	weights := canaryWeights(app, versions)
+	Expect(weights).To(ContainElements(10, 50))
+	Expect(sort.IntsAreSorted(weights)).To(BeTrue(), "canary weights %v", weights)
+	Expect(versions[len(versions)-1]).To(Equal(app + "=1,|X-Added-By,"))
+	Eventually(func() string {
+		return kubectl("get", "events", "--field-selector", "involvedObject.name="+app+",reason=TrafficShifted", "-o",
+			`jsonpath={range .items[*]}{.note}{.message}{"\n"}{end}`)
+	}, 30*time.Second, 250*time.Millisecond).Should(And(ContainSubstring(app+"-stable 50%, "+app+"-canary 50%"),
+		ContainSubstring("sends all traffic to Service "+app+" again")))
+	kubectl("delete", "mdapp", app, "--wait=true")
+}
