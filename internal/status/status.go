@@ -66,6 +66,13 @@ type Input struct {
 	Aborted        string
 	AbortOnFailure bool
 	RetriedAt      time.Time
+	// AbortedBy, when set with Aborted, is the failed canary analysis
+	// that aborts it (the query, its value and threshold).
+	AbortedBy string
+	// AnalysisOptIn says the object opts into canary analysis; Analysis
+	// is what this sync measured (nil: nothing).
+	AnalysisOptIn bool
+	Analysis      *Analysis
 	// WaitingForHandOver, when not empty, says what a MyDeployment taking
 	// over a Deployment's pods waits for (adopt-from): Progressing is
 	// Unknown with ReasonWaitingForHandOver and that message, and no
@@ -148,6 +155,7 @@ func Compute(in Input) Result {
 		remove(&s, appsv1beta1.ConditionProgressing)
 	}
 
+	setAnalysis(in, &s, now)
 	SetFailure(&s, in.Failure, in.Now)
 	r.Status = s
 	return r
@@ -285,12 +293,12 @@ func hold(s *appsv1beta1.MyDeploymentStatus, current *appsv1.DeploymentCondition
 	set(s, c)
 }
 
-// pausedAtCanaryStep: a canary rollout is at a pause with the pods at the
-// shares of the step before it: the generation observed, desired pods, all
+// pausedAtCanaryStep: a canary rollout is at a pause, or waits for a
+// step's analysis, with the pods at the step's shares: the generation observed, desired pods, all
 // available, none terminating, desired-held of them updated.
 func pausedAtCanaryStep(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32) bool {
 	c := in.Canary
-	return c != nil && c.Paused && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
+	return c != nil && (c.Paused || c.Analyzing) && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
 		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(max(c.Held, 0), desired) &&
 		ptr.Deref(s.TerminatingReplicas, 0) == 0
 }
