@@ -73,6 +73,11 @@ type Input struct {
 	// is what this sync measured (nil: nothing).
 	AnalysisOptIn bool
 	Analysis      *Analysis
+	// AnalysisHolds: the update revision does not become current, even
+	// with every pod updated and available, until its canary analysis
+	// passed the step (a failure at the last step must still find the
+	// stable revision to abort to).
+	AnalysisHolds bool
 	// WaitingForHandOver, when not empty, says what a MyDeployment taking
 	// over a Deployment's pods waits for (adopt-from): Progressing is
 	// Unknown with ReasonWaitingForHandOver and that message, and no
@@ -121,7 +126,8 @@ func Compute(in Input) Result {
 	s.UpdateRevision = in.UpdateRevision
 	s.LabelSelector = in.LabelSelector
 	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas
-	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!in.AbortOnFailure || c.Available == desired) {
+	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!in.AbortOnFailure || c.Available == desired) &&
+		!in.AnalysisHolds {
 		// The rollout is complete: the update revision becomes current
 		// (StatefulSet). Under on-failure Abort only once its pods are
 		// available: the current revision is what an abort goes back to.
