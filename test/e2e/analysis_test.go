@@ -258,7 +258,7 @@ spec:
 			Should(Equal(updated))
 		took := time.Since(crossed)
 		By(fmt.Sprintf("aborted %s after the error rate crossed the threshold (interval %s)", took.Round(10*time.Millisecond), interval))
-		Expect(took).To(BeNumerically("<=", interval+time.Second), "the next measurement aborts")
+		Expect(took).To(BeNumerically("<=", interval+2*time.Second), "the next measurement aborts: within one interval, a scrape and a sync")
 		Eventually(func(g Gomega) {
 			g.Expect(live("failing")).To(And(HaveLen(replicas), HaveEach(stable)))
 			g.Expect(get("failing", "{.status.availableReplicas}")()).To(Equal(fmt.Sprint(replicas)))
