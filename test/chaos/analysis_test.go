@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -37,6 +38,8 @@ type chaosPrometheus struct {
 }
 
 var (
+	// analysisOutcomes counts the analysis changes that converged, by health.
+	analysisOutcomes [3]atomic.Int64
 	analysisProm     *chaosPrometheus
 	analysisPromOnce sync.Once
 	queriedMD        = regexp.MustCompile(`md="([^"]+)"`)
@@ -120,8 +123,17 @@ func (e *env) analysis(ctx context.Context, d *tracked, rng *rand.Rand) error {
 	}
 	d.cur = next
 	e.w.setBounds(d.uid, d.steady(next))
+	analysisOutcomes[h].Add(1)
 	return e.patch(ctx, d, fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`,
 		appsv1beta1.CanaryStepsAnnotation, appsv1beta1.AnalysisAnnotation))
+}
+
+// noteAnalysis adds the analysis changes' outcomes to the figures.
+func noteAnalysis() {
+	if n := analysisOutcomes[0].Load() + analysisOutcomes[1].Load() + analysisOutcomes[2].Load(); n > 0 {
+		figures.note("canary analysis: %d passed and completed, %d failed at step 2 and aborted to stable, %d held through a Prometheus outage then completed",
+			analysisOutcomes[analysisHealthy].Load(), analysisOutcomes[analysisFailing].Load(), analysisOutcomes[analysisDown].Load())
+	}
 }
 
 // holdWhileDown takes d's Prometheus down once its rollout is at a step,
