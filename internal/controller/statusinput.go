@@ -102,7 +102,7 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	if v.current != nil && v.update != nil && v.current.Name != v.update.Name {
 		in.Partition = o.optIn.Partition.Pods(ptr.Deref(o.md.Spec.Replicas, 1))
 	}
-	in.AbortOnFailure, in.RetriedAt = o.optIn.Abort || o.optIn.Analysis != nil, o.optIn.RetriedAt
+	in.AbortOnFailure, in.RetriedAt = o.optIn.Abort, o.optIn.RetriedAt
 	if aborted || !out.planned && recordedAbort(o, v.update, v.newRevision) {
 		in.Aborted = in.UpdateRevision
 	}

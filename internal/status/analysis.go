@@ -1,6 +1,8 @@
 package status
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,7 +26,8 @@ var analysisStatus = map[string]corev1.ConditionStatus{
 
 // setAnalysis maintains the Analysis condition: removed without the
 // opt-in, left as it is when nothing was measured (the last step's
-// verdict stays, a failure too once the rollout is aborted), otherwise
+// verdict stays, a failure too once the rollout is aborted; an abort only
+// the analysis can have made says it failed if it does not yet), otherwise
 // the measurement's: a new message refreshes lastUpdateTime, the same
 // status keeps lastTransitionTime.
 func setAnalysis(in Input, s *appsv1beta1.MyDeploymentStatus, now metav1.Time) {
@@ -32,7 +35,15 @@ func setAnalysis(in Input, s *appsv1beta1.MyDeploymentStatus, now metav1.Time) {
 	case !in.AnalysisOptIn:
 		remove(s, appsv1beta1.ConditionAnalysis)
 		return
-	case in.Analysis == nil:
+	case in.Analysis == nil && in.Aborted != "" && !in.AbortOnFailure:
+		// Aborted by the analysis, whose failing measurement this status
+		// did not see (the abort's own status was not written).
+		if cur := Get(s, appsv1beta1.ConditionAnalysis); cur == nil || cur.Reason != appsv1beta1.ReasonAnalysisFailed {
+			in.Analysis = &Analysis{Reason: appsv1beta1.ReasonAnalysisFailed,
+				Message: fmt.Sprintf("failed: the rollout to revision %q is aborted", in.Aborted)}
+		}
+	}
+	if in.Analysis == nil {
 		return
 	}
 	c := cond(appsv1beta1.ConditionAnalysis, analysisStatus[in.Analysis.Reason], in.Analysis.Reason, in.Analysis.Message, now)

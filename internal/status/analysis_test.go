@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -79,5 +80,25 @@ func TestAnalysisSequence(t *testing.T) {
 		obj = obj.DeepCopy()
 		obj.Status = st
 		obj.Status.CurrentRevision = "web-1"
+	}
+}
+
+// TestAnalysisAbortAfterARestart: the abort's own status was not written
+// (the manager died after the abort record), so no failing measurement
+// reaches the status: it still says the analysis aborted it, not the
+// progress deadline, and the Analysis condition stops saying Running.
+func TestAnalysisAbortAfterARestart(t *testing.T) {
+	obj := md(4, false, appsv1beta1.MyDeploymentStatus{Replicas: 4, AvailableReplicas: 4, CurrentRevision: "web-1"})
+	obj.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1beta1.ConditionAnalysis, Status: corev1.ConditionUnknown,
+		Reason: appsv1beta1.ReasonAnalysisRunning, Message: "1 of 2"}}
+	st := Compute(Input{Object: obj, Synced: true, Counts: rollout.Counts{Replicas: 4, Ready: 4, Available: 4, Updated: 1},
+		UpdateRevision: "web-2", CurrentRevision: "web-1", MaxUnavailable: 1, AnalysisOptIn: true, Aborted: "web-2", Now: t0}).Status
+	if c := Get(&st, appsv1beta1.ConditionAnalysis); c == nil || c.Reason != appsv1beta1.ReasonAnalysisFailed ||
+		c.Message != `failed: the rollout to revision "web-2" is aborted` {
+		t.Fatalf("Analysis %+v", c)
+	}
+	if p := Get(&st, appsv1beta1.ConditionProgressing); p == nil ||
+		p.Message != `Rollout to revision "web-2" aborted: analysis failed; every pod goes back to revision "web-1"` {
+		t.Fatalf("Progressing %+v", p)
 	}
 }

@@ -126,11 +126,13 @@ func Compute(in Input) Result {
 	s.UpdateRevision = in.UpdateRevision
 	s.LabelSelector = in.LabelSelector
 	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas
-	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!in.AbortOnFailure || c.Available == desired) &&
+	abortable := in.AbortOnFailure || in.AnalysisOptIn
+	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!abortable || c.Available == desired) &&
 		!in.AnalysisHolds {
 		// The rollout is complete: the update revision becomes current
-		// (StatefulSet). Under on-failure Abort only once its pods are
-		// available: the current revision is what an abort goes back to.
+		// (StatefulSet). Under on-failure Abort or analysis only once its
+		// pods are available: the current revision is what an abort goes
+		// back to.
 		s.CurrentRevision, s.CurrentReplicas = in.UpdateRevision, c.Updated
 	}
 	if in.CollisionCount > 0 || old.CollisionCount != nil {

@@ -77,19 +77,25 @@ func (p *chaosPrometheus) set(d *tracked, h analysisHealth) {
 }
 
 // analysis rolls d to a new image through canary steps under analysis
-// (interval 1s, count 2): healthy, it completes; failing from the second
-// step on, it must abort to the stable revision (waitAborted; the status
+// (interval 1s, count 1: a manager killed every 0.5-3 s rarely lives the
+// two intervals count 2 would need after each start, and a restart counts
+// a step's measurements again by design): healthy, it completes; failing
+// from the first step, it must abort to the stable revision (waitAborted; the status
 // watcher checks no status claims the aborted revision), and is then
 // reverted or fixed forward; with Prometheus down at a step, that step must
 // hold (no later step recorded, the update revision not current) until it
 // is back, then complete. The opt-ins are removed once converged.
 func (e *env) analysis(ctx context.Context, d *tracked, rng *rand.Rand) error {
 	p, h := e.prometheus(), analysisHealth(rng.IntN(3))
-	p.set(d, analysisHealthy)
+	// Failing from the first step, which moves one pod of 2 or more: a
+	// step that moved every pod (the last) would leave, in the abort's
+	// own status, every pod updated and available (see the report of
+	// issue 45). The e2e fails one at step 2.
+	p.set(d, map[bool]analysisHealth{true: analysisFailing, false: analysisHealthy}[h == analysisFailing])
 	next := d.cur
 	next.image++
 	e.w.setBounds(d.uid, d.inFlight(d.cur, next))
-	a := fmt.Sprintf(`{"prometheus":%q,"interval":"1s","count":2,"queries":[{"name":"success-rate",`+
+	a := fmt.Sprintf(`{"prometheus":%q,"interval":"1s","count":1,"queries":[{"name":"success-rate",`+
 		`"query":"chaos_success{md=\"{{namespace}}/{{name}}\"}","threshold":">= 0.99"}]}`, p.url)
 	if err := e.patch(ctx, d, fmt.Sprintf(`{"metadata":{"annotations":{%q:"1, 50%%, 100%%",%q:%q}},"spec":{"template":{"spec":{"containers":%s}}}}`,
 		appsv1beta1.CanaryStepsAnnotation, appsv1beta1.AnalysisAnnotation, a, next.containers())); err != nil {
@@ -97,10 +103,6 @@ func (e *env) analysis(ctx context.Context, d *tracked, rng *rand.Rand) error {
 	}
 	switch h {
 	case analysisFailing:
-		if _, err := e.waitStep(ctx, d, 1); err != nil {
-			return err
-		}
-		p.set(d, analysisFailing)
 		if err := e.waitAborted(ctx, d); err != nil {
 			return fmt.Errorf("analysis failing: %w", err)
 		}
@@ -131,7 +133,7 @@ func (e *env) analysis(ctx context.Context, d *tracked, rng *rand.Rand) error {
 // noteAnalysis adds the analysis changes' outcomes to the figures.
 func noteAnalysis() {
 	if n := analysisOutcomes[0].Load() + analysisOutcomes[1].Load() + analysisOutcomes[2].Load(); n > 0 {
-		figures.note("canary analysis: %d passed and completed, %d failed at step 2 and aborted to stable, %d held through a Prometheus outage then completed",
+		figures.note("canary analysis: %d passed and completed, %d failed at step 1 and aborted to stable, %d held through a Prometheus outage then completed",
 			analysisOutcomes[analysisHealthy].Load(), analysisOutcomes[analysisFailing].Load(), analysisOutcomes[analysisDown].Load())
 	}
 }
