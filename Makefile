@@ -156,10 +156,17 @@ dashboards: ## Write the Grafana dashboards of config/grafana from their Go defi
 # tears it down afterwards, pass or fail.
 E2E_CLUSTER ?= mydeployment-e2e
 .PHONY: test-e2e
-test-e2e: build plugin kwok-tools ## Run the e2e tests on a throwaway local cluster.
+test-e2e: build plugin kwok-tools e2e-prometheus ## Run the e2e tests on a throwaway local cluster.
 	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+
+# The Prometheus of the canary analysis e2e: Prometheus' own scrape parser,
+# TSDB and PromQL engine in one process, built from the test/prometheus
+# module so their dependencies stay out of go.mod.
+.PHONY: e2e-prometheus
+e2e-prometheus: ## Build bin/e2e-prometheus, the Prometheus the canary analysis e2e scrapes and queries.
+	cd test/prometheus && go build -o $(LOCALBIN)/e2e-prometheus ./cmd/e2e-prometheus
 
 # The install e2e: dist/install.yaml applied as a user would, on a local
 # cluster of its own; the manager run on the host as that Deployment's pod

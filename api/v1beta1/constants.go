@@ -310,3 +310,42 @@ const (
 	// the message counts the pods taken over.
 	EventHandedOver = "HandedOver"
 )
+
+// Canary analysis: a canary step goes on only while metric queries say
+// the update revision is healthy (docs/beyond-deployment.md).
+const (
+	// AnalysisAnnotation (JSON, only beside CanaryStepsAnnotation) names a
+	// Prometheus, one or more queries each with a threshold, an interval, a
+	// count and a failure limit, e.g. {"prometheus":"http://prometheus:9090",
+	// "interval":"30s","count":3,"failureLimit":1,"queries":[{"name":
+	// "success-rate","query":"...{revision=\"{{revision}}\"}...","threshold":
+	// ">= 0.99"}]}. At each size step and through each timed pause the step
+	// ends only after count successful measurements of every query; more
+	// than failureLimit failed measurements of a query abort the rollout
+	// to the current revision (the abort path of OnFailureAbort). In a
+	// query, {{revision}} is the update revision's RevisionLabel value,
+	// {{namespace}} and {{name}} the MyDeployment's.
+	AnalysisAnnotation = "apps.mydeployment.io/analysis"
+	// ConditionAnalysis says how the canary analysis of the rollout's
+	// current step stands (AnalysisAnnotation): True with
+	// ReasonAnalysisPassed, Unknown with ReasonAnalysisRunning or
+	// ReasonAnalysisInconclusive, False with ReasonAnalysisFailed. Its
+	// message carries the last value of each query.
+	ConditionAnalysis appsv1.DeploymentConditionType = "Analysis"
+	// ReasonAnalysisRunning: Analysis=Unknown, the step is measured and
+	// has not yet count successful measurements of every query.
+	ReasonAnalysisRunning = "AnalysisRunning"
+	// ReasonAnalysisPassed: Analysis=True, every query of the step met its
+	// threshold count times: the step may end.
+	ReasonAnalysisPassed = "AnalysisPassed"
+	// ReasonAnalysisInconclusive: Analysis=Unknown, the last measurement
+	// had no value (Prometheus unreachable, an error, no data or NaN): the
+	// step holds, and goes on once values return. Never a promotion.
+	ReasonAnalysisInconclusive = "AnalysisInconclusive"
+	// ReasonAnalysisFailed: Analysis=False (and a Warning event of this
+	// reason, once per abort), a query failed its threshold more than
+	// failureLimit times: the rollout is aborted to the current revision
+	// (Progressing=False, ReasonRolloutAborted). The message names the
+	// query and its value.
+	ReasonAnalysisFailed = "AnalysisFailed"
+)

@@ -20,19 +20,22 @@ import (
 // store: the annotation is read from the object as the freshness record
 // has it, like the size record. The planner goes back to the current
 // revision (rollout.Input.Aborted, rollout/abort.go); status says
-// RolloutAborted.
+// RolloutAborted. A failed canary analysis (analysis.go) takes the same
+// path, with or without on-failure Abort.
 
 // recordedAbort says md's abort record names its update revision, with
-// on-failure Abort still set (removing the annotation resumes the rollout).
+// on-failure Abort or analysis still set (removing the annotation resumes
+// the rollout).
 func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
-	return o.optIn.Abort && update != nil && !newRevision &&
+	return (o.optIn.Abort || o.optIn.Analysis != nil) && update != nil && !newRevision &&
 		o.md.Annotations[appsv1beta1.AbortedRevisionAnnotation] == update.Name
 }
 
-// abortOrNot is the planner's Input.Aborted: the record says so, or the
-// verdict is due now (the record is then written first).
+// abortOrNot is the planner's Input.Aborted: the record says so, or a
+// verdict is due now, the deadline's or the analysis' (the record is then
+// written first).
 func abortOrNot(o *observation, c *claimed) bool {
-	return recordedAbort(o, c.update, c.newRevision) ||
+	return recordedAbort(o, c.update, c.newRevision) || analysisFailure(o, c) != "" ||
 		o.optIn.Abort && !c.newRevision && status.AbortDue(o.md, c.update.Name, o.optIn.RetriedAt)
 }
 
@@ -56,6 +59,12 @@ func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision
 // to the update revision is aborted: an event, and in out a count of aborts.
 func (r *MyDeploymentReconciler) abortEvent(p *syncPlan, out *outcome) {
 	out.abortRecorded = true
+	if p.analysisFailure != "" {
+		r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.ReasonAnalysisFailed, "Rollout",
+			"Analysis of revision %q failed: %s: aborted, every pod goes back to revision %q",
+			p.update.Name, p.analysisFailure, p.towards.Name)
+		return
+	}
 	r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
 		"Rollout to revision %q made no progress within progressDeadlineSeconds: aborted, every pod goes back to revision %q",
 		p.update.Name, p.towards.Name)

@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -69,6 +70,9 @@ type MyDeploymentReconciler struct {
 	// StatusBatchPeriod spaces out a rollout's progress-only status
 	// writes (see object.paceStatus); 0 writes every change at once.
 	StatusBatchPeriod time.Duration
+	// Analysis asks Prometheus for canary analysis (AnalysisAnnotation);
+	// nil: analysis.HTTPQuerier with http.DefaultClient.
+	Analysis analysis.Querier
 	// InPlaceTimeout is how long an in-place update may take before the
 	// pod is replaced; 0 means DefaultInPlaceTimeout.
 	InPlaceTimeout time.Duration
@@ -156,7 +160,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	after := []time.Duration{st.RequeueAfter, deferred, o.retryAfter, out.retryAfter}
 	if p != nil {
-		after = append(after, p.RequeueAfter, p.inPlaceAfter)
+		after = append(after, p.RequeueAfter, p.inPlaceAfter, p.analysisAfter)
 	}
 	return requeue(true, after...), nil
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -54,6 +55,13 @@ type object struct {
 	revisionGeneration int64
 	// revisionConfig is the config hashes revisionData's template carries.
 	revisionConfig string
+	// analysis is the measurements of the canary step under way
+	// (AnalysisAnnotation), keyed by revision, step and retry: a step ends
+	// only after count successful measurements, which live nowhere else.
+	// A manager restart loses them and measures the step from its first
+	// measurement again: it never promotes on measurements it lost. A
+	// failed analysis is kept by the abort record, not here.
+	analysis *analysis.Run
 }
 
 func newObjects(timeout time.Duration) *objects {

@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
@@ -72,6 +73,10 @@ type observation struct {
 	// template is the pod template the update revision records: the
 	// spec's, carrying configValue when there is one (configref.WithHash).
 	template *corev1.PodTemplateSpec
+	// analysis is the verdict of the canary step's measurements
+	// (optIn.Analysis, analysis.go); nil when no step is measured. Read
+	// once the cache has caught up.
+	analysis *analysis.Verdict
 }
 
 var (
@@ -132,7 +137,9 @@ func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *obse
 // observe reads, for one sync of md, what every later phase decides from:
 // its spec parsed (observeSpec), the views of the watches it opted into,
 // its pods from the cache and whether the cache has caught up with our
-// earlier writes, and, once it has, the config its template references.
+// earlier writes, and, once it has, the config its template references
+// and the measurements of its canary step (analyze: Prometheus is asked
+// only when an interval is due).
 // An observation that is not settled (or is invalid) ends the sync. Its
 // revisions are read by claim (readRevisions), after the orphan ones.
 func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*observation, error) {
@@ -179,6 +186,9 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		if s.configValue != "" { // nothing referenced: the template as it is
 			s.template = configref.WithHash(s.template, s.configValue)
 		}
+	}
+	if s.optIn.Analysis != nil {
+		s.analysis = r.analyze(ctx, s)
 	}
 	return s, nil
 }

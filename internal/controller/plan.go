@@ -68,7 +68,13 @@ type syncPlan struct {
 	inPlaceAfter time.Duration
 	// abortRecorded says recordFirst records an abort
 	// (AbortedRevisionAnnotation): its event follows the write.
-	abortRecorded bool
+	// analysisFailure, when set, is the failed analysis that aborts (the
+	// query, its value and threshold), for that event.
+	abortRecorded   bool
+	analysisFailure string
+	// analysisAfter, when positive, is when the canary step's next
+	// analysis measurement is due.
+	analysisAfter time.Duration
 	// truncate are the revisions beyond revisionHistoryLimit to delete.
 	truncate []*appsv1.ControllerRevision
 }
@@ -87,12 +93,15 @@ func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration
 	}
 	in := rollout.NewInputOf(o.md, rollout.Parsed{OptIn: o.optIn, MaxSurge: o.maxSurge, MaxUnavailable: o.maxUnavailable},
 		current, c.update.Name, c.revisions, c.pods, o.now)
-	in.Aborted = abortOrNot(o, c)
+	in.Aborted, in.Analysis = abortOrNot(o, c), analysisGate(o)
 	p := &syncPlan{md: o.md, obj: o.obj, now: o.now, selector: o.selector, claims: c, revisions: c.revisions,
 		update: c.update, towards: named(c.revisions, in.Target()), aborted: in.Target() != in.UpdateRevision,
 		inPlace: o.optIn.InPlace}
 	if p.towards == nil {
 		p.towards = c.update
+	}
+	if p.analysisFailure = analysisFailure(o, c); o.analysis != nil && !p.aborted {
+		p.analysisAfter = o.analysis.After
 	}
 	if o.optIn.InPlace {
 		var refused []rollout.InPlaceRefusal

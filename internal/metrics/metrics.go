@@ -88,7 +88,13 @@ var (
 	rolloutAborted = gauge("mydeployment_rollout_aborted",
 		"1 while the rollout is aborted (on-failure Abort: Progressing=False, RolloutAborted), else 0.")
 	rolloutAborts = counter("mydeployment_rollout_aborts_total",
-		"Rollouts aborted after exceeding their progress deadline (on-failure Abort), one per abort.")
+		"Rollouts aborted, one per abort: past their progress deadline (on-failure Abort), or on a failed canary analysis.")
+	analysisMeasurements = counter("mydeployment_analysis_measurements_total",
+		"Canary analysis measurements (analysis annotation), by query and result: success (the threshold met), failure, or inconclusive (no value: Prometheus unreachable, an error, no data).",
+		"query", "result")
+	analysisValue = gauge("mydeployment_analysis_value",
+		"The last value a canary analysis query returned (analysis annotation), by query.",
+		"query")
 	drainReplacements = counter("mydeployment_drain_replacements_total",
 		"Pods on a draining node removed once their replacement was available (drain SurgeFirst).")
 	// The operator's own state, not a MyDeployment's: no labels.
@@ -115,7 +121,7 @@ var perObject = []*prometheus.MetricVec{
 	rolloutInProgress.MetricVec, rolloutDuration.MetricVec, podsCreated.MetricVec, podsDeleted.MetricVec,
 	podWriteFailures.MetricVec, deadlineExceeded.MetricVec, expectationTimeouts.MetricVec, expectationsPending.MetricVec,
 	inPlaceUpdates.MetricVec, canaryStep.MetricVec, canarySteps.MetricVec, rolloutAborted.MetricVec,
-	rolloutAborts.MetricVec, drainReplacements.MetricVec,
+	rolloutAborts.MetricVec, drainReplacements.MetricVec, analysisMeasurements.MetricVec, analysisValue.MetricVec,
 }
 
 // Collectors returns every collector of this package, for a registry of
@@ -126,7 +132,7 @@ func Collectors() []prometheus.Collector {
 		currentRevision, updateRevision, generation, observedGeneration, paused, conditionStatus,
 		rolloutInProgress, rolloutDuration, podsCreated, podsDeleted, podWriteFailures, deadlineExceeded,
 		expectationTimeouts, expectationsPending, inPlaceUpdates, canaryStep, canarySteps, rolloutAborted,
-		rolloutAborts, drainReplacements, upgradeGating,
+		rolloutAborts, drainReplacements, analysisMeasurements, analysisValue, upgradeGating,
 	}
 }
 

@@ -237,6 +237,19 @@ func (r *Recorder) RolloutAborted(md *appsv1beta1.MyDeployment) {
 	rolloutAborts.WithLabelValues(md.Namespace, md.Name).Inc()
 }
 
+// AnalysisMeasured counts one canary analysis measurement of md's query
+// with result ("success", "failure", "inconclusive") and, unless
+// inconclusive, sets the query's last value.
+func (r *Recorder) AnalysisMeasured(md *appsv1beta1.MyDeployment, query, result string, value float64) {
+	if r == nil {
+		return
+	}
+	analysisMeasurements.WithLabelValues(md.Namespace, md.Name, query, result).Inc()
+	if result != "inconclusive" {
+		analysisValue.WithLabelValues(md.Namespace, md.Name, query).Set(value)
+	}
+}
+
 // DrainReplaced counts one pod of md removed from a draining node once its
 // replacement was available.
 func (r *Recorder) DrainReplaced(md *appsv1beta1.MyDeployment) {

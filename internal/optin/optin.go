@@ -34,6 +34,9 @@ type Options struct {
 	// Canary is the canary step list and where the rollout is in it
 	// (CanaryStepsAnnotation); nil when the annotation is absent.
 	Canary *Canary
+	// Analysis gates each canary step on metric queries
+	// (AnalysisAnnotation); nil when the annotation is absent.
+	Analysis *Analysis
 	// Abort moves every pod back to the current revision once a rollout
 	// exceeds its progress deadline (OnFailureAnnotation Abort).
 	Abort bool
@@ -97,7 +100,8 @@ func Path(annotation string) *field.Path {
 // Recreate, canary steps that parseCanary refuses, an on-failure other
 // than Continue or Abort, Abort with strategy Recreate, a retried-at that
 // is not an RFC 3339 time, a drain other than SurgeFirst or with strategy
-// Recreate, a rollout-on-config-change other than "true" or "false", an
+// Recreate, an analysis ParseAnalysis refuses or without canary steps,
+// a rollout-on-config-change other than "true" or "false", an
 // adopt-from other than Deployment/<name>, an adopt-revisions that is not a
 // JSON object of hashes to revision names. The Options returned hold what
 // could be parsed.
@@ -151,6 +155,8 @@ func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	canary, canaryErrs := parseCanary(md)
 	o.Canary = canary
 	errs = append(errs, canaryErrs...)
+	_, hasSteps := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
+	o.Analysis, errs = parseAnalysis(md, hasSteps, errs)
 	o.Abort, errs = parseOnFailure(md, errs)
 	o.RetriedAt, errs = parseRetriedAt(md, errs)
 	o.AdoptFrom, errs = parseAdoptFrom(md, errs)
@@ -201,7 +207,7 @@ func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Ti
 // their errors are reported.
 var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
-	appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation,
+	appsv1beta1.AnalysisAnnotation, appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation,
 	appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 
 // ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to

@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -93,5 +94,17 @@ var _ = Describe("rollout promote and status with canary steps", func() {
 		r = runPlugin(ns, "rollout", "status", "web", "--watch=false")
 		Expect(r).To(Equal(result{out: `Waiting for mydeployment "web" canary roll out to finish: step 4 of 5: promoted: 5 of 10 pods updated...` + "\n"}),
 			"promoted, before the controller acts: not paused any more")
+	})
+
+	It("status shows the canary analysis' last values", func() {
+		atStep("3", 5, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused, "step 3 of 5: 50%, waiting for its analysis")
+		msg := `step 3 of revision "web-2": success-rate = 0.995 (>= 0.99): 1 of 2 passed, 0 failed (limit 0)`
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = append(cur.Status.Conditions, appsv1.DeploymentCondition{Type: appsv1beta1.ConditionAnalysis,
+				Status: corev1.ConditionUnknown, Reason: appsv1beta1.ReasonAnalysisRunning, Message: msg})
+		})
+		r := runPlugin(ns, "rollout", "status", "web", "--watch=false")
+		Expect(r).To(Equal(result{out: `Waiting for mydeployment "web" canary roll out to finish: step 3 of 5: 50%: 5 of 10 pods updated...` + "\n" +
+			"  analysis AnalysisRunning: " + msg + "\n"}))
 	})
 })

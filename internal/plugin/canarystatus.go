@@ -47,10 +47,22 @@ func canaryStatus(md *appsv1beta1.MyDeployment) (msg string, done, ok bool) {
 		at = fmt.Sprintf("step %d of %d: promoted", o.Canary.State.Index+1, len(o.Canary.Steps))
 	} else if step.Pause && step.Duration == 0 && pausedAt(md, at) {
 		return fmt.Sprintf("canary paused at %s: %d of %d pods updated ('rollout promote %s' goes on)\n",
-			at, st.UpdatedReplicas, desired(md), md.Name), true, true
+			at, st.UpdatedReplicas, desired(md), md.Name) + analysisLine(md), true, true
 	}
 	return fmt.Sprintf("Waiting for mydeployment %q canary roll out to finish: %s: %d of %d pods updated...\n",
-		md.Name, at, st.UpdatedReplicas, desired(md)), false, true
+		md.Name, at, st.UpdatedReplicas, desired(md)) + analysisLine(md), false, true
+}
+
+// analysisLine is the controller's Analysis condition (canary analysis,
+// AnalysisAnnotation) as a line of its own: its reason and the last value
+// of each query; "" without one.
+func analysisLine(md *appsv1beta1.MyDeployment) string {
+	for _, c := range md.Status.Conditions {
+		if c.Type == appsv1beta1.ConditionAnalysis {
+			return fmt.Sprintf("  analysis %s: %s\n", c.Reason, c.Message)
+		}
+	}
+	return ""
 }
 
 // pausedAt says md's controller reports the canary paused at step (its

@@ -24,6 +24,12 @@ import (
 // first step. While paused (spec.paused) no step ends. Several steps may
 // end in one plan (a size already reached, a pause promoted); the plan
 // then takes the pods towards the step it is at.
+//
+// With analysis (Input.Analysis), a size step whose pods are available, or
+// a timed pause that has run its time, ends only if the analysis passed
+// that very step (AnalysisGate.Ends); until then the rollout holds there
+// (CanaryProgress.Analyzing). A promote ends a step whatever the analysis
+// says, as it ends a pause.
 
 // CanaryProgress is where a canary rollout is once a plan is carried out.
 type CanaryProgress struct {
@@ -42,8 +48,26 @@ type CanaryProgress struct {
 	// CanaryState.Describe).
 	Held    int32
 	Message string
+	// Analyzing says State's step is done but for its analysis
+	// (Input.Analysis): the rollout holds there until the analysis passes.
+	Analyzing bool
 	// wait, when positive, is when the timed pause under way ends.
 	wait time.Duration
+}
+
+// AnalysisGate is what the planner reads of a canary analysis: the step
+// (of the rollout to a revision) whose analysis passed, if any. The
+// measurements are the caller's (internal/analysis); a failed analysis
+// reaches the planner as Input.Aborted.
+type AnalysisGate struct {
+	// Passed names the step whose analysis passed; zero when none has.
+	Passed optin.CanaryState
+}
+
+// Ends says g lets the step st is at end: nil (no analysis) always does,
+// otherwise only a pass of that step of that revision.
+func (g *AnalysisGate) Ends(st optin.CanaryState) bool {
+	return g == nil || g.Passed.Revision != "" && g.Passed.Revision == st.Revision && g.Passed.Index == st.Index
 }
 
 // canaryStep is where the canary rollout of in is, given the pods of s
@@ -86,6 +110,13 @@ func (s podSet) canaryStep(in Input) *CanaryProgress {
 			}
 			if wait = st.PausedAt.Add(step.Duration).Sub(in.Now); wait > 0 {
 				return canaryProgress(c, st, replicas, wait)
+			}
+			fallthrough
+		default:
+			if !in.Analysis.Ends(st) {
+				p := canaryProgress(c, st, replicas, 0)
+				p.Analyzing, p.Message = true, p.Message+", waiting for its analysis"
+				return p
 			}
 		}
 		st = optin.CanaryState{Revision: st.Revision, Index: st.Index + 1}

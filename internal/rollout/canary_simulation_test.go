@@ -183,3 +183,34 @@ func TestCanaryScaleSimulation(t *testing.T) {
 		})
 	}
 }
+
+// TestCanaryAnalysisSimulation runs a canary under analysis whose verdict
+// takes three reconciles of a step to pass it: every step (the timed pause
+// too) holds until then, the steps are seen in order, none ends on a
+// verdict of another step (checkCanary), and the rollout completes. (With
+// one replica the first step moves the only pod: the steps after it hold
+// nothing, but are still passed one by one.)
+func TestCanaryAnalysisSimulation(t *testing.T) {
+	for _, replicas := range []int32{1, 3, 10} {
+		for _, f := range fences {
+			t.Run(fmt.Sprintf("replicas=%d/fence=%s", replicas, f), func(t *testing.T) {
+				r := newCanaryRun(t, readinessPatterns[0], f, replicas, "1, pause 10s, 50%, 100%")
+				r.in.Analysis = &AnalysisGate{}
+				analyzed, held := map[int]int{}, 0
+				r.until("converged", func(p Plan) bool {
+					if c := p.Canary; c != nil && c.Analyzing {
+						held++
+						if analyzed[c.State.Index]++; analyzed[c.State.Index] == 3 {
+							r.in.Analysis = &AnalysisGate{Passed: c.State}
+						}
+					}
+					return r.c.converged(r.in) && p.Canary != nil && p.Canary.State.Index == 4
+				})
+				assertStepsInOrder(t, r.seen, 4)
+				if held == 0 {
+					t.Fatal("no step held for its analysis")
+				}
+			})
+		}
+	}
+}

@@ -150,11 +150,72 @@ func checkCanary(t testing.TB, in Input, c *CanaryProgress) {
 			t.Fatalf("step %d (pause) ended without its promote (%s)", i+1, promote)
 		}
 	}
+	for i := from; i < min(c.State.Index, len(steps)) && !complete && in.Analysis != nil; i++ {
+		at := optin.CanaryState{Revision: in.UpdateRevision, Index: i}
+		if !in.Analysis.Ends(at) && !(promote.Revision == in.UpdateRevision && (promote.Full || promote.Index == i)) {
+			t.Fatalf("step %d ended without its analysis passing (passed: %+v) or a promote", i+1, in.Analysis.Passed)
+		}
+	}
 	moved := rec.Revision != c.State.Revision || rec.Index != c.State.Index
 	if c.NewStep != moved || c.Record != (moved || !rec.PausedAt.Equal(c.State.PausedAt)) {
 		t.Fatalf("canary record %+v for %+v: Record %v NewStep %v", rec, c.State, c.Record, c.NewStep)
 	}
 	if want := canaryHeld(steps, c.State.Index, max(in.Replicas, 0)); c.Held != want || want < 0 {
 		t.Fatalf("canary holds %d at step %d, want %d", c.Held, c.State.Index+1, want)
+	}
+}
+
+func analysed(in Input, passed optin.CanaryState) Input {
+	in.Analysis = &AnalysisGate{Passed: passed}
+	return in
+}
+
+// TestComputeCanaryAnalysis: with analysis, a step whose pods are there
+// (or whose pause ran its time) ends only once the analysis passed that
+// very step; a promote ends it anyway.
+func TestComputeCanaryAnalysis(t *testing.T) {
+	at := func(i int) optin.CanaryState { return optin.CanaryState{Revision: revNew, Index: i} }
+	for _, tc := range []struct {
+		name      string
+		in        Input
+		index     int
+		analyzing bool
+		create    int32
+		message   string
+	}{
+		{name: "step 1's pod is available: it holds for its analysis",
+			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), optin.CanaryState{}),
+			index: 0, analyzing: true, message: "step 1 of 7: 1, waiting for its analysis"},
+		{name: "step 1 passed: the pause begins",
+			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), at(0)),
+			index: 1},
+		{name: "a pass of another revision's step 1 ends nothing",
+			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), optin.CanaryState{Revision: revOld2}),
+			index: 0, analyzing: true},
+		{name: "a pass of step 1 does not end the timed pause after it",
+			in:    analysed(pausedSince(stepped(t, canarySteps, 10, 1, pods("old", revOld, 9), pods("new", revNew, 1)), t0.Add(-time.Minute)), at(0)),
+			index: 1, analyzing: true, message: "step 2 of 7: paused 30s, until 2025-06-01T11:59:30Z, waiting for its analysis"},
+		{name: "the pause ran its time and passed: step 3 moves pods",
+			in:    analysed(pausedSince(stepped(t, canarySteps, 10, 1, pods("old", revOld, 9), pods("new", revNew, 1)), t0.Add(-time.Minute)), at(1)),
+			index: 2, create: 1},
+		{name: "the step's pods are not there yet: waiting for them, not for the analysis",
+			in:    analysed(stepped(t, canarySteps, 10, 2, pods("old", revOld, 9), pods("new", revNew, 1)), at(2)),
+			index: 2, create: 1},
+		{name: "a promote ends a step its analysis did not pass",
+			in: promoted(analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), optin.CanaryState{}),
+				optin.CanaryPromote{Revision: revNew, Index: 0}),
+			index: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Compute(tc.in)
+			checkPlan(t, tc.in, p)
+			c := p.Canary
+			if c == nil || c.State.Index != tc.index || c.Analyzing != tc.analyzing || p.Creates() != tc.create {
+				t.Fatalf("canary %+v, %s; want index %d analyzing %v create %d", c, describe(p), tc.index, tc.analyzing, tc.create)
+			}
+			if tc.message != "" && c.Message != tc.message {
+				t.Fatalf("message %q, want %q", c.Message, tc.message)
+			}
+		})
 	}
 }

@@ -87,6 +87,9 @@ type Input struct {
 	// A canary rollout sets the partition step by step (canary.go) and
 	// Partition is then ignored.
 	Canary *optin.Canary
+	// Analysis gates the canary steps on metric analysis (canary.go);
+	// nil without it (every step ends as the step list says).
+	Analysis *AnalysisGate
 	// RespectPDB puts the pods a rollout step or a specified delete
 	// replaces in Plan.Evict instead of Plan.Delete.
 	RespectPDB bool

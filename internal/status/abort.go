@@ -32,11 +32,26 @@ func Aborted(st *appsv1beta1.MyDeploymentStatus) bool {
 }
 
 // setAborted says the rollout to in.Aborted is aborted: Progressing=False,
-// RolloutAborted, its message naming both revisions; once set it keeps
+// RolloutAborted, its message naming both revisions (and the failed
+// analysis, when one aborts it); once set it keeps
 // its timestamps (no deadline runs while aborted). The pods are counted
 // as ever: updatedReplicas are those of the aborted revision, and
 // Available says whether enough pods (by then the stable ones) are.
 func setAborted(in Input, s *appsv1beta1.MyDeploymentStatus, now metav1.Time) {
+	switch {
+	case in.AbortedBy != "":
+		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted,
+			fmt.Sprintf("Rollout to revision %q aborted: analysis failed: %s; every pod goes back to revision %q",
+				in.Aborted, in.AbortedBy, in.CurrentRevision), now))
+		return
+	case !in.AbortOnFailure:
+		// Only the analysis aborts, and its failing measurement is not
+		// this sync's (the abort's own status was not written: a restart).
+		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted,
+			fmt.Sprintf("Rollout to revision %q aborted: analysis failed; every pod goes back to revision %q",
+				in.Aborted, in.CurrentRevision), now))
+		return
+	}
 	set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted,
 		fmt.Sprintf("Rollout to revision %q aborted: no progress within progressDeadlineSeconds; every pod goes back to revision %q",
 			in.Aborted, in.CurrentRevision), now))

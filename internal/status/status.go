@@ -66,6 +66,18 @@ type Input struct {
 	Aborted        string
 	AbortOnFailure bool
 	RetriedAt      time.Time
+	// AbortedBy, when set with Aborted, is the failed canary analysis
+	// that aborts it (the query, its value and threshold).
+	AbortedBy string
+	// AnalysisOptIn says the object opts into canary analysis; Analysis
+	// is what this sync measured (nil: nothing).
+	AnalysisOptIn bool
+	Analysis      *Analysis
+	// AnalysisHolds: the update revision does not become current, even
+	// with every pod updated and available, until its canary analysis
+	// passed the step (a failure at the last step must still find the
+	// stable revision to abort to).
+	AnalysisHolds bool
 	// WaitingForHandOver, when not empty, says what a MyDeployment taking
 	// over a Deployment's pods waits for (adopt-from): Progressing is
 	// Unknown with ReasonWaitingForHandOver and that message, and no
@@ -114,10 +126,13 @@ func Compute(in Input) Result {
 	s.UpdateRevision = in.UpdateRevision
 	s.LabelSelector = in.LabelSelector
 	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas
-	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!in.AbortOnFailure || c.Available == desired) {
+	abortable := in.AbortOnFailure || in.AnalysisOptIn
+	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!abortable || c.Available == desired) &&
+		!in.AnalysisHolds {
 		// The rollout is complete: the update revision becomes current
-		// (StatefulSet). Under on-failure Abort only once its pods are
-		// available: the current revision is what an abort goes back to.
+		// (StatefulSet). Under on-failure Abort or analysis only once its
+		// pods are available: the current revision is what an abort goes
+		// back to.
 		s.CurrentRevision, s.CurrentReplicas = in.UpdateRevision, c.Updated
 	}
 	if in.CollisionCount > 0 || old.CollisionCount != nil {
@@ -148,6 +163,7 @@ func Compute(in Input) Result {
 		remove(&s, appsv1beta1.ConditionProgressing)
 	}
 
+	setAnalysis(in, &s, now)
 	SetFailure(&s, in.Failure, in.Now)
 	r.Status = s
 	return r
@@ -285,12 +301,12 @@ func hold(s *appsv1beta1.MyDeploymentStatus, current *appsv1.DeploymentCondition
 	set(s, c)
 }
 
-// pausedAtCanaryStep: a canary rollout is at a pause with the pods at the
-// shares of the step before it: the generation observed, desired pods, all
+// pausedAtCanaryStep: a canary rollout is at a pause, or waits for a
+// step's analysis, with the pods at the step's shares: the generation observed, desired pods, all
 // available, none terminating, desired-held of them updated.
 func pausedAtCanaryStep(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32) bool {
 	c := in.Canary
-	return c != nil && c.Paused && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
+	return c != nil && (c.Paused || c.Analyzing) && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
 		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(max(c.Held, 0), desired) &&
 		ptr.Deref(s.TerminatingReplicas, 0) == 0
 }

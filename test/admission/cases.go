@@ -164,7 +164,18 @@ var (
 	drainField      = "metadata.annotations[" + appsv1beta1.DrainAnnotation + "]"
 	adoptFromField  = "metadata.annotations[" + appsv1beta1.AdoptFromAnnotation + "]"
 	adoptRevsField  = "metadata.annotations[" + appsv1beta1.AdoptRevisionsAnnotation + "]"
+	analysisField   = "metadata.annotations[" + appsv1beta1.AnalysisAnnotation + "]"
 )
+
+// analysed sets canary steps and an analysis whose fields are the valid
+// ones with fields added or replaced (JSON members, e.g. `"count":0`).
+func analysed(fields string) func(*appsv1beta1.MyDeployment) {
+	return func(m *appsv1beta1.MyDeployment) {
+		annotate(appsv1beta1.CanaryStepsAnnotation, "1, 50%, 100%")(m)
+		annotate(appsv1beta1.AnalysisAnnotation, `{"prometheus":"http://prometheus:9090","interval":"30s",`+fields+
+			`"queries":[{"name":"success-rate","query":"rate{revision=\"{{revision}}\"}","threshold":">= 0.99"}]}`)(m)
+	}
+}
 
 // annotate sets one annotation of the MyDeployment.
 func annotate(key, value string) func(*appsv1beta1.MyDeployment) {
@@ -356,6 +367,39 @@ func Cases() []Case {
 			Field: canaryField, Why: "cannot be set together with " + appsv1beta1.PartitionAnnotation, By: Webhook},
 		{Name: "canary promote not as the plugin writes it", Change: annotate(appsv1beta1.CanaryPromoteAnnotation, "now"),
 			Field: "metadata.annotations[" + appsv1beta1.CanaryPromoteAnnotation + "]", Why: `"<revision>/<step>" or "<revision>/full"`, By: Webhook},
+		{Name: "analysis that is not JSON", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
+			annotate(appsv1beta1.AnalysisAnnotation, "success-rate >= 0.99")(m)
+		}, Field: analysisField, Why: "must be a JSON object", By: Webhook},
+		{Name: "analysis without canary steps", Change: func(m *appsv1beta1.MyDeployment) {
+			analysed("")(m)
+			delete(m.Annotations, appsv1beta1.CanaryStepsAnnotation)
+		}, Field: analysisField, Why: "analysis needs " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "canary steps removed from an analysed object by an update", Update: true, Before: analysed(""),
+			Change: func(m *appsv1beta1.MyDeployment) { delete(m.Annotations, appsv1beta1.CanaryStepsAnnotation) },
+			Field:  analysisField, Why: "analysis needs " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "analysis with an unknown field", Change: analysed(`"inconclusiveLimit":2,`),
+			Field: analysisField, Why: `unknown field "inconclusiveLimit"`, By: Webhook},
+		{Name: "analysis prometheus not a URL", Change: analysed(`"prometheus":"prometheus:9090",`),
+			Field: analysisField, Why: "must be an http or https URL", By: Webhook},
+		{Name: "analysis interval under a second", Change: analysed(`"interval":"100ms",`),
+			Field: analysisField, Why: `interval "100ms": must be a duration of at least 1s`, By: Webhook},
+		{Name: "analysis count 0", Change: analysed(`"count":0,`),
+			Field: analysisField, Why: "count 0: must be from 1 to 100", By: Webhook},
+		{Name: "analysis failure limit negative", Change: analysed(`"failureLimit":-1,`),
+			Field: analysisField, Why: "failureLimit -1: must not be negative", By: Webhook},
+		{Name: "analysis query without a threshold operator", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
+			annotate(appsv1beta1.AnalysisAnnotation, `{"prometheus":"http://p:9090","queries":[{"name":"p99","query":"x","threshold":"0.3"}]}`)(m)
+		}, Field: analysisField, Why: `queries[0]: threshold "0.3": must be ">= x", "<= x"`, By: Webhook},
+		{Name: "analysis query with an unknown placeholder", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
+			annotate(appsv1beta1.AnalysisAnnotation, `{"prometheus":"http://p:9090","queries":[{"name":"p99","query":"x{pod=\"{{pod}}\"}","threshold":"<= 0.3"}]}`)(m)
+		}, Field: analysisField, Why: `unknown placeholder "{{pod}}"`, By: Webhook},
+		{Name: "analysis without queries", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
+			annotate(appsv1beta1.AnalysisAnnotation, `{"prometheus":"http://p:9090","queries":[]}`)(m)
+		}, Field: analysisField, Why: "queries: must list from 1 to 10 queries", By: Webhook},
 		{Name: "respect-pdb neither true nor false", Change: annotate(appsv1beta1.RespectPDBAnnotation, "yes"),
 			Field: "metadata.annotations[" + appsv1beta1.RespectPDBAnnotation + "]", Why: `Unsupported value: "yes"`, By: Webhook},
 		{Name: "rollout-on-config-change neither true nor false", Change: annotate(appsv1beta1.RolloutOnConfigChangeAnnotation, "yes"),

@@ -124,6 +124,7 @@ func TestMain(m *testing.M) {
 	suite.w.checkStatuses(statuses)
 	figures.note("status: %d writes claiming a complete rollout or 0 replicas were checked against the pods at their resourceVersion",
 		statuses.count())
+	noteAnalysis()
 	events, created, violations := suite.w.snapshot()
 	figures.events, figures.created, figures.violations = events, created, violations
 	text := figures.markdown()

@@ -45,12 +45,16 @@ const (
 	// optinConfigEdit: the data of the ConfigMap the pods read changes
 	// (rollout-on-config-change): a rollout with no spec change.
 	optinConfigEdit
+	// optinAnalysis: a new image through canary steps under analysis
+	// (issue 45): passing, failing at step 2 (aborted to stable), or with
+	// Prometheus down at a step (held, then resumed).
+	optinAnalysis
 	optinChanges
 )
 
 func (c optinChange) String() string {
 	return [...]string{"canary held and promoted", "canary raised back and promoted", "specified delete",
-		"canary steps", "abort to stable", "surge-first drain", "config edit"}[c]
+		"canary steps", "abort to stable", "surge-first drain", "config edit", "canary analysis"}[c]
 }
 
 // pdbStrategy is the strategy of a respect-pdb MyDeployment: maxUnavailable
@@ -112,7 +116,9 @@ func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
 		}
 		panic(fmt.Sprintf("-chaos.optin=%q names no opt-in change", *optinFocus))
 	}
-	switch rng.IntN(6) {
+	switch rng.IntN(7) {
+	case 4:
+		return optinAnalysis, true
 	case 0:
 		return optinCanaryRaised, true
 	case 1:
@@ -140,6 +146,8 @@ func (e *env) optin(ctx context.Context, d *tracked, c optinChange, rng *rand.Ra
 		return e.drain(ctx, d, rng)
 	case optinConfigEdit:
 		return e.configEdit(ctx, d)
+	case optinAnalysis:
+		return e.analysis(ctx, d, rng)
 	}
 	return e.canary(ctx, d, c == optinCanaryRaised, rng)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/mydeployment-io/mydeployment-operator/test/prometheus/promserver"
 )
 
 // The dashboards of config/grafana must show something real: every query
@@ -247,13 +249,13 @@ func TestDashboardsShowARealRollout(t *testing.T) {
 	}
 	defer func() { _ = db.Close() }()
 
-	s := newScraper(url, db, scrapeInterval)
+	s := promserver.NewScraper(url, db, scrapeInterval, "mydeployment-operator", "manager")
 	start := time.Now()
-	go s.run(ctx)
+	go s.Run(ctx)
 	ns := cl.newNamespace(ctx, t)
 	cl.scenario(ctx, t, ns)
 	time.Sleep(2 * time.Second) // the last changes in a few more scrapes
-	scrapes, lastErr := s.finish()
+	scrapes, lastErr := s.Finish()
 	end := time.Now()
 	if scrapes < 10 {
 		t.Fatalf("only %d scrapes of %s succeeded (last error: %v)", scrapes, url, lastErr)
@@ -261,7 +263,7 @@ func TestDashboardsShowARealRollout(t *testing.T) {
 	t.Logf("%d scrapes over %v", scrapes, end.Sub(start).Round(time.Second))
 
 	e := &evaluator{
-		db: db, start: start, end: end, exported: s.exported(),
+		db: db, start: start, end: end, exported: s.Exported(),
 		engine: promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute}),
 		vars: strings.NewReplacer("$namespace", ns, "$name", objectName, "$__rate_interval", "5s",
 			"$__interval", "1s", "$__range", fmt.Sprintf("%ds", int(end.Sub(start).Seconds())+1)),

@@ -1,4 +1,8 @@
-package prometheus
+// Package promserver is a small Prometheus for tests, built from
+// Prometheus' own packages: a scrape loop of one target into a TSDB
+// (Scraper) and the instant-query API answered by the PromQL engine
+// (QueryHandler).
+package promserver
 
 import (
 	"context"
@@ -16,11 +20,11 @@ import (
 	"github.com/prometheus/prometheus/storage"
 )
 
-// scraper does what Prometheus' scrape loop does with one target, with
+// Scraper does what Prometheus' scrape loop does with one target, with
 // Prometheus' own exposition parser and storage: every interval it GETs
 // url, appends each sample at the scrape's time (job and instance labels
 // added), and marks series gone from the exposition stale.
-type scraper struct {
+type Scraper struct {
 	url      string
 	db       storage.Appendable
 	interval time.Duration
@@ -38,17 +42,19 @@ type scraper struct {
 	done     chan struct{}
 }
 
-func newScraper(url string, db storage.Appendable, interval time.Duration) *scraper {
-	return &scraper{
+// NewScraper returns the scrape loop of url into db every interval, its
+// series labelled with job and instance.
+func NewScraper(url string, db storage.Appendable, interval time.Duration, job, instance string) *Scraper {
+	return &Scraper{
 		url: url, db: db, interval: interval,
-		target: labels.FromStrings("job", "mydeployment-operator", "instance", "manager"),
+		target: labels.FromStrings("job", job, "instance", instance),
 		names:  map[string]map[string]bool{}, last: map[string]labels.Labels{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
-// run scrapes until stopped, then once more.
-func (s *scraper) run(ctx context.Context) {
+// Run scrapes until stopped (Finish), then once more.
+func (s *Scraper) Run(ctx context.Context) {
 	defer close(s.done)
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
@@ -63,9 +69,9 @@ func (s *scraper) run(ctx context.Context) {
 	}
 }
 
-// finish stops the loop after a last scrape; it returns how many scrapes
+// Finish stops the loop after a last scrape; it returns how many scrapes
 // succeeded and the last error.
-func (s *scraper) finish() (int, error) {
+func (s *Scraper) Finish() (int, error) {
 	s.stopOnce.Do(func() { close(s.stop) })
 	<-s.done
 	s.mu.Lock()
@@ -73,7 +79,7 @@ func (s *scraper) finish() (int, error) {
 	return s.scrapes, s.lastErr
 }
 
-func (s *scraper) record(err error) {
+func (s *Scraper) record(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -84,7 +90,7 @@ func (s *scraper) record(err error) {
 }
 
 // scrape reads the exposition once and appends it at now.
-func (s *scraper) scrape(ctx context.Context, now time.Time) error {
+func (s *Scraper) scrape(ctx context.Context, now time.Time) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
 		return err
@@ -113,7 +119,7 @@ func (s *scraper) scrape(ctx context.Context, now time.Time) error {
 
 // appendAll appends every sample p parses at ts, and a staleness marker
 // for each series of the previous scrape this one lacks.
-func (s *scraper) appendAll(app storage.Appender, p textparse.Parser, ts int64) error {
+func (s *Scraper) appendAll(app storage.Appender, p textparse.Parser, ts int64) error {
 	seen := map[string]labels.Labels{}
 	for {
 		entry, err := p.Next()
@@ -150,7 +156,7 @@ func (s *scraper) appendAll(app storage.Appender, p textparse.Parser, ts int64) 
 }
 
 // note records lset's metric name and label names.
-func (s *scraper) note(lset labels.Labels) {
+func (s *Scraper) note(lset labels.Labels) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := lset.Get(labels.MetricName)
@@ -160,8 +166,8 @@ func (s *scraper) note(lset labels.Labels) {
 	lset.Range(func(l labels.Label) { s.names[name][l.Name] = true })
 }
 
-// exported returns the metric names seen, with their label names.
-func (s *scraper) exported() map[string]map[string]bool {
+// Exported returns the metric names seen, with their label names.
+func (s *Scraper) Exported() map[string]map[string]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.names
