@@ -9,7 +9,6 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
-	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -17,7 +16,8 @@ import (
 // canary record names (analyze: the I/O, through internal/analysis, only
 // when an interval is due), keeping the step's measurements in the
 // object (object.analysis); decide reads only the verdict: a pass of the
-// step lets the planner end it (rollout.AnalysisGate), a failure aborts
+// step lets the planner end it (analysisGate, in plan.go with the rest of
+// decide: rollout.AnalysisGate), a failure aborts
 // the rollout through the abort path of on-failure Abort (abortOrNot:
 // the abort record, then every pod back to the current revision), and
 // the plan requeues for the next measurement (syncPlan.analysisAfter).
@@ -64,28 +64,6 @@ func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) *a
 		}
 	}
 	return &v
-}
-
-// analysisGate is the planner's Input.Analysis: nil without analysis, the
-// step the verdict passed otherwise.
-func analysisGate(o *observation) *rollout.AnalysisGate {
-	if o.optIn.Analysis == nil {
-		return nil
-	}
-	g := &rollout.AnalysisGate{}
-	if v := o.analysis; v != nil && v.Phase == analysis.Passed {
-		g.Passed = optin.CanaryState{Revision: v.Key.Revision, Index: v.Key.Step}
-	}
-	return g
-}
-
-// analysisFailure is the failure of the update revision's analysis that
-// aborts its rollout now (the failing query and value); "" when none.
-func analysisFailure(o *observation, c *claimed) string {
-	if v := o.analysis; v != nil && v.Phase == analysis.Failed && !c.newRevision && v.Key.Revision == c.update.Name {
-		return v.Failure
-	}
-	return ""
 }
 
 // analysisStatus is what the Analysis condition says of o's verdict: nil

@@ -16,7 +16,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
@@ -236,3 +238,25 @@ func logPlan(ctx context.Context, p *syncPlan) {
 }
 
 const maxLoggedPods = 20
+
+// analysisGate is the planner's Input.Analysis: nil without analysis, the
+// step the verdict passed otherwise.
+func analysisGate(o *observation) *rollout.AnalysisGate {
+	if o.optIn.Analysis == nil {
+		return nil
+	}
+	g := &rollout.AnalysisGate{}
+	if v := o.analysis; v != nil && v.Phase == analysis.Passed {
+		g.Passed = optin.CanaryState{Revision: v.Key.Revision, Index: v.Key.Step}
+	}
+	return g
+}
+
+// analysisFailure is the failure of the update revision's analysis that
+// aborts its rollout now (the failing query and value); "" when none.
+func analysisFailure(o *observation, c *claimed) string {
+	if v := o.analysis; v != nil && v.Phase == analysis.Failed && !c.newRevision && v.Key.Revision == c.update.Name {
+		return v.Failure
+	}
+	return ""
+}
