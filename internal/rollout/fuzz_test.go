@@ -106,89 +106,106 @@ func FuzzCompute(f *testing.F) {
 		uint8(0x20), uint64(0b0110010101)<<32)
 
 	f.Fuzz(func(t *testing.T, replicas, surge, unavailable, minReady, flags uint8, podData []byte, optIn uint8, labels uint64) {
-		in := Input{
-			Replicas:        int32(replicas%32) - 2, // a few negative values too
-			MaxSurge:        int32(surge % 8),
-			MaxUnavailable:  int32(unavailable % 8),
-			MinReadySeconds: int32(minReady % 16),
-			Paused:          flags&2 != 0,
-			UpdateRevision:  revNew,
-			Pods:            fuzzPods(podData),
-			Now:             t0,
-		}
-		if flags&1 != 0 {
-			in.Strategy = Recreate
-		}
-		in.Aborted = replicas&0x80 != 0
-		if flags&4 != 0 {
-			in.Revisions = []string{revOld2, revOld}
-		}
-		switch flags >> 3 & 3 { // what the pods were last sized for
-		case 1:
-			in.SizedFor = &Size{Replicas: in.Replicas, MaxReplicas: in.Replicas + in.MaxSurge}
-		case 2:
-			in.SizedFor = &Size{Replicas: int32(minReady >> 4), MaxReplicas: int32(surge >> 3)}
-		case 3:
-			in.SizedFor = &Size{Replicas: in.Replicas + 1, MaxReplicas: int32(unavailable>>3) + 1}
-		}
-		in.MaxBurst = int32(flags >> 5 & 3) // 0 is the default
-		in.Partition = int32(optIn & 31)
-		in.CurrentRevision = []string{"", revOld, revOld2, revNew}[optIn>>5&3]
-		in.RespectPDB = optIn&0x80 != 0
-		if optIn&0x18 == 0x18 { // canary steps instead of a partition
-			in.Partition, in.Canary = 0, fuzzCanary(int(optIn&7), minReady>>4)
-		}
-		if flags&0x80 != 0 {
-			in.InPlace = []string{revOld, revOld2}
-		}
-		switch surge >> 6 { // the nodes being drained
-		case 1:
-			in.DrainingNodes = map[string]bool{"n1": true}
-		case 2:
-			in.DrainingNodes = map[string]bool{"n1": true, "n2": true}
-		case 3:
-			in.DrainingNodes = map[string]bool{"n3": true, "n0": false}
-		}
-		for i, pod := range in.Pods {
-			if labels&(1<<i) != 0 {
-				labelled(pod)
-			}
-			if i < 16 {
-				switch labels >> (32 + 2*i) & 3 {
-				case 1:
-					gated(pod)
-				case 2:
-					gated(pod)
-					gateCondition(pod).Status, gateCondition(pod).Reason = corev1.ConditionFalse, "InPlaceUpdate"
-				case 3:
-					gated(pod)
-					inPlaceFailed(pod)
-				}
-			}
-		}
-		before := make([]*corev1.Pod, len(in.Pods))
-		for i, p := range in.Pods {
-			before[i] = p.DeepCopy()
-		}
-
-		p := Compute(in)
-		checkPlan(t, in, p)
-
-		for i, pod := range in.Pods {
-			if !equalPods(pod, before[i]) {
-				t.Fatalf("Compute modified input pod %q", pod.Name)
-			}
-		}
-		shuffled := slices.Clone(in.Pods)
-		slices.Reverse(shuffled)
-		if len(shuffled) > 2 {
-			shuffled[0], shuffled[len(shuffled)/2] = shuffled[len(shuffled)/2], shuffled[0]
-		}
-		in.Pods = shuffled
-		if again := Compute(in); describe(again) != describe(p) {
-			t.Fatalf("plan depends on pod order:\n%s\n%s", describe(p), describe(again))
-		}
+		fuzzCompute(t, replicas, surge, unavailable, minReady, flags, podData, optIn, labels)
 	})
+}
+
+// fuzzCompute is FuzzCompute's body: one input, decoded and checked.
+func fuzzCompute(t testing.TB, replicas, surge, unavailable, minReady, flags uint8, podData []byte, optIn uint8, labels uint64) {
+	in := fuzzInput(replicas, surge, unavailable, minReady, flags, podData, optIn, labels)
+	checkFuzzed(t, in)
+}
+
+// fuzzInput decodes FuzzCompute's arguments (see there).
+func fuzzInput(replicas, surge, unavailable, minReady, flags uint8, podData []byte, optIn uint8, labels uint64) Input {
+	in := Input{
+		Replicas:        int32(replicas%32) - 2, // a few negative values too
+		MaxSurge:        int32(surge % 8),
+		MaxUnavailable:  int32(unavailable % 8),
+		MinReadySeconds: int32(minReady % 16),
+		Paused:          flags&2 != 0,
+		UpdateRevision:  revNew,
+		Pods:            fuzzPods(podData),
+		Now:             t0,
+	}
+	if flags&1 != 0 {
+		in.Strategy = Recreate
+	}
+	in.Aborted = replicas&0x80 != 0
+	if flags&4 != 0 {
+		in.Revisions = []string{revOld2, revOld}
+	}
+	switch flags >> 3 & 3 { // what the pods were last sized for
+	case 1:
+		in.SizedFor = &Size{Replicas: in.Replicas, MaxReplicas: in.Replicas + in.MaxSurge}
+	case 2:
+		in.SizedFor = &Size{Replicas: int32(minReady >> 4), MaxReplicas: int32(surge >> 3)}
+	case 3:
+		in.SizedFor = &Size{Replicas: in.Replicas + 1, MaxReplicas: int32(unavailable>>3) + 1}
+	}
+	in.MaxBurst = int32(flags >> 5 & 3) // 0 is the default
+	in.Partition = int32(optIn & 31)
+	in.CurrentRevision = []string{"", revOld, revOld2, revNew}[optIn>>5&3]
+	in.RespectPDB = optIn&0x80 != 0
+	if optIn&0x18 == 0x18 { // canary steps instead of a partition
+		in.Partition, in.Canary = 0, fuzzCanary(int(optIn&7), minReady>>4)
+	}
+	if flags&0x80 != 0 {
+		in.InPlace = []string{revOld, revOld2}
+	}
+	switch surge >> 6 { // the nodes being drained
+	case 1:
+		in.DrainingNodes = map[string]bool{"n1": true}
+	case 2:
+		in.DrainingNodes = map[string]bool{"n1": true, "n2": true}
+	case 3:
+		in.DrainingNodes = map[string]bool{"n3": true, "n0": false}
+	}
+	for i, pod := range in.Pods {
+		if labels&(1<<i) != 0 {
+			labelled(pod)
+		}
+		if i < 16 {
+			switch labels >> (32 + 2*i) & 3 {
+			case 1:
+				gated(pod)
+			case 2:
+				gated(pod)
+				gateCondition(pod).Status, gateCondition(pod).Reason = corev1.ConditionFalse, "InPlaceUpdate"
+			case 3:
+				gated(pod)
+				inPlaceFailed(pod)
+			}
+		}
+	}
+	return in
+}
+
+// checkFuzzed plans for in and checks the plan's promises, that in is not
+// modified and that the plan does not depend on the pods' order.
+func checkFuzzed(t testing.TB, in Input) {
+	before := make([]*corev1.Pod, len(in.Pods))
+	for i, p := range in.Pods {
+		before[i] = p.DeepCopy()
+	}
+
+	p := Compute(in)
+	checkPlan(t, in, p)
+
+	for i, pod := range in.Pods {
+		if !equalPods(pod, before[i]) {
+			t.Fatalf("Compute modified input pod %q", pod.Name)
+		}
+	}
+	shuffled := slices.Clone(in.Pods)
+	slices.Reverse(shuffled)
+	if len(shuffled) > 2 {
+		shuffled[0], shuffled[len(shuffled)/2] = shuffled[len(shuffled)/2], shuffled[0]
+	}
+	in.Pods = shuffled
+	if again := Compute(in); describe(again) != describe(p) {
+		t.Fatalf("plan depends on pod order:\n%s\n%s", describe(p), describe(again))
+	}
 }
 
 // fuzzCanary is the canary steps, recorded at step index (of the

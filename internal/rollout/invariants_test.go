@@ -19,6 +19,7 @@ type observed struct {
 	revisions                        map[string]int  // active pods per revision, moving ones (below) the update revision's
 	labels                           map[string]bool // the revisions active pods are labelled with
 	creatable                        map[string]bool // revisions pods may be created from
+	update                           string          // the update revision
 	recreate, saturated              bool
 	maxBurst                         int
 	oldUnfinished                    int
@@ -78,7 +79,7 @@ func movingInPlace(in Input, p *corev1.Pod) bool {
 func observe(in Input) observed {
 	o := observed{finished: map[*corev1.Pod]bool{}, input: map[*corev1.Pod]bool{}, revisions: map[string]int{}, labels: map[string]bool{}, labelled: map[*corev1.Pod]bool{},
 		movable: map[*corev1.Pod]bool{}, moving: map[*corev1.Pod]bool{}, draining: map[*corev1.Pod]bool{},
-		creatable: map[string]bool{in.UpdateRevision: true}, recreate: in.Strategy == Recreate, maxBurst: int(in.MaxBurst)}
+		creatable: map[string]bool{in.UpdateRevision: true}, update: in.UpdateRevision, recreate: in.Strategy == Recreate, maxBurst: int(in.MaxBurst)}
 	if o.maxBurst <= 0 {
 		o.maxBurst = DefaultMaxBurst
 	}
@@ -158,6 +159,13 @@ func observe(in Input) observed {
 		}
 	}
 	return o
+}
+
+// isOld says an active pod is on the old side: labelled with an old
+// revision and not on its way to the update revision in place (a moving
+// pod counts as the update revision's, as observe counts it).
+func (o observed) isOld(p *corev1.Pod) bool {
+	return revisionOf(p) != o.update && !o.moving[p]
 }
 
 // drainSurge is the surge a rolling step may use: maxSurge, and at least
@@ -261,7 +269,7 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		if !o.finished[d] {
 			delActive++
 			s = 2
-			if revisionOf(d) != in.UpdateRevision {
+			if o.isOld(d) {
 				s = 1
 				delOld++
 			} else {
@@ -368,7 +376,7 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 	}
 	if !in.Paused && !proportionalStep {
 		for pod := range o.labelled {
-			if isOld := revisionOf(pod) != in.UpdateRevision; !seen[pod] && removedAvailable[isOld] > 0 && !cut {
+			if isOld := o.isOld(pod); !seen[pod] && removedAvailable[isOld] > 0 && !cut {
 				t.Fatalf("labelled pod %q kept while %d available unlabelled pod(s) of its side go: %s", pod.Name, removedAvailable[isOld], describe(p))
 			}
 		}
@@ -451,11 +459,15 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 				createNew, leaving, o.updatedKeep, o.replicas-o.held, describe(p))
 		}
 		// Drain: with no rollout under way, an available pod on a draining
-		// node goes only once its replacement is available: the step keeps
-		// Replicas available. (A rollout step may take it instead of
-		// another old pod, within maxUnavailable, checked above.)
-		if removedAvailableDraining > 0 && o.old == 0 && o.held == 0 && o.available-delAvailable < o.replicas {
-			t.Fatalf("drain: %d available pods removed of %d, below replicas=%d: %s", delAvailable, o.available, o.replicas, describe(p))
+		// node goes only once its replacement is available: the drain's
+		// removals alone keep Replicas available. (Other removals of the
+		// step, a specified-delete pod's, spend maxUnavailable as they
+		// would without a drain; a rollout step may take a draining pod
+		// instead of another old pod, within maxUnavailable: both checked
+		// above.)
+		if removedAvailableDraining > 0 && o.old == 0 && o.held == 0 && o.available-removedAvailableDraining < o.replicas {
+			t.Fatalf("drain: %d available pods on draining nodes removed of %d available, below replicas=%d: %s",
+				removedAvailableDraining, o.available, o.replicas, describe(p))
 		}
 		if o.available == o.active && create == 0 && delActive == 0 && len(p.UpdateInPlace) == 0 && !cut {
 			t.Fatalf("rolling: every pod is available yet no progress: %s", describe(p))

@@ -107,9 +107,12 @@ func newPodSet(in Input) podSet {
 	// Every deletion among updated and old goes through the ranker, a total
 	// order; finished pods are deleted as they are, so order them here.
 	// (Sorting every pod by name on every sync was 2% of the manager's CPU.)
-	slices.SortFunc(s.finished, func(a, b *corev1.Pod) int {
+	// Plan.MovingInPlace lists moving as it is: the same order too.
+	byName := func(a, b *corev1.Pod) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
-	})
+	}
+	slices.SortFunc(s.finished, byName)
+	slices.SortFunc(s.moving, byName)
 	s.canary = s.canaryStep(in)
 	s.held = s.heldTarget(in)
 	return s

@@ -76,9 +76,13 @@ func planRolling(s podSet, l limits) Plan {
 	}
 	// A raised partition: updated pods beyond the updated side's share go
 	// back, as old pods go forward, held back by unavailable held pods.
+	// An updated pod on a draining node that waits for a spare pod goes
+	// first in place of one of them, as an old one does above.
 	if surplus := min(len(r.left(keepNew)), l.replicas) - target; surplus > 0 {
-		candidates := s.rollingOrder(r.left(keepNew), false)[:surplus]
-		replacedNew = append(replacedNew, r.take(candidates, r.maxScaledDown(s, active, l, candidates))...)
+		instead := s.rank.sorted(s.drained(r.left(doomedNew)))
+		candidates := slices.Concat(instead, s.rollingOrder(r.left(keepNew), false)[:surplus])
+		n := min(surplus, r.maxScaledDown(s, active, l, candidates))
+		replacedNew = append(replacedNew, r.takeInstead(candidates, n)...)
 	}
 
 	p := Plan{
