@@ -97,12 +97,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	obs := r.syncChildren(ctx, app)
 	if obs.outcomes[kindService].present {
-		slices := &discoveryv1.EndpointSliceList{}
-		if err := r.List(ctx, slices, client.InNamespace(app.Namespace),
-			client.MatchingLabels{discoveryv1.LabelServiceName: app.Name}); err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing EndpointSlices: %w", err)
+		slices, err := r.serviceSlices(ctx, app.Namespace, app.Name)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
-		obs.endpointSlices = slices.Items
+		obs.endpointSlices = slices
 	}
 	logf.FromContext(ctx).V(1).Info("children synced", "outcomes", obs.summary())
 
@@ -174,12 +173,11 @@ func (r *Reconciler) routeSplit(ctx context.Context, app *appsv1beta1.Applicatio
 	}
 	var ready [2]int32
 	for i, name := range []string{app.Name + StableSuffix, app.Name + CanarySuffix} {
-		slices := &discoveryv1.EndpointSliceList{}
-		if err := r.List(ctx, slices, client.InNamespace(app.Namespace),
-			client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
-			return nil, fmt.Errorf("listing the EndpointSlices of Service %s: %w", name, err)
+		slices, err := r.serviceSlices(ctx, app.Namespace, name)
+		if err != nil {
+			return nil, err
 		}
-		ready[i] = readyEndpoints(slices.Items)
+		ready[i] = readyEndpoints(slices)
 	}
 	return Weighed(split, ready[0], ready[1]), nil
 }
@@ -305,4 +303,14 @@ func (r *Reconciler) wakeRoutes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// serviceSlices lists, from the cache, the EndpointSlices of Service name
+// in ns.
+func (r *Reconciler) serviceSlices(ctx context.Context, ns, name string) ([]discoveryv1.EndpointSlice, error) {
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := r.List(ctx, slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
+		return nil, fmt.Errorf("listing the EndpointSlices of Service %s: %w", name, err)
+	}
+	return slices.Items, nil
 }
