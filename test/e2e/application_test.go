@@ -193,6 +193,10 @@ spec:
 		canaryTrafficOnRoute(ns) // after the test above: the Gateway API CRDs are installed
 	})
 
+	It("aborts a canary whose analysis fails, its route back to the one Service", func() {
+		abortedTrafficOnRoute(ns) // after the tests above: the Gateway API CRDs are installed
+	})
+
 	It("deletes its MyDeployment, Service and Ingress with it", func() {
 		kubectl("delete", "mdapp", name, "--wait=true")
 		Eventually(func() []string {

@@ -3,8 +3,11 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,6 +116,44 @@ func canaryWeights(app string, versions []string) []int {
 	return weights
 }
 
+// readyPodsOf are the names of the Ready pods of revision in ns, not
+// terminating, sorted.
+func readyPodsOf(ns, revision string) []string {
+	GinkgoHelper()
+	var names []string
+	for _, l := range utils.GetNonEmptyLines(utils.MustKubectl("-n", ns, "get", "pods", "-l", "controller-revision-hash="+revision, "-o",
+		`jsonpath={range .items[*]}{.metadata.name}|{.metadata.deletionTimestamp}|{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)) {
+		if f := strings.Split(l, "|"); len(f) == 3 && f[1] == "" && f[2] == "True" {
+			names = append(names, f[0])
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// serviceEndpoints are the pods a Service's EndpointSlices in ns list as
+// ready, sorted.
+func serviceEndpoints(ns, service string) []string {
+	GinkgoHelper()
+	var names []string
+	for _, l := range utils.GetNonEmptyLines(utils.MustKubectl("-n", ns, "get", "endpointslices", "-l", "kubernetes.io/service-name="+service, "-o",
+		`jsonpath={range .items[*].endpoints[*]}{.targetRef.name}|{.conditions.ready}{"\n"}{end}`)) {
+		if f := strings.Split(l, "|"); len(f) == 2 && f[1] == "true" {
+			names = append(names, f[0])
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// addFilterByHand adds a RequestHeaderModifier filter (header X-Added-By)
+// to the first rule of route in ns, as a user would with kubectl.
+func addFilterByHand(ns, route string) {
+	GinkgoHelper()
+	utils.MustKubectl("-n", ns, "patch", "httproute", route, "--type=json", "-p",
+		`[{"op":"add","path":"/spec/rules/0/filters","value":[{"type":"RequestHeaderModifier","requestHeaderModifier":{"add":[{"name":"X-Added-By","value":"hand"}]}}]}]`)
+}
+
 // canaryTrafficOnRoute drives an Application with a route through a
 // canary (10%, pause, 50%, pause, 100%) as a user would, in ns, on a
 // cluster with the Gateway API CRDs: a filter added to the route by hand
@@ -136,30 +177,8 @@ func canaryTrafficOnRoute(ns string) {
 			return out
 		}
 	}
-	// readyPods are the names of the Application's Ready pods of revision.
-	readyPods := func(revision string) []string {
-		var names []string
-		for _, l := range utils.GetNonEmptyLines(kubectl("get", "pods", "-l", "controller-revision-hash="+revision, "-o",
-			`jsonpath={range .items[*]}{.metadata.name}|{.metadata.deletionTimestamp}|{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)) {
-			if f := strings.Split(l, "|"); len(f) == 3 && f[1] == "" && f[2] == "True" {
-				names = append(names, f[0])
-			}
-		}
-		sort.Strings(names)
-		return names
-	}
-	// endpoints are the pods a Service's EndpointSlices list as ready.
-	endpoints := func(service string) []string {
-		var names []string
-		for _, l := range utils.GetNonEmptyLines(kubectl("get", "endpointslices", "-l", "kubernetes.io/service-name="+service, "-o",
-			`jsonpath={range .items[*].endpoints[*]}{.targetRef.name}|{.conditions.ready}{"\n"}{end}`)) {
-			if f := strings.Split(l, "|"); len(f) == 2 && f[1] == "true" {
-				names = append(names, f[0])
-			}
-		}
-		sort.Strings(names)
-		return names
-	}
+	readyPods := func(revision string) []string { return readyPodsOf(ns, revision) }
+	endpoints := func(service string) []string { return serviceEndpoints(ns, service) }
 	// expectEndpoints: the revision Services' endpoints are exactly the
 	// Ready pods of their revisions, once the EndpointSlice controller caught
 	// up, and stay so.
@@ -201,8 +220,7 @@ spec:
 	Eventually(get("md", app, "{.status.availableReplicas}"), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
 
 	By("a filter added to the route by hand, before the rollout")
-	kubectl("patch", "httproute", app, "--type=json", "-p",
-		`[{"op":"add","path":"/spec/rules/0/filters","value":[{"type":"RequestHeaderModifier","requestHeaderModifier":{"add":[{"name":"X-Added-By","value":"hand"}]}}]}]`)
+	addFilterByHand(ns, app)
 	watch := watchRoute(ns, app)
 	Eventually(func() int { watch.mu.Lock(); defer watch.mu.Unlock(); return len(watch.versions) }, 10*time.Second, 100*time.Millisecond).
 		Should(BeNumerically(">", 0))
@@ -246,4 +264,101 @@ spec:
 	}, 30*time.Second, 250*time.Millisecond).Should(And(ContainSubstring(app+"-stable 50%, "+app+"-canary 50%"),
 		ContainSubstring("sends all traffic to Service "+app+" again")))
 	kubectl("delete", "mdapp", app, "--wait=true")
+}
+
+// abortedTrafficOnRoute drives an Application with a route, canary steps
+// (10%, 50%, 100%) and canary analysis against a real Prometheus engine
+// (bin/e2e-prometheus scraping an exporter the spec controls), in ns, on a
+// cluster with the Gateway API CRDs: while the canary is healthy its
+// weight follows its steps (10 at step 1); when its success rate falls
+// below the threshold at step 2 the rollout aborts to stable within one
+// interval, and the route ends pointing at the one Service again, every
+// pod on the stable revision, the stable and canary Services gone, the
+// canary's weight never above step 2's 50, and the filter added by hand
+// kept in every version of the route.
+func abortedTrafficOnRoute(ns string) {
+	const (
+		app      = "aborted"
+		interval = 2 * time.Second
+	)
+	health := &revisionHealth{ratio: map[string]float64{}, latency: map[string]float64{}}
+	exporter := httptest.NewServer(health)
+	defer exporter.Close()
+	port, err := utils.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	prom := &e2ePrometheus{addr: fmt.Sprintf("127.0.0.1:%d", port), target: exporter.URL + "/metrics",
+		data: filepath.Join(GinkgoT().TempDir(), "data"), log: filepath.Join(projectDir, "bin", "e2e-prometheus-route.log")}
+	prom.start()
+	defer prom.proc.Stop()
+	get := func(kind, jsonpath string) func() string { return utils.JSONPath(jsonpath, "-n", ns, kind, app) }
+	backends := get("httproute", `{range .spec.rules[0].backendRefs[*]}{.name}={.weight},{end}`)
+
+	analysis := fmt.Sprintf(`{"prometheus":"http://%s","interval":"%s","count":2,"failureLimit":0,"queries":[`+
+		`{"name":"success-rate","query":"e2e_success_ratio{revision=\"{{revision}}\"}","threshold":">= 0.99"}]}`, prom.addr, interval)
+	utils.MustApply(fmt.Sprintf(`apiVersion: apps.mydeployment.io/v1beta1
+kind: Application
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  deployment:
+    image: "nginx:1.27"
+    replicas: 10
+    port: 80
+    metadata:
+      annotations:
+        apps.mydeployment.io/canary-steps: "10%%, 50%%, 100%%"
+        apps.mydeployment.io/analysis: '%[3]s'
+  service: {}
+  route:
+    parentRefs: [{name: gateway}]
+    hostnames: [aborted.example.com]
+`, app, ns, analysis))
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+	Eventually(get("md", "{.status.availableReplicas}"), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
+	stable := get("md", "{.status.currentRevision}")()
+	health.set(stable, 1, 0.1)
+	addFilterByHand(ns, app)
+	watch := watchRoute(ns, app)
+	Eventually(func() int { watch.mu.Lock(); defer watch.mu.Unlock(); return len(watch.versions) }, 10*time.Second, 100*time.Millisecond).
+		Should(BeNumerically(">", 0))
+
+	By("a new image, healthy: step 1 sends 10% to the canary")
+	utils.MustKubectl("-n", ns, "patch", "mdapp", app, "--type=merge", "-p", `{"spec":{"deployment":{"image":"nginx:1.28"}}}`)
+	Eventually(get("md", "{.status.updateRevision}"), 30*time.Second, 100*time.Millisecond).ShouldNot(Equal(stable))
+	canary := get("md", "{.status.updateRevision}")()
+	health.set(canary, 0.999, 0.1)
+	Eventually(backends, time.Minute, 100*time.Millisecond).Should(Equal(app + "-stable=90," + app + "-canary=10,"))
+
+	By("at step 2 the canary's success rate falls below the threshold: aborted within one interval")
+	Eventually(get("md", `{.metadata.annotations.apps\.mydeployment\.io/canary-step}`), time.Minute, 100*time.Millisecond).
+		Should(ContainSubstring(`"step":2`))
+	health.set(canary, 0.9, 0.1)
+	crossed := time.Now()
+	Eventually(get("md", `{.metadata.annotations.apps\.mydeployment\.io/aborted-revision}`), time.Minute, 50*time.Millisecond).
+		Should(Equal(canary))
+	Expect(time.Since(crossed)).To(BeNumerically("<=", interval+2*time.Second), "the next measurement aborts")
+
+	By("the route points at the one Service again, every pod on the stable revision, the revision Services gone")
+	Eventually(backends, 2*time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+	Eventually(func(g Gomega) {
+		g.Expect(readyPodsOf(ns, stable)).To(HaveLen(10))
+		g.Expect(readyPodsOf(ns, canary)).To(BeEmpty())
+		g.Expect(serviceEndpoints(ns, app)).To(Equal(readyPodsOf(ns, stable)))
+		g.Expect(utils.MustKubectl("-n", ns, "get", "svc", "-o", "name")).
+			NotTo(Or(ContainSubstring(app+"-stable"), ContainSubstring(app+"-canary")))
+	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	Expect(get("md", "{.status.currentRevision}")()).To(Equal(stable))
+	Expect(get("md", `{.status.conditions[?(@.type=="Progressing")].reason}`)()).To(Equal("RolloutAborted"))
+
+	versions := watch.stop()
+	By("every version of the route kept the filter; the canary's weights: " + strings.Join(versions, " "))
+	for _, v := range versions {
+		Expect(v).To(HaveSuffix("|X-Added-By,"), "a version of the route without the filter added by hand")
+	}
+	weights := canaryWeights(app, versions)
+	Expect(weights).To(ContainElement(10))
+	Expect(slices.Max(weights)).To(BeNumerically("<=", 50), "never past step 2's share: %v", weights)
+	Expect(versions[len(versions)-1]).To(Equal(app + "=1,|X-Added-By,"))
+	utils.MustKubectl("-n", ns, "delete", "mdapp", app, "--wait=true")
 }
