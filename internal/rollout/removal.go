@@ -144,6 +144,13 @@ func (r *remover) left(pods []*corev1.Pod) []*corev1.Pod {
 	return slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return r.removed[p] })
 }
 
+// drainedLeft is the pods of doomed not yet removed that run on a draining
+// node, ranked: each may go in place of a pod the step removes anyway
+// (takeInstead) rather than wait for a spare pod (drain.go).
+func (r *remover) drainedLeft(doomed []*corev1.Pod) []*corev1.Pod {
+	return r.s.rank.sorted(r.s.drained(r.left(doomed)))
+}
+
 // unavailable counts the pods of pods not available.
 func (s podSet) unavailable(pods []*corev1.Pod) int {
 	return len(pods) - s.available(pods)

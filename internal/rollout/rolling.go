@@ -71,7 +71,7 @@ func planRolling(s podSet, l limits) Plan {
 	if n := min(len(replaced), maxScaledDown-len(replacedOld)-len(inPlace)); n > 0 {
 		// An old pod on a draining node that waits for a spare pod goes
 		// first in place of one the step removes anyway (drain.go).
-		instead := s.rank.sorted(s.drained(r.left(doomedOld)))
+		instead := r.drainedLeft(doomedOld)
 		replacedOld = append(replacedOld, r.takeInstead(slices.Concat(instead, s.rollingOrder(replaced, s.held > 0)), n)...)
 	}
 	// A raised partition: updated pods beyond the updated side's share go
@@ -79,7 +79,7 @@ func planRolling(s podSet, l limits) Plan {
 	// An updated pod on a draining node that waits for a spare pod goes
 	// first in place of one of them, as an old one does above.
 	if surplus := min(len(r.left(keepNew)), l.replicas) - target; surplus > 0 {
-		instead := s.rank.sorted(s.drained(r.left(doomedNew)))
+		instead := r.drainedLeft(doomedNew)
 		candidates := slices.Concat(instead, s.rollingOrder(r.left(keepNew), false)[:surplus])
 		n := min(surplus, r.maxScaledDown(s, active, l, candidates))
 		replacedNew = append(replacedNew, r.takeInstead(candidates, n)...)
