@@ -53,12 +53,26 @@ func TestPressing(t *testing.T) {
 		{"settled", with(func(s *appsv1beta1.MyDeploymentStatus) {
 			s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas, s.TerminatingReplicas = 10, 10, 10, 10, ptr.To[int32](0)
 		}), true},
-		{"all counted but one still terminating", with(func(s *appsv1beta1.MyDeploymentStatus) {
+		{"spec met, one pod still terminating", with(func(s *appsv1beta1.MyDeploymentStatus) {
 			s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas, s.TerminatingReplicas = 10, 10, 10, 10, ptr.To[int32](1)
-		}), false},
+		}), true},
 	} {
 		if got := Pressing(mid, tc.next, 10); got != tc.want {
 			t.Errorf("%s: Pressing = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+
+	// Once the spec is met, terminating pods going one by one can wait;
+	// the last one's going is written at once.
+	met := with(func(s *appsv1beta1.MyDeploymentStatus) {
+		s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas, s.TerminatingReplicas = 10, 10, 10, 10, ptr.To[int32](3)
+	})
+	fewer, none := *met.DeepCopy(), *met.DeepCopy()
+	fewer.TerminatingReplicas, none.TerminatingReplicas = ptr.To[int32](2), ptr.To[int32](0)
+	if Pressing(met, fewer, 10) {
+		t.Error("spec met, a terminating pod gone of three: Pressing = true, want false")
+	}
+	if !Pressing(met, none, 10) {
+		t.Error("spec met, the last terminating pod gone: Pressing = false, want true")
 	}
 }

@@ -369,10 +369,13 @@ func remove(s *appsv1beta1.MyDeploymentStatus, t appsv1.DeploymentConditionType)
 // Pressing reports whether next must be written at once rather than folded
 // into a later write of the same object: the spec's generation was observed,
 // a revision, the selector or the collision count changed, a condition
-// changed its status or reason, or the MyDeployment has just settled (every
-// desired replica updated, ready and available, nothing terminating), which
-// is what `kubectl rollout status` and every waiter wait for. The rest is a
-// rollout's progress counting up and down, which can wait a moment.
+// changed its status or reason, or the MyDeployment has just met its spec
+// (every desired replica updated, ready and available), which is what
+// `kubectl rollout status`, `kubectl wait` and every waiter wait for, as
+// Deployment's status says at once; and again once nothing is terminating.
+// The rest is a rollout's progress counting up and down, and pods removed
+// by a scale-in or a rollout's last step going one by one, which can wait a
+// moment.
 func Pressing(prev, next appsv1beta1.MyDeploymentStatus, desired int32) bool {
 	if prev.ObservedGeneration != next.ObservedGeneration || prev.UpdateRevision != next.UpdateRevision ||
 		prev.CurrentRevision != next.CurrentRevision || prev.LabelSelector != next.LabelSelector ||
@@ -387,6 +390,10 @@ func Pressing(prev, next appsv1beta1.MyDeploymentStatus, desired int32) bool {
 			return true
 		}
 	}
-	return next.Replicas == desired && next.UpdatedReplicas == desired && next.ReadyReplicas == desired &&
-		next.AvailableReplicas == desired && ptr.Deref(next.TerminatingReplicas, 0) == 0
+	return meetsSpec(next, desired) && (!meetsSpec(prev, desired) || ptr.Deref(next.TerminatingReplicas, 0) == 0)
+}
+
+// meetsSpec says every desired replica is counted, updated, ready and available.
+func meetsSpec(s appsv1beta1.MyDeploymentStatus, desired int32) bool {
+	return s.Replicas == desired && s.UpdatedReplicas == desired && s.ReadyReplicas == desired && s.AvailableReplicas == desired
 }
