@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,26 +103,33 @@ func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
 
 // whenServed adds a runnable to mgr that asks served every poll whether
 // kind is served, and once it is runs then and ends (its error ends the
-// manager). A failed lookup is logged and tried again at the next poll.
+// manager). A failed lookup is no answer: it is logged and tried again
+// after a short backoff (from 100 ms, doubling, at most the poll).
 func whenServed(mgr ctrl.Manager, poll time.Duration, served func(meta.RESTMapper) (bool, error), kind string,
 	then func(context.Context) error) error {
 	log := mgr.GetLogger().WithName(Name)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ticker := time.NewTicker(poll)
 		defer ticker.Stop()
+		retry := func() wait.Backoff {
+			return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 100, Cap: poll}
+		}
+		backoff, next := retry(), ticker.C
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-ticker.C:
+			case <-next:
 			}
 			ok, err := served(mgr.GetRESTMapper())
-			if err != nil {
+			switch {
+			case err != nil:
 				log.Error(err, "looking for the "+kind+" kind")
-				continue
-			}
-			if ok {
+				next = time.After(backoff.Step())
+			case ok:
 				return then(ctx)
+			default:
+				backoff, next = retry(), ticker.C
 			}
 		}
 	}))

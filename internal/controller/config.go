@@ -120,7 +120,11 @@ func (r *MyDeploymentReconciler) configHash(ctx context.Context, view configView
 // it references (configref.Encode; "" if it references nothing). hold
 // says why no revision can be recorded now (no value is returned): a
 // referenced object that does not exist and is not optional, or access to
-// the config of md's namespace denied to the manager.
+// the config of md's namespace denied to the manager, as the watch's
+// access check or the API server's refusal of a read says (the same
+// words: readDenied). While the namespace's watch starts (view.stores
+// nil), what md references is read around the cache: a new object waits
+// for no watch.
 func (r *MyDeploymentReconciler) configOf(ctx context.Context, view configView, md *appsv1beta1.MyDeployment) (value string, hold *status.Failure, err error) {
 	if view.state == configDenied {
 		return "", &status.Failure{Reason: appsv1beta1.ReasonConfigAccessDenied, Message: configDeniedMessage(view.denied)}, nil
@@ -130,6 +134,10 @@ func (r *MyDeploymentReconciler) configOf(ctx context.Context, view configView, 
 	var missing []string
 	for _, ref := range refs {
 		h, gone, err := r.configHash(ctx, view, md.Namespace, ref)
+		if apierrors.IsForbidden(err) {
+			denied := readDenied(ref.Kind, md.Namespace)
+			return "", &status.Failure{Reason: appsv1beta1.ReasonConfigAccessDenied, Message: configDeniedMessage(denied)}, nil
+		}
 		if err != nil {
 			return "", nil, err
 		}

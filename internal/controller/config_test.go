@@ -1,14 +1,19 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -300,3 +305,88 @@ var _ = Describe("Rollout on config change without access to config", Ordered, S
 		complete(opted)
 	})
 })
+
+// A transient error is not a denial (issue 57): the manager's access check
+// of the namespace fails for its first seconds (an error, then replies
+// lost after the review was made). The opted-in object is never said to be
+// denied, has its revision and pods within 5 s of the API answering again,
+// and the watch then runs: a data edit rolls.
+var _ = Describe("Rollout on config change while the access check fails", Ordered, func() {
+	var (
+		rec     *countingRecorder
+		reviews *flakyReviews
+	)
+	BeforeAll(func() {
+		stopManager()
+		startManager(func(r *MyDeploymentReconciler) {
+			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
+			r.Recorder = rec
+			reviews = &flakyReviews{Client: r.Client}
+			reviews.failing.Store(true)
+			r.config.mayRead = mayReadConfig(reviews)
+		})
+	})
+	AfterAll(func() {
+		stopManager()
+		startManager()
+	})
+
+	It("is never denied and has its revision and pods within 5 s of the API answering again", func() {
+		ns := newNamespace()
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+			Data: map[string]string{"LEVEL": "info"}})).To(Succeed())
+		md := newMD(ns, "opted", 2, "nginx:1.27")
+		md.Annotations = map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "true"}
+		md.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
+		Expect(k8sClient.Create(ctx, md)).To(Succeed())
+
+		By("while every access check fails, nothing says the manager is denied")
+		Consistently(conditionReason(md, appsv1beta1.ConditionReplicaFailure), 3*time.Second, interval).
+			ShouldNot(Equal(appsv1beta1.ReasonConfigAccessDenied))
+		Expect(reviews.failed.Load()).To(BeNumerically(">=", 2), "an error, then a lost reply, at least")
+
+		By("the API answers again: revision and pods within 5 s")
+		healed := time.Now()
+		reviews.failing.Store(false)
+		Eventually(func() int { return len(revisionsOf(md)) }, 5*time.Second, interval).Should(Equal(1))
+		Eventually(func() []corev1.Pod { return podsOf(md) }, 5*time.Second-time.Since(healed), interval).Should(HaveLen(2))
+		Expect(rec.of(md, appsv1beta1.ReasonConfigAccessDenied)).To(BeEmpty())
+
+		By("the watch runs: a data edit rolls")
+		stop := kubelet(md, 300*time.Millisecond)
+		defer stop()
+		Eventually(func() error {
+			cm := &corev1.ConfigMap{}
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, cm); err != nil {
+				return err
+			}
+			cm.Data["LEVEL"] = "debug"
+			return k8sClient.Update(ctx, cm)
+		}, timeout, interval).Should(Succeed())
+		Eventually(func() int { return len(revisionsOf(md)) }, timeout, interval).Should(Equal(2))
+	})
+})
+
+// flakyReviews makes the SelfSubjectAccessReviews created through it fail
+// while failing is set: the first with an InternalError (no review made),
+// the later ones with a timeout after the API server made them (a lost
+// reply). failed counts both.
+type flakyReviews struct {
+	client.Client
+	failing atomic.Bool
+	failed  atomic.Int32
+}
+
+func (f *flakyReviews) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, ok := obj.(*authorizationv1.SelfSubjectAccessReview); !ok || !f.failing.Load() {
+		return f.Client.Create(ctx, obj, opts...)
+	}
+	if f.failed.Add(1) == 1 {
+		return apierrors.NewInternalError(errors.New("injected: no review made"))
+	}
+	if err := f.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return apierrors.NewTimeoutError("injected: the review was made, its reply lost", 1)
+}

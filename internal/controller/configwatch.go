@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -37,7 +37,11 @@ import (
 // namespace's two metadata informers start only when a sync of an
 // opted-in MyDeployment there first asks for them, and only once
 // SelfSubjectAccessReviews say the manager may get, list and watch both
-// kinds there. While denied, the opted-in objects of that namespace say so
+// kinds there. Only such an answer is a denial: an error while asking (a
+// failed create, a lost reply) is asked again after a short backoff
+// (transientRetry), and meanwhile the namespace's syncs read the config
+// they reference directly (configOf), so no object waits on a transient
+// error. While denied, the opted-in objects of that namespace say so
 // (ReplicaFailure ConfigAccessDenied) and roll nothing; access is asked
 // again at most every poll, so a grant made later starts the watch with no
 // restart. Other objects never read any of this.
@@ -80,9 +84,12 @@ type configSpace struct {
 type configState int
 
 const (
-	configStarting configState = iota // access being asked, or the informers syncing
-	configDenied                      // the manager may not read one of the kinds there
-	configWatching                    // both informers have synced
+	// configStarting: access being asked, or the informers syncing; the
+	// syncs of the namespace read what they reference around the cache
+	// until the watch enqueues them once it knows.
+	configStarting configState = iota
+	configDenied               // the manager may not read one of the kinds there
+	configWatching             // both informers have synced
 )
 
 // configPoll is the least time between two access checks of a namespace
@@ -152,11 +159,13 @@ func (w *configWatch) view(namespace string) configView {
 
 // start asks for access to namespace and, granted, runs its informers
 // until ctx ends; either way the opted-in MyDeployments there are
-// enqueued once it knows, to plan with what it found.
+// enqueued once it knows, to plan with what it found. An error while
+// asking is asked again after transientRetry's backoff, the namespace
+// still starting; it returns without a word if ctx ends first.
 func (w *configWatch) start(ctx context.Context, namespace string, sp *configSpace) {
-	denied, err := w.mayRead(ctx, namespace)
-	if err != nil {
-		denied = "asking for access failed: " + err.Error()
+	denied, ok := w.ask(ctx, namespace)
+	if !ok {
+		return
 	}
 	if denied != "" {
 		w.mu.Lock()
@@ -171,17 +180,37 @@ func (w *configWatch) start(ctx context.Context, namespace string, sp *configSpa
 		return
 	}
 	configMaps, secrets, err := w.run(ctx, namespace)
-	w.mu.Lock()
 	if err != nil {
-		sp.state, sp.denied, sp.asked = configDenied, "watching failed: "+err.Error(), w.clock.Now()
-	} else {
-		sp.state, sp.denied, sp.configMaps, sp.secrets = configWatching, "", configMaps, secrets
+		return // only the manager's end stops the informers syncing
 	}
+	w.mu.Lock()
+	sp.state, sp.denied, sp.configMaps, sp.secrets = configWatching, "", configMaps, secrets
 	w.mu.Unlock()
-	if err == nil {
-		w.log.Info("watching ConfigMaps and Secrets (metadata only)", "namespace", namespace)
-	}
+	w.log.Info("watching ConfigMaps and Secrets (metadata only)", "namespace", namespace)
 	w.enqueueOptedIn(ctx, namespace)
+}
+
+// ask asks mayRead until it answers, waiting transientRetry's backoff
+// after each error; ok is false when ctx ended first.
+func (w *configWatch) ask(ctx context.Context, namespace string) (denied string, ok bool) {
+	backoff := transientRetry()
+	for tries := 1; ; tries++ {
+		answer, err := w.mayRead(ctx, namespace)
+		if err == nil {
+			return answer, true
+		}
+		log := w.log.V(1)
+		if tries == 1 {
+			log = w.log
+		}
+		log.Info("asking for access to config failed; asking again (the namespace's syncs read config directly meanwhile)",
+			"namespace", namespace, "tries", tries, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-time.After(backoff.Step()):
+		}
+	}
 }
 
 // run starts namespace's two metadata informers and waits for them to sync.
@@ -267,11 +296,12 @@ func metaOf(obj any) *metav1.PartialObjectMetadata {
 
 // mayReadConfig asks, with SelfSubjectAccessReviews, whether the client's
 // user may get, list and watch ConfigMaps and Secrets in a namespace, and
-// names the first thing it may not do.
+// names the first kind it may not read (readDenied). An error is the
+// review's: no answer, which is not a denial.
 func mayReadConfig(c client.Client) func(context.Context, string) (string, error) {
 	return func(ctx context.Context, namespace string) (string, error) {
-		for _, resource := range []string{"configmaps", "secrets"} {
-			var denied []string
+		for _, kind := range []configref.Kind{configref.ConfigMap, configref.Secret} {
+			resource := configResource(kind).Resource
 			for _, verb := range []string{"get", "list", "watch"} {
 				review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource}}}
@@ -279,13 +309,24 @@ func mayReadConfig(c client.Client) func(context.Context, string) (string, error
 					return "", fmt.Errorf("asking whether the manager may %s %s in %s: %w", verb, resource, namespace, err)
 				}
 				if !review.Status.Allowed {
-					denied = append(denied, verb)
+					return readDenied(kind, namespace), nil
 				}
-			}
-			if len(denied) > 0 {
-				return fmt.Sprintf("%s %s in namespace %s", strings.Join(denied, ", "), resource, namespace), nil
 			}
 		}
 		return "", nil
 	}
+}
+
+// readDenied names what the manager may not do when it may not read a
+// config kind in namespace, in the same words whether a review said so or
+// a read was refused (so the object's condition and event say it once).
+func readDenied(kind configref.Kind, namespace string) string {
+	return fmt.Sprintf("read %s in namespace %s", configResource(kind).Resource, namespace)
+}
+
+// transientRetry is the backoff between two tries of something a
+// transient API error stopped (asking for access, starting a watch): from
+// 100 ms, doubling, to at most 5 s, with 20% jitter.
+func transientRetry() wait.Backoff {
+	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 5 * time.Second}
 }

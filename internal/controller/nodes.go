@@ -82,23 +82,31 @@ func (w *nodeWatch) NeedLeaderElection() bool { return true }
 
 // Start looks, at each poll or wake-up, for a MyDeployment that opts in;
 // once one does and access is granted, it runs the Node informer until
-// ctx ends. It returns nil: nothing here may stop the manager.
+// ctx ends. An error (no answer to the access check, a failed list) is no
+// denial: it tries again after transientRetry's backoff, not a poll. It
+// returns nil: nothing here may stop the manager.
 func (w *nodeWatch) Start(ctx context.Context) error {
 	ticker := time.NewTicker(w.poll)
 	defer ticker.Stop()
+	backoff := transientRetry()
 	for {
 		started, err := w.try(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.log.Error(err, "starting the node watch; trying again later")
-		}
 		if started {
 			<-ctx.Done()
 			return nil
 		}
+		next := ticker.C
+		if err != nil && ctx.Err() == nil {
+			after := backoff.Step()
+			w.log.Info("starting the node watch failed; trying again", "after", after.String(), "error", err.Error())
+			next = time.After(after)
+		} else {
+			backoff = transientRetry()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-next:
 		case <-w.wakeup:
 		}
 	}

@@ -2,7 +2,10 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -67,5 +70,41 @@ func TestNodeWatchDenied(t *testing.T) {
 	var none *nodeWatch
 	if nodes, denied := none.snapshot(); nodes != nil || denied {
 		t.Fatal("a nil watch sees a drain")
+	}
+}
+
+// TestNodeWatchRetriesAnError: an access check that errs is no answer. The
+// watch asks again within a short backoff, not at its next poll, and
+// only the answer "not allowed" makes it denied.
+func TestNodeWatchRetriesAnError(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = appsv1beta1.AddToScheme(s)
+	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
+		Annotations: map[string]string{appsv1beta1.DrainAnnotation: appsv1beta1.DrainSurgeFirst}}}
+	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(opted).Build()
+	w := newNodeWatch(cl, cl, NewPodIndex(), nil, logr.Discard())
+	var asked atomic.Int32
+	w.mayWatch = func(context.Context) (bool, error) {
+		if asked.Add(1) <= 2 {
+			return false, errors.New("injected: no answer")
+		}
+		return false, nil
+	}
+	if w.poll < 10*time.Second {
+		t.Fatalf("poll %s: the test needs it far above its bound", w.poll)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	go func() { _ = w.Start(ctx) }()
+	for w.state.Load() != nodesDenied {
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("not denied after %s (asked %d times): an error waited for the poll", time.Since(start), asked.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if asked.Load() != 3 {
+		t.Fatalf("asked %d times, want 3 (two errors, then the answer)", asked.Load())
 	}
 }

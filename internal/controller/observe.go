@@ -61,7 +61,8 @@ type observation struct {
 	drainingNodes map[string]bool
 	drainDenied   bool
 	// config is the config watch of the object's namespace, read only
-	// when optIn.RolloutOnConfigChange (configwatch.go); configValue the
+	// when optIn.RolloutOnConfigChange (configwatch.go; while it starts,
+	// configOf reads the referenced objects directly); configValue the
 	// hashes of the config the template references, as its revision
 	// records them (configOf; "" if it references none), or configHold
 	// why no revision can be recorded now (ReplicaFailure ConfigMissing or
@@ -151,11 +152,9 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		s.drainingNodes, s.drainDenied = r.nodes.snapshot()
 	}
 	if s.optIn.RolloutOnConfigChange {
-		if s.config = r.config.view(md.Namespace); s.config.state == configStarting {
-			// The watch enqueues this object once it knows.
-			logf.FromContext(ctx).V(1).Info("waiting for the config watch of the namespace")
-			return s, nil
-		}
+		// Still starting, configOf reads around the cache; the watch
+		// enqueues this object again once it knows.
+		s.config = r.config.view(md.Namespace)
 	}
 
 	if err := r.vetStart(ctx, s); err != nil {
