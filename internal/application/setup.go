@@ -101,38 +101,48 @@ func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
 	})
 }
 
-// whenServed adds a runnable to mgr that asks served every poll whether
-// kind is served, and once it is runs then and ends (its error ends the
-// manager). A failed lookup is no answer: it is logged and tried again
-// after a short backoff (from 100 ms, doubling, at most the poll).
+// whenServed adds a runnable to mgr that waits until kind is served
+// (awaitServed) and then runs then and ends (its error ends the manager).
 func whenServed(mgr ctrl.Manager, poll time.Duration, served func(meta.RESTMapper) (bool, error), kind string,
 	then func(context.Context) error) error {
 	log := mgr.GetLogger().WithName(Name)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ticker := time.NewTicker(poll)
-		defer ticker.Stop()
-		retry := func() wait.Backoff {
-			return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 100, Cap: poll}
+		ask := func() (bool, error) { return served(mgr.GetRESTMapper()) }
+		if !awaitServed(ctx, poll, ask, func(err error) { log.Error(err, "looking for the "+kind+" kind") }) {
+			return nil
 		}
-		backoff, next := retry(), ticker.C
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-next:
-			}
-			ok, err := served(mgr.GetRESTMapper())
-			switch {
-			case err != nil:
-				log.Error(err, "looking for the "+kind+" kind")
-				next = time.After(backoff.Step())
-			case ok:
-				return then(ctx)
-			default:
-				backoff, next = retry(), ticker.C
-			}
-		}
+		return then(ctx)
 	}))
+}
+
+// awaitServed asks served every poll until it says true (then true) or
+// ctx ends (false). A failed lookup is no answer: failed is told, and it
+// asks again after a short backoff (from 100 ms, doubling, at most the
+// poll), not at the next poll.
+func awaitServed(ctx context.Context, poll time.Duration, served func() (bool, error), failed func(error)) bool {
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	retry := func() wait.Backoff {
+		return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 100, Cap: poll}
+	}
+	backoff, next := retry(), ticker.C
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-next:
+		}
+		ok, err := served()
+		switch {
+		case err != nil:
+			failed(err)
+			next = time.After(backoff.Step())
+		case ok:
+			return true
+		default:
+			backoff, next = retry(), ticker.C
+		}
+	}
 }
 
 // RoutesServed reports whether the API server serves the Gateway API's
