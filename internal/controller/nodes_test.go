@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -39,14 +40,7 @@ func TestTrimNodeKeepsWhatDrainsRead(t *testing.T) {
 // TestNodeWatchDenied: with Nodes denied, the watch starts no informer,
 // says so to the syncs of opted-in objects, and enqueues those (only) once.
 func TestNodeWatchDenied(t *testing.T) {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = appsv1beta1.AddToScheme(s)
-	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
-		Annotations: map[string]string{appsv1beta1.DrainAnnotation: appsv1beta1.DrainSurgeFirst}}}
-	plain := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "plain"}}
-	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(opted, plain).Build()
-	w := newNodeWatch(cl, cl, NewPodIndex(), nil, logr.Discard())
+	w := nodeWatchOf(&appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "plain"}})
 	asked := 0
 	w.mayWatch = func(context.Context) (bool, error) { asked++; return false, nil }
 
@@ -77,13 +71,7 @@ func TestNodeWatchDenied(t *testing.T) {
 // watch asks again within a short backoff, not at its next poll, and
 // only the answer "not allowed" makes it denied.
 func TestNodeWatchRetriesAnError(t *testing.T) {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = appsv1beta1.AddToScheme(s)
-	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
-		Annotations: map[string]string{appsv1beta1.DrainAnnotation: appsv1beta1.DrainSurgeFirst}}}
-	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(opted).Build()
-	w := newNodeWatch(cl, cl, NewPodIndex(), nil, logr.Discard())
+	w := nodeWatchOf()
 	var asked atomic.Int32
 	w.mayWatch = func(context.Context) (bool, error) {
 		if asked.Add(1) <= 2 {
@@ -107,4 +95,16 @@ func TestNodeWatchRetriesAnError(t *testing.T) {
 	if asked.Load() != 3 {
 		t.Fatalf("asked %d times, want 3 (two errors, then the answer)", asked.Load())
 	}
+}
+
+// nodeWatchOf is a node watch reading, through a fake client, a
+// MyDeployment "a/opted" that opts into drain SurgeFirst and more.
+func nodeWatchOf(more ...client.Object) *nodeWatch {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = appsv1beta1.AddToScheme(s)
+	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
+		Annotations: map[string]string{appsv1beta1.DrainAnnotation: appsv1beta1.DrainSurgeFirst}}}
+	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(append(more, opted)...).Build()
+	return newNodeWatch(cl, cl, NewPodIndex(), nil, logr.Discard())
 }
