@@ -291,7 +291,8 @@ func TestAPIFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(3, 8), changes: scale(6, 60), corners: true, optins: true, pdb: true})
+	res := suite.runWorkload(ctx, t, workload{ns: ns, count: scale(3, 8), changes: scale(6, 60), corners: true, optins: true, pdb: true,
+		opening: []optinChange{optinConfigEdit, optinDrain}})
 	m.stop()
 	writes, reads := faultsOf(m)
 	figures.add(phaseFigures{name: "API faults (10% writes fail, 5% replies lost, 20% reads delayed)", mds: scale(3, 8), res: res,

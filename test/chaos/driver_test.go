@@ -274,6 +274,11 @@ type workload struct {
 	// delete, a config edit); one MyDeployment in three reads a ConfigMap
 	// under rollout-on-config-change.
 	optins bool
+	// opening are opt-in changes the first MyDeployment makes before any
+	// other (it reads a ConfigMap when optins is set), each timed as a
+	// change: the API-faults phase opens with a config edit and a drain,
+	// the opt-ins whose watches start behind an access check (issue 57).
+	opening []optinChange
 	// pdb: one MyDeployment in three has respect-pdb and a budget. Not in
 	// the phases that SIGKILL the manager: a kill in the middle of an
 	// eviction can leave the budget spent on a pod that was not deleted
@@ -287,12 +292,14 @@ type workload struct {
 // workloadResult are its figures.
 type workloadResult struct {
 	rollouts, scales int64
-	slowest          time.Duration
-	total            time.Duration
-	failures         []string
-	corners          [corners]int
-	optins           [optinChanges]int
-	withPDB          int
+	// slowest is the longest a rollout, a scale change, a create or an
+	// opening opt-in change took to converge.
+	slowest  time.Duration
+	total    time.Duration
+	failures []string
+	corners  [corners]int
+	optins   [optinChanges]int
+	withPDB  int
 	// withConfig counts the MyDeployments reading a ConfigMap under
 	// rollout-on-config-change.
 	withConfig int
@@ -374,9 +381,30 @@ func (e *env) runWorkload(ctx context.Context, t *testing.T, w workload) workloa
 				res.withConfig++
 				mu.Unlock()
 			}
+			created := time.Now()
 			if err := e.create(ctx, d, first); err != nil {
 				fail(err)
 				return
+			}
+			timed := func(start time.Time) {
+				mu.Lock()
+				res.slowest = max(res.slowest, time.Since(start))
+				mu.Unlock()
+			}
+			timed(created)
+			for _, c := range w.opening {
+				if i > 0 {
+					break
+				}
+				start := time.Now()
+				if err := e.optin(ctx, d, c, rng); err != nil {
+					fail(fmt.Errorf("%s: %w", c, err))
+					return
+				}
+				timed(start)
+				mu.Lock()
+				res.optins[c]++
+				mu.Unlock()
 			}
 			for n := 0; claim(); n++ {
 				if c, ok := pickCorner(w, i, n, rng); ok {
