@@ -144,7 +144,11 @@ func mirrorRef(ref, registry string) (name.Reference, error) {
 	if err != nil {
 		return nil, err
 	}
-	return name.ParseReference(registry+"/"+r.Context().RepositoryStr()+":"+r.Identifier(), name.Insecure)
+	sep := ":"
+	if _, ok := r.(name.Digest); ok {
+		sep = "@"
+	}
+	return name.ParseReference(registry+"/"+r.Context().RepositoryStr()+sep+r.Identifier(), name.Insecure)
 }
 
 func main() {

@@ -287,10 +287,11 @@ func TestCatalogServes(t *testing.T) {
 // containerd asks a mirror of the original host.
 func TestMirrorRef(t *testing.T) {
 	for in, want := range map[string]string{
-		"mydeployment.io/mydeployment-operator:v0.3.0":        "127.0.0.1:5001/mydeployment-operator:v0.3.0",
-		"mydeployment.io/mydeployment-operator-bundle:v0.2.0": "127.0.0.1:5001/mydeployment-operator-bundle:v0.2.0",
-		"quay.io/operator-framework/opm:latest":               "127.0.0.1:5001/operator-framework/opm:latest",
-		"nginx:1.27":                                          "127.0.0.1:5001/library/nginx:1.27",
+		"mydeployment.io/mydeployment-operator:v0.3.0":          "127.0.0.1:5001/mydeployment-operator:v0.3.0",
+		"mydeployment.io/mydeployment-operator-bundle:v0.2.0":   "127.0.0.1:5001/mydeployment-operator-bundle:v0.2.0",
+		"quay.io/operator-framework/opm:latest":                 "127.0.0.1:5001/operator-framework/opm:latest",
+		"nginx:1.27":                                            "127.0.0.1:5001/library/nginx:1.27",
+		"mydeployment.io/app@sha256:" + strings.Repeat("a", 64): "127.0.0.1:5001/app@sha256:" + strings.Repeat("a", 64),
 	} {
 		got, err := mirrorRef(in, "127.0.0.1:5001")
 		if err != nil {
