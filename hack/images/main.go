@@ -18,7 +18,8 @@
 //	                anyone can write, user 1001, what quay.io/operator-framework/opm
 //	                has; the image then serves the catalog its
 //	                operators.operatorframework.io.index.configs.v1 label names
-//	                (`opm serve /configs --cache-dir=/tmp/cache`)
+//	                (`opm serve /configs --cache-dir=/tmp/cache
+//	                --cache-enforce-integrity=false`: the cache is built at start)
 //
 // Every file's mtime, the created time and the history's times are the Unix
 // epoch, owners are root unless COPY --chown says, file modes are 0644 or
@@ -32,6 +33,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -110,11 +112,17 @@ func build(sp spec, arch string) (v1.Image, error) {
 		if dir == "" {
 			return nil, fmt.Errorf("%s: opm= serves a catalog, but %s has no %s label", sp.name, sp.dockerfile, configsLabel)
 		}
-		// What `opm generate dockerfile` writes: serve the catalog, with the
-		// cache under /tmp (built at start: the catalog is small).
+		// What `opm generate dockerfile` writes, serve the catalog with its
+		// cache in /tmp/cache, but the cache built at start, not in the
+		// image: with --cache-dir, opm (v1.73) refuses to start unless the
+		// cache is already there and matches (what that Dockerfile's RUN
+		// opm serve --cache-only makes), and opm's cache files differ from
+		// one build to the next, so an image that held one would never be
+		// reproducible. The catalog is small: the cache takes about a second.
 		st.entry = []string{"/bin/opm"}
-		st.cmd = []string{"serve", dir, "--cache-dir=/tmp/cache"}
-		st.note(`CMD ["serve", "` + dir + `", "--cache-dir=/tmp/cache"]`)
+		st.cmd = []string{"serve", dir, "--cache-dir=/tmp/cache", "--cache-enforce-integrity=false"}
+		b, _ := json.Marshal(st.cmd)
+		st.note("CMD " + string(b))
 	}
 	return st.image(arch)
 }

@@ -277,7 +277,7 @@ func TestCatalogServes(t *testing.T) {
 	}
 	cf, _ := img.ConfigFile()
 	c := cf.Config
-	if fmt.Sprint(c.Entrypoint) != "[/bin/opm]" || fmt.Sprint(c.Cmd) != "[serve /configs --cache-dir=/tmp/cache]" || c.User != "1001" ||
+	if fmt.Sprint(c.Entrypoint) != "[/bin/opm]" || fmt.Sprint(c.Cmd) != "[serve /configs --cache-dir=/tmp/cache --cache-enforce-integrity=false]" || c.User != "1001" ||
 		c.Labels[configsLabel] != "/configs" || fmt.Sprint(c.Env) != "[PATH=/bin]" {
 		t.Errorf("config: %+v", c)
 	}
