@@ -91,6 +91,19 @@ func newStage() *stage {
 	return &stage{labels: map[string]string{}}
 }
 
+// defaultPath is the PATH docker build (BuildKit) and buildah give an image
+// built FROM scratch.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func (st *stage) hasEnv(k string) bool {
+	for _, kv := range st.env {
+		if strings.HasPrefix(kv, k+"=") {
+			return true
+		}
+	}
+	return false
+}
+
 // setEnv sets one variable in env (KEY=value, replacing an earlier one).
 func (st *stage) setEnv(k, v string) {
 	for i, kv := range st.env {
@@ -151,6 +164,12 @@ func (st *stage) applyDockerfile(dockerfile, contextDir string, buildArgs map[st
 				return fail("only FROM scratch can be built without a base image, not %q", in.args)
 			}
 			from = true
+			// buildah and BuildKit give an image from scratch the default
+			// PATH (a runtime resolves a command without a slash with it).
+			if !st.hasEnv("PATH") {
+				st.setEnv("PATH", defaultPath)
+				vars["PATH"] = defaultPath
+			}
 		case "ARG":
 			k, def, hasDef := strings.Cut(in.args, "=")
 			v, given := buildArgs[k]

@@ -130,7 +130,8 @@ func build(sp spec, arch string) (v1.Image, error) {
 // opmBase is what the catalog serves from, as quay.io/operator-framework/opm
 // has it: /bin/opm, /bin/grpc_health_probe (OLM v0 probes its registry pods
 // with `grpc_health_probe -addr=:50051`), /etc/nsswitch.conf, a /tmp anyone
-// may write (opm serve's cache), user 1001, PATH holding /bin. No shell.
+// may write (opm serve's cache), user 1001, the default PATH (holding /bin).
+// No shell.
 func opmBase(st *stage, opm, probe string) {
 	files := map[string]fileEntry{
 		"bin/opm":               {name: "bin/opm", mode: 0o755, source: opm},
@@ -139,8 +140,8 @@ func opmBase(st *stage, opm, probe string) {
 		"tmp":                   {name: "tmp", dir: true, mode: 0o1777},
 	}
 	st.addLayer("opm base: /bin/opm, /bin/grpc_health_probe, /etc/nsswitch.conf, /tmp", withParents(files))
-	st.setEnv("PATH", "/bin")
-	st.note("ENV PATH=/bin")
+	st.setEnv("PATH", defaultPath)
+	st.note("ENV PATH=" + defaultPath)
 	st.user = "1001"
 	st.note("USER 1001")
 }

@@ -158,6 +158,9 @@ func TestBundleImageIsWhatBundleDockerfileMakes(t *testing.T) {
 	if got := cf.Config.Labels["operators.operatorframework.io.bundle.mediatype.v1"]; got != "registry+v1" {
 		t.Errorf("mediatype label %q", got)
 	}
+	if fmt.Sprint(cf.Config.Env) != "[PATH="+defaultPath+"]" {
+		t.Errorf("env %v, want the default PATH buildah and BuildKit give a FROM scratch image", cf.Config.Env)
+	}
 	if got := cf.Config.Labels["operators.operatorframework.io.test.config.v1"]; got != "tests/scorecard/" {
 		t.Errorf("test config label %q", got)
 	}
@@ -278,7 +281,7 @@ func TestCatalogServes(t *testing.T) {
 	cf, _ := img.ConfigFile()
 	c := cf.Config
 	if fmt.Sprint(c.Entrypoint) != "[/bin/opm]" || fmt.Sprint(c.Cmd) != "[serve /configs --cache-dir=/tmp/cache --cache-enforce-integrity=false]" || c.User != "1001" ||
-		c.Labels[configsLabel] != "/configs" || fmt.Sprint(c.Env) != "[PATH=/bin]" {
+		c.Labels[configsLabel] != "/configs" || fmt.Sprint(c.Env) != "[PATH="+defaultPath+"]" {
 		t.Errorf("config: %+v", c)
 	}
 }
