@@ -26,9 +26,12 @@ ARCH=${GOARCH:-$(go env GOARCH)}
 PACKAGE=mydeployment-operator
 OUT=bin/local
 export CGO_ENABLED=0 GOOS=linux
+# No VCS stamp in the binaries: an untracked file would otherwise mark them
+# modified and change the digests of the same sources.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false"
 
-# Static binaries, as the Dockerfiles copy them (-trimpath, no VCS stamp:
-# the same commit gives the same bytes).
+# Static binaries, as the Dockerfiles copy them (-trimpath: the same
+# sources give the same bytes wherever the checkout is).
 hack/manager-binaries.sh "linux/$ARCH" >/dev/null
 GOARCH=$ARCH go build -trimpath -ldflags="-s -w" -o "dist/scorecard-tests-linux-$ARCH" ./test/scorecard/cmd
 for v in v1 v2; do
