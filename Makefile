@@ -450,7 +450,7 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm olm olmv1 control-plane kwok-tools kubectl krew-validate
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm grpc-health-probe olm olmv1 control-plane kwok-tools kubectl krew-validate
 kubectl: ## Use the kubectl on PATH; build the project's own (with the control plane) only if there is none.
 	@if [ -x "$(KUBECTL)" ] || command -v "$(KUBECTL)" >/dev/null 2>&1; then echo "kubectl: $(KUBECTL)" >&2; \
 	else hack/tools.sh control-plane; fi
@@ -464,6 +464,8 @@ operator-sdk: ## Build operator-sdk if necessary.
 	@hack/tools.sh operator-sdk
 opm: ## Build opm if necessary.
 	@hack/tools.sh opm
+grpc-health-probe: ## Build grpc_health_probe (for the catalog image) if necessary.
+	@hack/tools.sh grpc-health-probe
 krew-validate: ## Build krew's manifest validator (validate-krew-manifest) if necessary.
 	@hack/tools.sh krew-validate
 olm: ## Build OLM's olm and catalog operators if necessary (bin/olm, bin/catalog-operator, bin/olm-crds).
@@ -559,3 +561,33 @@ catalog-build: catalog ## Build the catalog image (FROM scratch, configs only) w
 .PHONY: catalog-push
 catalog-push: ## Push a catalog image.
 	$(MAKE) docker-push IMG=$(CATALOG_IMG)
+
+##@ Images without Docker (a local registry; docs/images.md)
+
+# make images builds every image (manager, bundle and the released bundles,
+# the catalog in its serving form, scorecard tests, the test web app) from
+# the Dockerfiles, in Go with no container runtime and no base image, and
+# pushes them to the local registry under the names a cluster pulls them by,
+# without their host: mydeployment.io/mydeployment-operator:v0.3.0 is
+# LOCAL_REGISTRY/mydeployment-operator:v0.3.0, what containerd asks a mirror
+# of mydeployment.io for. The same commit gives the same digests.
+LOCAL_REGISTRY ?= 127.0.0.1:5001
+LOCAL_REGISTRY_DIR ?= $(LOCALBIN)/local/registry
+TESTWEB_IMG_BASE ?= $(patsubst ./%,%,$(dir $(IMAGE_TAG_BASE)))mydeployment-testweb
+
+.PHONY: images
+images: opm grpc-health-probe catalog local-registry ## Build every image without Docker and push it to the local registry; names and digests in bin/local/images.txt.
+	VERSION=$(VERSION) GOARCH=$(GOARCH) IMG=$(IMG) BUNDLE_IMG=$(BUNDLE_IMG) CATALOG_IMG=$(CATALOG_IMG) \
+	  SCORECARD_IMG=$(SCORECARD_IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/images.sh
+
+.PHONY: local-registry
+local-registry: ## Start the local image registry in the background (idempotent; blobs and manifests kept in bin/local/registry).
+	@LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh up
+
+.PHONY: local-registry-down
+local-registry-down: ## Stop the local image registry (what it holds stays on disk).
+	@LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh down
+
+.PHONY: print-local-registry
+print-local-registry: ## Print the local image registry's address (host:port).
+	@echo $(LOCAL_REGISTRY)

@@ -7,6 +7,8 @@
 #   hack/tools.sh TOOL...   TOOL: controller-gen kustomize setup-envtest
 #                           operator-sdk scorecard-test opm kwok kwokctl
 #                           krew-validate (krew's validate-krew-manifest)
+#                           grpc-health-probe (grpc_health_probe, in the
+#                           catalog image make images builds)
 #                           olm (olm, catalog-operator and bin/olm-crds)
 #                           olmv1 (catalogd, operator-controller, cert-manager
 #                           and bin/olmv1-crds)
@@ -164,6 +166,7 @@ tool() {
       for f in certificaterequests certificates issuers clusterissuers; do
         ln -sfn "$cd_/deploy/crds/cert-manager.io_$f.yaml" "$BIN/olmv1-crds/cert-manager.io_$f.yaml"
       done ;;
+    grpc-health-probe) build grpc_health_probe "$TOOLS/grpc-health-probe" "$(modversion "$TOOLS/grpc-health-probe" github.com/grpc-ecosystem/grpc-health-probe)" github.com/grpc-ecosystem/grpc-health-probe -ldflags=-s\ -w ;;
     krew-validate) build validate-krew-manifest "$TOOLS/krew" "$(modversion "$TOOLS/krew" sigs.k8s.io/krew)" sigs.k8s.io/krew/cmd/validate-krew-manifest -ldflags=-s\ -w ;;
     kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;
     control-plane) control_plane ;;

@@ -72,6 +72,10 @@ var externalFlags = map[string]string{
 	"pull-cas-dir":                "catalogd, operator-controller",
 	"catalogd-cas-dir":            "operator-controller",
 	"external-address":            "catalogd",
+	"cache-dir":                   "opm serve",
+	"cache-enforce-integrity":     "opm serve",
+	"index-image":                 "operator-sdk run bundle",
+	"decompression-image":         "operator-sdk run bundle",
 }
 
 // repoDirs are the top-level entries a path in the docs may start with to be
