@@ -33,9 +33,33 @@ mkdir -p "$KWOK_WORKDIR"
 . "$ROOT/hack/progress.sh"
 log() { progress_say "$*"; }
 
+# healthy: the API server is ready and every component kwokctl started is
+# alive (a component that lost its port to another cluster starting at the
+# same moment exits at once, and kwok-controller's death leaves every node
+# NotReady behind a ready API server).
 healthy() {
   [ -f "$STATE/kubeconfig.yaml" ] &&
-    "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get --raw /readyz >/dev/null 2>&1
+    "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig.yaml" get --raw /readyz >/dev/null 2>&1 &&
+    alive
+}
+
+# alive: every pid in the cluster's pid files runs (and there are some).
+alive() {
+  local p n=0
+  while read -r p; do
+    [ -n "$p" ] || continue
+    running "$p" || return 1
+    n=$((n + 1))
+  done < <(pids)
+  [ $n -gt 0 ]
+}
+
+# running PID: the process exists and has not exited. kill -0 is not
+# enough: kwokctl's components are reparented to this machine's init,
+# which may not reap them, so one that exited stays a zombie.
+running() {
+  local st
+  st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st:0:1}" != Z ]
 }
 
 # pids of this cluster's components, from kwokctl's pid files (no trailing newline).
@@ -56,7 +80,7 @@ down() {
   # kwokctl returns before its processes exit; wait, then make sure.
   for _ in $(seq 1 50); do
     local any=0
-    for p in "${live[@]}"; do [ -n "$p" ] && kill -0 "$p" 2>/dev/null && any=1; done
+    for p in "${live[@]}"; do [ -n "$p" ] && running "$p" && any=1; done
     [ $any = 0 ] && break
     sleep 0.2
   done
@@ -74,8 +98,10 @@ create() {
     --kwok-controller-binary "$BIN/kwok" \
     --kubeconfig "" --wait 60s "$@" >"$KWOK_WORKDIR/$NAME-create.log" 2>&1 ||
     { cat "$KWOK_WORKDIR/$NAME-create.log" >&2; return 1; }
-  # create exits 0 even when the apiserver never came up: check ourselves.
-  for _ in $(seq 1 120); do healthy && return 0; sleep 0.5; done
+  # create exits 0 even when the apiserver never came up, or a component
+  # died on a port another cluster took: check ourselves.
+  for _ in $(seq 1 120); do healthy && return 0; alive || break; sleep 0.5; done
+  alive || { log "a component of $NAME exited at start"; grep -h '"level":"ERROR"' "$STATE"/logs/*.log 2>/dev/null | tail -3 >&2; return 1; }
   log "kube-apiserver of $NAME is not ready"
   tail -5 "$STATE"/logs/kube-apiserver.log >&2 || true
   return 1
