@@ -158,6 +158,14 @@ stray_pids() {
 # running PID: PID exists and is no zombie.
 running() { [ -r "/proc/$1/stat" ] && ! awk '{exit $3 == "Z" ? 0 : 1}' "/proc/$1/stat" 2>/dev/null; }
 
+# put FILE: stdin into FILE, unless FILE already says that (kube-proxy exits
+# when its configuration file is written, even with the same content).
+put() {
+  local tmp=$1.tmp
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
+}
+
 # --- host facts ------------------------------------------------------------
 
 # shellcheck disable=SC2086 # split on dots
@@ -291,7 +299,7 @@ cni_config() {
   mkdir -p "$W/cni/net.d" "$W/cni/ipam"
   # No default route and no masquerade: a pod reaches the bridge, the host
   # (its gateway) and, through the host's kube-proxy, the Service range.
-  cat >"$W/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
+  put "$W/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "$CNI_NETWORK",
@@ -346,7 +354,7 @@ containerd_up() {
   mkdir -p "$c/certs.d"
   for h in $MIRRORED; do
     mkdir -p "$c/certs.d/$h"
-    cat >"$c/certs.d/$h/hosts.toml" <<EOF
+    put "$c/certs.d/$h/hosts.toml" <<EOF
 # $h is pulled from the local registry only (server: no fallback to $h).
 server = "http://$LOCAL_REGISTRY"
 
@@ -354,7 +362,7 @@ server = "http://$LOCAL_REGISTRY"
   capabilities = ["pull", "resolve"]
 EOF
   done
-  cat >"$c/config.toml" <<EOF
+  put "$c/config.toml" <<EOF
 version = 2
 root = "$c/root"
 state = "$c/state"
@@ -415,7 +423,7 @@ EOF
 
 kubelet_up() {
   mkdir -p "$W/kubelet" "$W/pod-logs" "$W/volume-plugins"
-  cat >"$W/kubelet.yaml" <<EOF
+  put "$W/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $NODE_IP
@@ -458,7 +466,7 @@ EOF
 }
 
 kube_proxy_up() {
-  cat >"$W/kube-proxy.yaml" <<EOF
+  put "$W/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables
@@ -772,7 +780,12 @@ check() {
   need_root
   alive kubelet || die "no real node in cluster $CLUSTER: make local-up REAL_NODES=1"
   local ns=realnode-check
-  run() { echo "\$ $*" >&2; "$@"; }
+  run() {
+    local shown=("$@")
+    [ "$1" = k ] && shown[0]=kubectl
+    echo "\$ ${shown[*]}" >&2
+    "$@"
+  }
   log "building the test image $NETTOOL_IMAGE (hack/realnode/nettool)"
   static_image nettool ./hack/realnode/nettool "$NETTOOL_IMAGE" "/nettool"
   import_image "$BIN/realnode/nettool.tar"
