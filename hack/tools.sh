@@ -135,7 +135,7 @@ node_binaries() {
       return
     fi
     local tmp; tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
-    building "kubelet, kube-proxy $kv (about 4 minutes cold)" "$dir" \
+    building "kubelet, kube-proxy $kv (3-10 minutes cold)" "$dir" \
       -trimpath -ldflags="-s -w$(k8s_ldflags "$kv")" -o "$tmp/" \
       k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
     rm -rf "$out" && mv "$tmp" "$out"
