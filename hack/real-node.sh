@@ -327,10 +327,16 @@ EOF
 # between the bridge and any other interface is dropped (pods have no route
 # out anyway), and so is what kube-proxy translates to an address off this
 # machine (a Service of fake pods: their IPs are nowhere) or what is sent to
-# a Service IP kube-proxy does not translate. (In the output hook the
+# a Service IP kube-proxy does not translate, and, when this host forwarded
+# nothing before, anything forwarded elsewhere. (In the output hook the
 # interface is still the one routed to before kube-proxy's DNAT: the
 # translated address is what tells.)
 guard() {
+  # The bridge plugin turns IPv4 forwarding on; if it was off, this host
+  # forwards nothing else while the node is up either.
+  local others=""
+  grep -qx 'net.ipv4.ip_forward=0' "$W/sysctl.orig" &&
+    others="iifname != \"$BRIDGE\" oifname != \"$BRIDGE\" meta nfproto ipv4 counter drop"
   nft -f - <<EOF
 table inet $NFT_TABLE
 delete table inet $NFT_TABLE
@@ -339,6 +345,7 @@ table inet $NFT_TABLE {
     type filter hook forward priority filter; policy accept;
     iifname "$BRIDGE" oifname != "$BRIDGE" counter reject with icmpx type admin-prohibited
     oifname "$BRIDGE" iifname != "$BRIDGE" counter drop
+    $others
   }
   chain output {
     type filter hook output priority filter; policy accept;
