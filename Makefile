@@ -291,13 +291,18 @@ test-bench: build kwok-tools ## Smoke-run the benchmark (3 x 4 pods): outputs wr
 
 LOCAL_CLUSTER ?= mydeployment
 LOCAL_KUBECONFIG ?= $(LOCALBIN)/local/kubeconfig
+# REAL_NODES=1: make local-up adds a real node, real-0, beside the fake ones:
+# kubelet, kube-proxy, containerd, runc and a CNI bridge on this machine
+# (hack/real-node.sh; needs root). Pods land on it unless they tolerate the
+# fake nodes' taint kwok.x-k8s.io/node=fake:NoSchedule.
+REAL_NODES ?= 0
 
 .PHONY: local-up
-local-up: kwok-tools ## Start the local cluster in the background (3 kwok nodes); kubeconfig in bin/local/kubeconfig.
-	hack/local-cluster.sh up $(LOCAL_CLUSTER) $(LOCAL_KUBECONFIG)
+local-up: kwok-tools $(if $(filter 1,$(REAL_NODES)),real-node-tools) ## Start the local cluster in the background (3 kwok nodes; REAL_NODES=1 adds the real node real-0, as root); kubeconfig in bin/local/kubeconfig.
+	REAL_NODES=$(REAL_NODES) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) hack/local-cluster.sh up $(LOCAL_CLUSTER) $(LOCAL_KUBECONFIG)
 
 .PHONY: local-down
-local-down: ## Stop the local cluster and every process of it.
+local-down: ## Stop the local cluster and every process of it (a real node too: everything it changed on the host is undone).
 	hack/local-cluster.sh down $(LOCAL_CLUSTER)
 
 .PHONY: run-local
@@ -450,7 +455,7 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm grpc-health-probe olm olmv1 control-plane kwok-tools kubectl krew-validate
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm grpc-health-probe olm olmv1 control-plane kwok-tools real-node-tools kubectl krew-validate
 kubectl: ## Use the kubectl on PATH; build the project's own (with the control plane) only if there is none.
 	@if [ -x "$(KUBECTL)" ] || command -v "$(KUBECTL)" >/dev/null 2>&1; then echo "kubectl: $(KUBECTL)" >&2; \
 	else hack/tools.sh control-plane; fi
@@ -476,6 +481,8 @@ control-plane: ## Build kube-apiserver, kube-controller-manager, kube-scheduler,
 	@hack/tools.sh control-plane
 kwok-tools: control-plane ## Build kwok and kwokctl if necessary.
 	@hack/tools.sh kwok kwokctl
+real-node-tools: ## Build kubelet and kube-proxy if necessary (the real node of make local-up REAL_NODES=1).
+	@hack/tools.sh kubelet kube-proxy
 
 .PHONY: bundle
 bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metadata, then validate generated files.

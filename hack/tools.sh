@@ -15,6 +15,8 @@
 #                           control-plane (kube-apiserver, kube-controller-manager,
 #                           kube-scheduler, kubectl, etcd laid out in bin/k8s
 #                           for KUBEBUILDER_ASSETS)
+#                           kubelet kube-proxy (both, for the local cluster's
+#                           real node: hack/real-node.sh)
 #
 # Versions live in the go.mod of each module under hack/tools/ and nowhere else.
 #
@@ -81,6 +83,18 @@ build() {
   [ -n "$COUNTING" ] || ln -sfn "$out" "$BIN/$name"
 }
 
+# k8s_ldflags VERSION: the -X flags that stamp a k8s.io/kubernetes binary with
+# VERSION (unstamped, /version says v0.0.0-master and whatever parses it breaks).
+k8s_ldflags() {
+  local kv=$1 minor p x=""
+  minor=${kv#v1.}; minor=${minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x+=" -X $p.gitVersion=$kv -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    x+=" -X $p.gitCommit=release-$kv -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$x"
+}
+
 control_plane() {
   local dir=$TOOLS/kubernetes kv ev
   kv=$(modversion "$dir" k8s.io/kubernetes)
@@ -89,15 +103,9 @@ control_plane() {
   if [ ! -x "$out/kubectl" ] && [ -n "$COUNTING" ]; then
     planned=$((planned + 1))
   elif [ ! -x "$out/kubectl" ]; then
-    local minor=${kv#v1.}; minor=${minor%%.*}
-    local pkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version" x=""
-    for p in $pkgs; do
-      x+=" -X $p.gitVersion=$kv -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-      x+=" -X $p.gitCommit=release-$kv -X $p.buildDate=1970-01-01T00:00:00Z"
-    done
     local tmp; tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
     building "kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $kv (5-10 minutes cold)" "$dir" \
-      -trimpath -ldflags="-s -w$x" -o "$tmp/" \
+      -trimpath -ldflags="-s -w$(k8s_ldflags "$kv")" -o "$tmp/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
     rm -rf "$out" && mv "$tmp" "$out"
@@ -110,6 +118,33 @@ control_plane() {
     ln -sfn "$out/$b" "$BIN/k8s/$b"; ln -sfn "$out/$b" "$BIN/$b"
   done
   ln -sfn "$CACHE/etcd-$ev/etcd" "$BIN/k8s/etcd"
+}
+
+# kubelet and kube-proxy of the local cluster's real node (hack/real-node.sh):
+# built as the control plane is, from the same module at the same version with
+# the same stamp, in one go build (they share most packages), and cached
+# beside it as kubernetes-node-VERSION. Asked for twice (kubelet kube-proxy),
+# counted and built once.
+node_counted=
+node_binaries() {
+  local dir=$TOOLS/kubernetes kv
+  kv=$(modversion "$dir" k8s.io/kubernetes)
+  local out=$CACHE/kubernetes-node-$kv
+  if [ ! -x "$out/kubelet" ] || [ ! -x "$out/kube-proxy" ]; then
+    if [ -n "$COUNTING" ]; then
+      [ -n "$node_counted" ] || planned=$((planned + 1))
+      node_counted=1
+      return
+    fi
+    local tmp; tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
+    building "kubelet, kube-proxy $kv (3-10 minutes cold)" "$dir" \
+      -trimpath -ldflags="-s -w$(k8s_ldflags "$kv")" -o "$tmp/" \
+      k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+    rm -rf "$out" && mv "$tmp" "$out"
+  fi
+  [ -n "$COUNTING" ] && return
+  ln -sfn "$out/kubelet" "$BIN/kubelet"
+  ln -sfn "$out/kube-proxy" "$BIN/kube-proxy"
 }
 
 sdk_ldflags() {
@@ -170,6 +205,7 @@ tool() {
     krew-validate) build validate-krew-manifest "$TOOLS/krew" "$(modversion "$TOOLS/krew" sigs.k8s.io/krew)" sigs.k8s.io/krew/cmd/validate-krew-manifest -ldflags=-s\ -w ;;
     kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;
     control-plane) control_plane ;;
+    kubelet|kube-proxy) node_binaries ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 }
