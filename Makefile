@@ -185,6 +185,21 @@ test-install: build plugin build-installer kwok-tools ## Install dist/install.ya
 	  go test ./test/e2e/install/ -v -ginkgo.v -timeout 15m || rc=$$?; \
 	  hack/local-cluster.sh down $(INSTALL_CLUSTER); exit $$rc
 
+# The real-node e2e: a local cluster of its own with the real node real-0
+# (needs root; one real node on the machine at a time), dist/install.yaml
+# deployed with the images of make images as make deploy-local deploys it,
+# then test/e2e/real: what a user checks on a cluster, on real pods. The
+# cluster goes at the end, and the local registry too if this started it.
+REAL_CLUSTER ?= mydeployment-real
+.PHONY: test-real
+test-real: build plugin kwok-tools real-node-tools ## Run the operator and its workloads on the real node real-0 of a throwaway local cluster: manager pods, webhook, leader kill, rollouts, in-place updates, migrate and eject, the Application, the kubelet behaviour kwok's stages claim.
+	@registry_was_up=0; LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh running && registry_was_up=1; \
+	rc=0; $(MAKE) --no-print-directory deploy-local LOCAL_CLUSTER=$(REAL_CLUSTER) LOCAL_KUBECONFIG=$(LOCALBIN)/$(REAL_CLUSTER)/kubeconfig && \
+	  KUBECONFIG=$(LOCALBIN)/$(REAL_CLUSTER)/kubeconfig OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) IMG=$(IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) \
+	  PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/real/ -count=1 -v -ginkgo.v -timeout 25m || rc=$$?; \
+	hack/local-cluster.sh down $(REAL_CLUSTER) || rc=1; \
+	[ $$registry_was_up = 1 ] || LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh down; exit $$rc
+
 # The OLM e2e: OLM's olm and catalog operators on a local cluster of their
 # own, the catalog served by opm; installs the previous release (running its
 # own manager, built from the commit catalog/releases/commits names: the
@@ -304,6 +319,23 @@ local-up: kwok-tools $(if $(filter 1,$(REAL_NODES)),real-node-tools) ## Start th
 .PHONY: local-down
 local-down: ## Stop the local cluster and every process of it (a real node too: everything it changed on the host is undone).
 	hack/local-cluster.sh down $(LOCAL_CLUSTER)
+
+# make deploy-local: the operator as a user runs it, on real pods. The local
+# cluster (with its real node; started if it is not up) gets dist/install.yaml
+# with the manager image make images pushed, named by tag and digest so that
+# real-0 runs exactly this build: two manager pods, the webhook served from
+# them through its Service, restricted Pod Security enforced on the namespace.
+OPERATOR_NAMESPACE = $(shell sed -n 's/^namespace: //p' config/default/kustomization.yaml)
+.PHONY: deploy-local
+deploy-local: images build-installer kwok-tools real-node-tools ## Deploy dist/install.yaml with the images of make images on the local cluster's real node real-0 (started with REAL_NODES=1 if not up; as root).
+	REAL_NODES=1 IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/local-cluster.sh up $(LOCAL_CLUSTER) $(LOCAL_KUBECONFIG)
+	@digest=$$(awk '$$1 == "$(IMG)" {print $$2}' $(LOCALBIN)/local/images.txt); \
+	  [ -n "$$digest" ] || { echo "deploy-local: make images wrote no digest for $(IMG)" >&2; exit 1; }; \
+	  echo "deploy-local: $(IMG)@$$digest"; \
+	  sed "s|image: $(IMG)\$$|image: $(IMG)@$$digest|" dist/install.yaml | \
+	  $(LOCALBIN)/kubectl --kubeconfig $(LOCAL_KUBECONFIG) apply --server-side -f - >/dev/null
+	$(LOCALBIN)/kubectl --kubeconfig $(LOCAL_KUBECONFIG) -n $(OPERATOR_NAMESPACE) rollout status deployment --timeout=3m
+	$(LOCALBIN)/kubectl --kubeconfig $(LOCAL_KUBECONFIG) -n $(OPERATOR_NAMESPACE) get pods -o wide
 
 .PHONY: run-local
 run-local: ## Build what is missing, start the local cluster, install the CRDs, run the manager and apply the sample.

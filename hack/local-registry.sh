@@ -4,6 +4,8 @@
 #
 #   hack/local-registry.sh up     start it unless it runs (idempotent), wait until it answers
 #   hack/local-registry.sh down   stop it, by the pid in its pid file (idempotent)
+#   hack/local-registry.sh running  exit 0 if it runs and answers (make test-real
+#                                   stops it afterwards only if it started it)
 #
 # LOCAL_REGISTRY (default 127.0.0.1:5001) is where it listens; its store is
 # LOCAL_REGISTRY_DIR (default bin/local/registry), its pid file
@@ -32,7 +34,8 @@ ours() {
 
 answers() { curl -fs -o /dev/null --max-time 2 "http://$ADDR/v2/"; }
 
-case ${1:?usage: $0 up|down} in
+case ${1:?usage: $0 up|down|running} in
+running) ours >/dev/null && answers ;;
 up)
   if pid=$(ours); then
     if answers; then echo "local registry: running at $ADDR (pid $pid)"; exit 0; fi
@@ -68,5 +71,5 @@ down)
   done
   echo "local registry: pid $pid still runs 5 s after SIGTERM; killing it" >&2
   kill -KILL "$pid"; rm -f "$PIDFILE" ;;
-*) echo "usage: $0 up|down" >&2; exit 2 ;;
+*) echo "usage: $0 up|down|running" >&2; exit 2 ;;
 esac
