@@ -157,7 +157,8 @@ dashboards: ## Write the Grafana dashboards of config/grafana from their Go defi
 E2E_CLUSTER ?= mydeployment-e2e
 .PHONY: test-e2e
 test-e2e: build plugin kwok-tools e2e-prometheus ## Run the e2e tests on a throwaway local cluster.
-	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
+	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig \
+	  || { hack/local-cluster.sh down $(E2E_CLUSTER); exit 1; }
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
 
@@ -180,7 +181,8 @@ INSTALL_POD_CIDR ?= 10.213.0.0/24
 test-install: build plugin build-installer kwok-tools ## Install dist/install.yaml on a throwaway local cluster, check the self-managed webhook certificate, then undeploy.
 	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
 	  KWOKCTL_SCALE_ARGS='--param .podCIDRs=["$(INSTALL_POD_CIDR)"]' \
-	  hack/local-cluster.sh up $(INSTALL_CLUSTER) $(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig
+	  hack/local-cluster.sh up $(INSTALL_CLUSTER) $(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig \
+	  || { hack/local-cluster.sh down $(INSTALL_CLUSTER); exit 1; }
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(INSTALL_CLUSTER)/kubeconfig INSTALL_POD_CIDR=$(INSTALL_POD_CIDR) PATH="$(LOCALBIN):$$PATH" \
 	  go test ./test/e2e/install/ -v -ginkgo.v -timeout 15m || rc=$$?; \
 	  hack/local-cluster.sh down $(INSTALL_CLUSTER); exit $$rc
@@ -211,7 +213,8 @@ OLM_CLUSTER ?= mydeployment-olm-e2e
 .PHONY: test-olm
 test-olm: build plugin kwok-tools opm olm ## Install and upgrade the operator through a real OLM on a throwaway local cluster.
 	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
-	  hack/local-cluster.sh up $(OLM_CLUSTER) $(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig
+	  hack/local-cluster.sh up $(OLM_CLUSTER) $(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig \
+	  || { hack/local-cluster.sh down $(OLM_CLUSTER); exit 1; }
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(OLM_CLUSTER)/kubeconfig VERSION=$(VERSION) PATH="$(LOCALBIN):$$PATH" \
 	  go test ./test/e2e/olm/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(OLM_CLUSTER); exit $$rc
@@ -229,7 +232,8 @@ OLMV1_CLUSTER ?= mydeployment-olmv1
 .PHONY: test-olmv1
 test-olmv1: build plugin kwok-tools opm olmv1 ## Install and upgrade the operator through OLM v1 (ClusterCatalog + ClusterExtension) on a throwaway local cluster.
 	KWOKCTL_ARGS="--extra-args kube-apiserver=enable-aggregator-routing=true" \
-	  hack/local-cluster.sh up $(OLMV1_CLUSTER) $(LOCALBIN)/$(OLMV1_CLUSTER)/kubeconfig
+	  hack/local-cluster.sh up $(OLMV1_CLUSTER) $(LOCALBIN)/$(OLMV1_CLUSTER)/kubeconfig \
+	  || { hack/local-cluster.sh down $(OLMV1_CLUSTER); exit 1; }
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(OLMV1_CLUSTER)/kubeconfig VERSION=$(VERSION) PATH="$(LOCALBIN):$$PATH" \
 	  go test ./test/e2e/olmv1/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(OLMV1_CLUSTER); exit $$rc
@@ -256,14 +260,16 @@ fuzz: ## Run each fuzz target for a bounded number of inputs (a few seconds each
 CHAOS_CLUSTER ?= mydeployment-chaos
 .PHONY: chaos
 chaos: build kwok-tools kustomize ## Run the full chaos suite (several minutes) and write its figures to docs/reliability.md.
-	hack/local-cluster.sh up $(CHAOS_CLUSTER) $(LOCALBIN)/$(CHAOS_CLUSTER)/kubeconfig
+	hack/local-cluster.sh up $(CHAOS_CLUSTER) $(LOCALBIN)/$(CHAOS_CLUSTER)/kubeconfig \
+	  || { hack/local-cluster.sh down $(CHAOS_CLUSTER); exit 1; }
 	KUBECONFIG=$(LOCALBIN)/$(CHAOS_CLUSTER)/kubeconfig go test ./test/chaos/ -v -count=1 -timeout 60m \
 	  -chaos.full -chaos.report=$(CURDIR)/docs/reliability.md; \
 	  rc=$$?; hack/local-cluster.sh down $(CHAOS_CLUSTER); exit $$rc
 
 .PHONY: test-chaos-short
 test-chaos-short: build kwok-tools kustomize ## Run the short chaos suite (under a minute) on a throwaway local cluster.
-	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig
+	hack/local-cluster.sh up $(E2E_CLUSTER) $(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig \
+	  || { hack/local-cluster.sh down $(E2E_CLUSTER); exit 1; }
 	KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig go test ./test/chaos/ -v -count=1 -timeout 15m; \
 	  rc=$$?; hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
 
