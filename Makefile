@@ -488,7 +488,7 @@ real-node-tools: ## Build kubelet and kube-proxy if necessary (the real node of 
 
 BUNDLE_CSV = bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
 .PHONY: bundle
-bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metadata, then validate generated files.
+bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metadata (the manager named by the digest make images gives it; USE_IMAGE_DIGESTS=false: by tag), then validate generated files.
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	cd config/scorecard && $(KUSTOMIZE) edit set image mydeployment-scorecard-tests=$(SCORECARD_IMG)
@@ -590,7 +590,9 @@ catalog-push: ## Push a catalog image.
 # pushes them to the local registry under the names a cluster pulls them by,
 # without their host: mydeployment.io/mydeployment-operator:v0.3.0 is
 # LOCAL_REGISTRY/mydeployment-operator:v0.3.0, what containerd asks a mirror
-# of mydeployment.io for. The same commit gives the same digests.
+# of mydeployment.io for. The same commit gives the same digests: the
+# manager's linux/amd64 image is the one the CSV names by digest (make
+# bundle), pushed by digest only when GOARCH is another.
 LOCAL_REGISTRY ?= 127.0.0.1:5001
 LOCAL_REGISTRY_DIR ?= $(LOCALBIN)/local/registry
 TESTWEB_IMG_BASE ?= $(patsubst ./%,%,$(dir $(IMAGE_TAG_BASE)))mydeployment-testweb
