@@ -36,13 +36,15 @@ BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 # BUNDLE_GEN_FLAGS are the flags passed to the operator-sdk generate bundle command
 BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)
 
-# USE_IMAGE_DIGESTS defines if images are resolved via tags or digests
-# You can enable this value if you would like to use SHA Based Digests
-# To enable set flag to true
-USE_IMAGE_DIGESTS ?= false
-ifeq ($(USE_IMAGE_DIGESTS), true)
-	BUNDLE_GEN_FLAGS += --use-image-digests
-endif
+# USE_IMAGE_DIGESTS: true (the default) has make bundle name the manager in
+# the CSV by digest, IMG's repository @ the digest of the linux/amd64 image
+# `make images` builds from these sources (hack/images.sh digest IMG: computed
+# offline, no registry asked, no push), and say disconnected: "true". false
+# names it by IMG's tag and says disconnected: "false": for a manager image
+# built another way (make docker-build, docker-buildx), whose digest is not
+# that one. It no longer passes operator-sdk's --use-image-digests, which
+# asks a registry for each image's digest (this repo reaches none).
+USE_IMAGE_DIGESTS ?= true
 
 # Set the Operator SDK version to use. By default, what is installed on the system is used.
 # This is useful for CI or a project to utilize a specific version of the operator-sdk toolkit.
@@ -522,22 +524,33 @@ kwok-tools: control-plane ## Build kwok and kwokctl if necessary.
 real-node-tools: ## Build kubelet and kube-proxy if necessary (the real node of make local-up REAL_NODES=1).
 	@hack/tools.sh kubelet kube-proxy
 
+BUNDLE_CSV = bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
 .PHONY: bundle
-bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metadata, then validate generated files.
+bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metadata (the manager named by the digest make images gives it; USE_IMAGE_DIGESTS=false: by tag), then validate generated files.
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	cd config/scorecard && $(KUSTOMIZE) edit set image mydeployment-scorecard-tests=$(SCORECARD_IMG)
 	rm -rf bundle/manifests # generate bundle never removes a manifest its input no longer has
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
 	# createdAt changes on every run; without it the bundle is a pure function of its sources.
-	sed -i '/^    createdAt: /d' bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
-	# The manager image, named where catalogs and disconnected mirrors look for it.
-	sed -i 's|^    containerImage: .*|    containerImage: $(IMG)|' bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
-	printf '  relatedImages:\n  - image: %s\n    name: manager\n' '$(IMG)' >>bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
+	sed -i '/^    createdAt: /d' $(BUNDLE_CSV)
+	# The manager image, named in the deployment and where catalogs and
+	# disconnected mirrors look for it (containerImage, relatedImages): by
+	# digest, which makes the bundle a function of the manager's sources too.
+ifeq ($(USE_IMAGE_DIGESTS),true)
+	ref=$$(hack/images.sh digest $(IMG)) && \
+	  sed -i -e 's|^\( *\)image: $(IMG)$$|\1image: '"$$ref"'|' -e 's|^    containerImage: .*|    containerImage: '"$$ref"'|' $(BUNDLE_CSV) && \
+	  { grep -qF "image: $$ref" $(BUNDLE_CSV) || { echo "make bundle: no container of the CSV ran $(IMG)" >&2; exit 1; }; } && \
+	  printf '  relatedImages:\n  - image: %s\n    name: manager\n' "$$ref" >>$(BUNDLE_CSV)
+else
+	sed -i -e 's|^    containerImage: .*|    containerImage: $(IMG)|' \
+	  -e 's|^    features.operators.openshift.io/disconnected: .*|    features.operators.openshift.io/disconnected: "false"|' $(BUNDLE_CSV)
+	printf '  relatedImages:\n  - image: %s\n    name: manager\n' '$(IMG)' >>$(BUNDLE_CSV)
+endif
 	$(OPERATOR_SDK) bundle validate ./bundle
 ifeq ($(origin IMAGE_TAG_BASE),file)
 	@echo "note: IMAGE_TAG_BASE is not set, so the images are named from its default $(IMAGE_TAG_BASE), which no registry serves:"
-	@echo "note:   bundle/ names the manager $(IMG) and the scorecard tests $(SCORECARD_IMG);"
+	@echo "note:   bundle/ names the manager $(IMG)$(if $(filter true,$(USE_IMAGE_DIGESTS)), (by digest)) and the scorecard tests $(SCORECARD_IMG);"
 	@echo "note:   bundle-build and catalog-build would tag $(BUNDLE_IMG) and $(CATALOG_IMG)."
 	@echo "note: to name images you can push: make bundle IMAGE_TAG_BASE=<registry>/mydeployment-operator (or IMG=..., SCORECARD_IMG=...)"
 endif
@@ -615,7 +628,9 @@ catalog-push: ## Push a catalog image.
 # pushes them to the local registry under the names a cluster pulls them by,
 # without their host: mydeployment.io/mydeployment-operator:v0.3.0 is
 # LOCAL_REGISTRY/mydeployment-operator:v0.3.0, what containerd asks a mirror
-# of mydeployment.io for. The same commit gives the same digests.
+# of mydeployment.io for. The same commit gives the same digests: the
+# manager's linux/amd64 image is the one the CSV names by digest (make
+# bundle), pushed by digest only when GOARCH is another.
 LOCAL_REGISTRY ?= 127.0.0.1:5001
 LOCAL_REGISTRY_DIR ?= $(LOCALBIN)/local/registry
 TESTWEB_IMG_BASE ?= $(patsubst ./%,%,$(dir $(IMAGE_TAG_BASE)))mydeployment-testweb

@@ -16,23 +16,56 @@
 #   scorecard  SCORECARD_IMG  scorecard.Dockerfile, test/scorecard's binary
 #   testweb    TESTWEB_IMG_BASE:v1 and :v2, test/testweb/Dockerfile
 #
+#   the manager the CSV names, linux/amd64 (CSV_ARCH), by digest only, when
+#              GOARCH is another (on amd64 it is the manager above)
+#
 # Then each image's name and digest, also written to bin/local/images.txt.
 # The binaries go to dist/, named as the Dockerfiles copy them.
+#
+#   hack/images.sh digest IMG   builds nothing but the manager, pushes
+#     nothing, and prints IMG's repository at the digest of the linux/amd64
+#     manager image make images pushes (mydeployment.io/mydeployment-operator@sha256:...):
+#     how make bundle names the manager in the CSV. Needs no registry.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-: "${VERSION:?}" "${IMG:?}" "${BUNDLE_IMG:?}" "${CATALOG_IMG:?}" "${SCORECARD_IMG:?}" "${TESTWEB_IMG_BASE:?}" "${LOCAL_REGISTRY:?}"
-ARCH=${GOARCH:-$(go env GOARCH)}
-PACKAGE=mydeployment-operator
-OUT=bin/local
+# The architecture of the manager the CSV names by digest (docs/images.md:
+# one architecture until a release names an image index of PLATFORMS).
+CSV_ARCH=amd64
 export CGO_ENABLED=0 GOOS=linux
 # No VCS stamp in the binaries: an untracked file would otherwise mark them
 # modified and change the digests of the same sources.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false"
 
-# Static binaries, as the Dockerfiles copy them (-trimpath: the same
-# sources give the same bytes wherever the checkout is).
-hack/manager-binaries.sh "linux/$ARCH" >/dev/null
+# manager_spec NAME ARCH: builds the manager's static binary for linux/ARCH
+# (hack/manager-binaries.sh: -trimpath, so the same sources give the same
+# bytes wherever the checkout is) and prints the hack/images spec of its
+# image as Dockerfile makes it, for ARCH whatever -arch says. make images
+# and the CSV's digest both come from here: the image the CSV names is the
+# one pushed.
+manager_spec() {
+  hack/manager-binaries.sh "linux/$2" >/dev/null
+  echo "$1,file=Dockerfile,arg=TARGETARCH=$2,arch=$2"
+}
+
+# images ARGS: hack/images, itself built for this host whatever GOOS and
+# GOARCH the binaries are for.
+images() { GOOS=$(go env GOHOSTOS) GOARCH=$(go env GOHOSTARCH) go run ./hack/images "$@"; }
+
+if [ "${1:-}" = digest ]; then
+  img=${2:?usage: hack/images.sh digest IMG}
+  spec=$(manager_spec "$img" "$CSV_ARCH")
+  images -digest-only "$spec"
+  exit
+fi
+
+: "${VERSION:?}" "${IMG:?}" "${BUNDLE_IMG:?}" "${CATALOG_IMG:?}" "${SCORECARD_IMG:?}" "${TESTWEB_IMG_BASE:?}" "${LOCAL_REGISTRY:?}"
+ARCH=${GOARCH:-$(go env GOARCH)}
+PACKAGE=mydeployment-operator
+OUT=bin/local
+
+# Static binaries, as the Dockerfiles copy them.
+manager=$(manager_spec "$IMG" "$ARCH")
 GOARCH=$ARCH go build -trimpath -ldflags="-s -w" -o "dist/scorecard-tests-linux-$ARCH" ./test/scorecard/cmd
 for v in v1 v2; do
   GOARCH=$ARCH go build -trimpath -ldflags="-s -w -X main.version=$v" -o "dist/testweb-$v-linux-$ARCH" ./test/testweb
@@ -49,9 +82,13 @@ done
 
 a="arg=TARGETARCH=$ARCH"
 specs=(
-  "$IMG,file=Dockerfile,$a"
+  "$manager"
   "$BUNDLE_IMG,file=bundle.Dockerfile"
 )
+if [ "$ARCH" != "$CSV_ARCH" ]; then
+  csv_manager=$(manager_spec "$IMG" "$CSV_ARCH")
+  specs+=("$csv_manager,push=digest")
+fi
 
 # The released bundles, each from its own commit.
 while read -r v commit; do
@@ -75,5 +112,14 @@ specs+=(
   "$TESTWEB_IMG_BASE:v1,file=test/testweb/Dockerfile,$a,arg=VERSION=v1"
   "$TESTWEB_IMG_BASE:v2,file=test/testweb/Dockerfile,$a,arg=VERSION=v2"
 )
-go run ./hack/images -registry "$LOCAL_REGISTRY" -arch "$ARCH" -out "$OUT/images.txt" "${specs[@]}"
+images -registry "$LOCAL_REGISTRY" -arch "$ARCH" -out "$OUT/images.txt" "${specs[@]}"
+
+# The CSV names the manager by digest (make bundle): that image is pushed
+# only if bundle/ was made from these sources.
+csv=bundle/manifests/$PACKAGE.clusterserviceversion.yaml
+named=$(sed -n 's/^    containerImage: //p' "$csv")
+if [[ $named == *@sha256:* ]] && ! grep -q " ${named#*@}\$" "$OUT/images.txt"; then
+  echo "images: warning: $csv names the manager $named, which these sources do not build:" >&2
+  echo "images: warning: run make bundle (the CSV names the manager by digest, so any change to its sources changes it), then make images" >&2
+fi
 echo "images: $OUT/images.txt; pull them through a mirror of their hosts at http://$LOCAL_REGISTRY (docs/images.md)"

@@ -20,6 +20,10 @@
 //	                operators.operatorframework.io.index.configs.v1 label names
 //	                (`opm serve /configs --cache-dir=/tmp/cache
 //	                --cache-enforce-integrity=false`: the cache is built at start)
+//	arch=ARCH       this image's architecture, when not -arch's
+//	push=digest     push it under its repository and digest only, not its tag
+//	                (a second architecture of an image whose tag names another:
+//	                the linux/amd64 manager the CSV names, on a host of another)
 //
 // Every file's mtime, the created time and the history's times are the Unix
 // epoch, owners are root unless COPY --chown says, file modes are 0644 or
@@ -30,12 +34,22 @@
 // mirror configured for mydeployment.io (docs/images.md). The name and
 // digest of each image are printed and written to -out, one "NAME DIGEST" a
 // line.
+//
+// With -digest-only nothing is pushed and each image is printed as its
+// repository and digest, one a line and nothing else:
+//
+//	go run ./hack/images -digest-only -arch amd64 \
+//	  'mydeployment.io/mydeployment-operator:v0.3.0,file=Dockerfile,arg=TARGETARCH=amd64'
+//	mydeployment.io/mydeployment-operator@sha256:...
+//
+// which is how make bundle names the manager in the CSV (hack/images.sh digest).
 package main
 
 import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -54,6 +68,8 @@ type spec struct {
 	args        map[string]string
 	opm         string
 	healthProbe string
+	arch        string // empty: -arch
+	byDigest    bool   // push=digest
 }
 
 func parseSpec(s string) (spec, error) {
@@ -79,6 +95,13 @@ func parseSpec(s string) (spec, error) {
 			sp.opm = v
 		case "grpc-health-probe":
 			sp.healthProbe = v
+		case "arch":
+			sp.arch = v
+		case "push":
+			if v != "digest" {
+				return sp, fmt.Errorf("%s: push=%s: only push=digest", sp.name, v)
+			}
+			sp.byDigest = true
 		default:
 			return sp, fmt.Errorf("%s: unknown option %q", sp.name, k)
 		}
@@ -160,18 +183,43 @@ func mirrorRef(ref, registry string) (name.Reference, error) {
 	return name.ParseReference(registry+"/"+r.Context().RepositoryStr()+sep+r.Identifier(), name.Insecure)
 }
 
+// byDigest is the image named ref, by digest: its repository as written
+// (host included, or left out as written) and the digest, its tag or digest
+// dropped (mydeployment.io/mydeployment-operator:v0.3.0 is
+// mydeployment.io/mydeployment-operator@sha256:...).
+func byDigest(ref string, digest v1.Hash) (string, error) {
+	repo, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	d, err := name.NewDigest(repo + "@" + digest.String())
+	if err != nil {
+		return "", fmt.Errorf("%s by digest: %w", ref, err)
+	}
+	return d.String(), nil
+}
+
 func main() {
 	registry := flag.String("registry", "", "host:port of the registry to push to (plain HTTP); empty: build only")
 	out := flag.String("out", "", "file to write \"NAME DIGEST\" lines to")
 	arch := flag.String("arch", runtime.GOARCH, "architecture of the images (their binaries must match)")
+	digestOnly := flag.Bool("digest-only", false, "push nothing: print each image as REPOSITORY@DIGEST, one a line and nothing else")
 	flag.Parse()
-	if err := run(*registry, *out, *arch, flag.Args()); err != nil {
+	if *digestOnly && (*registry != "" || *out != "") {
+		fmt.Fprintln(os.Stderr, "images: -digest-only pushes and writes nothing: no -registry, no -out")
+		os.Exit(2)
+	}
+	if err := run(os.Stdout, *registry, *out, *arch, *digestOnly, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(registry, out, arch string, args []string) error {
+// run builds every image the args describe; with digestOnly it prints each
+// to w as REPOSITORY@DIGEST and stops there, else it pushes each to
+// registry (if not empty), prints what it did to w and writes out (if not
+// empty).
+func run(w io.Writer, registry, out, arch string, digestOnly bool, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("no image to build")
 	}
@@ -185,7 +233,11 @@ func run(registry, out, arch string, args []string) error {
 	}
 	var lines []string
 	for _, sp := range specs {
-		img, err := build(sp, arch)
+		a := arch
+		if sp.arch != "" {
+			a = sp.arch
+		}
+		img, err := build(sp, a)
 		if err != nil {
 			return err
 		}
@@ -193,9 +245,19 @@ func run(registry, out, arch string, args []string) error {
 		if err != nil {
 			return err
 		}
+		ref := sp.name
+		if digestOnly || sp.byDigest {
+			if ref, err = byDigest(sp.name, digest); err != nil {
+				return err
+			}
+		}
+		if digestOnly {
+			_, _ = fmt.Fprintln(w, ref)
+			continue
+		}
 		where := "not pushed"
 		if registry != "" {
-			dst, err := mirrorRef(sp.name, registry)
+			dst, err := mirrorRef(ref, registry)
 			if err != nil {
 				return err
 			}
@@ -204,8 +266,8 @@ func run(registry, out, arch string, args []string) error {
 			}
 			where = "pushed to " + dst.String()
 		}
-		fmt.Printf("%s %s (%s)\n", sp.name, digest, where)
-		lines = append(lines, sp.name+" "+digest.String())
+		_, _ = fmt.Fprintf(w, "%s %s (linux/%s, %s)\n", ref, digest, a, where)
+		lines = append(lines, ref+" "+digest.String())
 	}
 	if out != "" {
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {

@@ -314,7 +314,7 @@ func TestRunPushes(t *testing.T) {
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "images.txt")
 	name := "mydeployment.io/mydeployment-operator-bundle:v9.9.9"
-	if err := run(strings.TrimPrefix(srv.URL, "http://"), out, "amd64", []string{name + ",file=" + filepath.Join(root, "bundle.Dockerfile") + ",context=" + root}); err != nil {
+	if err := run(io.Discard, strings.TrimPrefix(srv.URL, "http://"), out, "amd64", false, []string{name + ",file=" + filepath.Join(root, "bundle.Dockerfile") + ",context=" + root}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -332,5 +332,87 @@ func TestRunPushes(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Docker-Content-Digest") != fields[1] {
 		t.Errorf("GET the manifest as containerd asks a mirror: %s, digest %q, want 200 and %s", resp.Status, resp.Header.Get("Docker-Content-Digest"), fields[1])
+	}
+}
+
+// TestDigestOnly: -digest-only prints each image as its repository (tag
+// dropped, host kept) at the digest build gives, pushes nothing and writes
+// nothing; arch= overrides -arch for its image.
+func TestDigestOnly(t *testing.T) {
+	name := "mydeployment.io/mydeployment-operator-bundle:v9.9.9"
+	file := filepath.Join(root, "bundle.Dockerfile")
+	img, err := build(spec{name: name, dockerfile: file, context: root}, "arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run(&out, "", "", "amd64", true, []string{name + ",file=" + file + ",context=" + root + ",arch=arm64"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "mydeployment.io/mydeployment-operator-bundle@" + digestOf(t, img).String() + "\n"
+	if out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+}
+
+// TestRunPushesByDigest: push=digest pushes an image under its repository
+// and digest, not its tag (the linux/amd64 manager the CSV names, on a
+// host of another architecture, beside that host's manager under the tag).
+func TestRunPushesByDigest(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "images.txt")
+	name := "mydeployment.io/mydeployment-operator-bundle:v9.9.9"
+	arg := name + ",file=" + filepath.Join(root, "bundle.Dockerfile") + ",context=" + root + ",arch=amd64,push=digest"
+	if err := run(io.Discard, strings.TrimPrefix(srv.URL, "http://"), out, "arm64", false, []string{arg}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 || fields[0] != "mydeployment.io/mydeployment-operator-bundle@"+fields[1] {
+		t.Fatalf("images.txt: %q, want the name by digest and the digest", b)
+	}
+	get := func(ref string) int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v2/mydeployment-operator-bundle/manifests/"+ref, nil)
+		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(fields[1]); code != 200 {
+		t.Errorf("GET by digest: %d, want 200", code)
+	}
+	if code := get("v9.9.9"); code != 404 {
+		t.Errorf("GET by tag: %d, want 404 (push=digest leaves the tag to the host's image)", code)
+	}
+	if _, err := parseSpec(name + ",file=x,push=tag"); err == nil {
+		t.Error("push=tag parsed")
+	}
+}
+
+// TestByDigest: the repository as written (a registry's port kept, a
+// Docker Hub name left short), the tag or digest replaced by the digest.
+func TestByDigest(t *testing.T) {
+	d := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("b", 64)}
+	for in, want := range map[string]string{
+		"mydeployment.io/mydeployment-operator:v0.3.0": "mydeployment.io/mydeployment-operator@" + d.String(),
+		"localhost:5000/a/b:c":                         "localhost:5000/a/b@" + d.String(),
+		"localhost:5000/a/b":                           "localhost:5000/a/b@" + d.String(),
+		"me/op:v1":                                     "me/op@" + d.String(),
+		"mydeployment.io/app@sha256:" + strings.Repeat("a", 64): "mydeployment.io/app@" + d.String(),
+	} {
+		got, err := byDigest(in, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
 	}
 }

@@ -76,6 +76,9 @@ var externalFlags = map[string]string{
 	"cache-enforce-integrity":     "opm serve",
 	"index-image":                 "operator-sdk run bundle",
 	"decompression-image":         "operator-sdk run bundle",
+	"use-image-digests":           "operator-sdk generate bundle",
+	"preserve-digests":            "skopeo copy",
+	"insecure":                    "crane copy",
 }
 
 // repoDirs are the top-level entries a path in the docs may start with to be

@@ -6,6 +6,8 @@ import (
 
 	"github.com/blang/semver/v4"
 	. "github.com/onsi/gomega" //nolint:revive,staticcheck
+	"github.com/operator-framework/api/pkg/manifests"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/mydeployment-io/mydeployment-operator/test/olm/releases"
 )
@@ -36,4 +38,44 @@ func PreviousRelease(projectDir, version string) string {
 	b, ok := releases.Latest(all, cur)
 	ExpectWithOffset(1, ok).To(BeTrue(), "catalog/releases must hold a release older than %s to upgrade from", version)
 	return b.Version.String()
+}
+
+// BundleManagerImage is the image bundle/'s CSV runs the manager as: by
+// digest (make bundle), so it has no version to look for.
+func BundleManagerImage(projectDir string) string {
+	b, err := manifests.GetBundleFromDir(filepath.Join(projectDir, "bundle"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return managerImage(1, b.CSV)
+}
+
+// ReleaseManagerImage is the image the CSV of release version, as
+// catalog/releases records it, runs the manager as: by tag up to 0.2.0,
+// by digest after.
+func ReleaseManagerImage(projectDir, version string) string {
+	all, err := releases.Load(filepath.Join(projectDir, "catalog", "releases"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var csv *v1alpha1.ClusterServiceVersion
+	for _, b := range all {
+		if b.Version.String() == version {
+			csv, err = b.CSV()
+			ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		}
+	}
+	ExpectWithOffset(1, csv).NotTo(BeNil(), "catalog/releases holds no release %s", version)
+	return managerImage(1, csv)
+}
+
+// managerImage is the image of the CSV's container named manager.
+func managerImage(offset int, csv *v1alpha1.ClusterServiceVersion) string {
+	ExpectWithOffset(offset+1, csv).NotTo(BeNil(), "no ClusterServiceVersion")
+	image := ""
+	for _, d := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name == "manager" && image == "" {
+				image = c.Image
+			}
+		}
+	}
+	ExpectWithOffset(offset+1, image).NotTo(BeEmpty(), "%s runs no container named manager", csv.Name)
+	return image
 }

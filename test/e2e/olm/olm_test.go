@@ -186,7 +186,7 @@ spec: {channel: stable, name: %s, source: mydeployment-catalog, sourceNamespace:
 		// Pending: the operator's Deployment keeps running the old version.
 		image := jsonpath("{.spec.template.spec.containers[0].image}", "-n", operatorNamespace, "deployment", operatorDeployment)
 		oldImage := image()
-		Expect(oldImage).To(HaveSuffix(":v" + prev))
+		Expect(oldImage).To(Equal(utils.ReleaseManagerImage(projectDir, prev)), "the manager image the previous release's CSV names")
 		Eventually(jsonpath("{.status.reason}", "-n", operatorNamespace, "csv", csv(version)), time.Minute, time.Second).
 			Should(Equal("OperatorConditionNotUpgradeable"))
 		Consistently(func() string {

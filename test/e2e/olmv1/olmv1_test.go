@@ -208,7 +208,7 @@ spec:
 		Eventually(jsonpath(`{.status.conditions[?(@.type=="Established")].status}`, "crd",
 			"applications.apps.mydeployment.io"), time.Minute, time.Second).Should(Equal("True"))
 		Eventually(jsonpath("{.spec.template.spec.containers[0].image}", "-n", operatorNamespace, "deployment", operator.Deployment),
-			time.Minute, time.Second).Should(HaveSuffix(":v" + version))
+			time.Minute, time.Second).Should(Equal(utils.BundleManagerImage(projectDir)), "the manager image bundle/'s CSV names (by digest)")
 
 		By("the old operator pod is gone: its manager stops mid-way through the in-place update")
 		operator.StopManager()
