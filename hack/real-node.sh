@@ -259,15 +259,14 @@ addresses() {
   return 0
 }
 
-# static_image NAME PKG TAG ENTRYPOINT: a static binary of PKG packed as
-# image TAG (hack/realnode/mkimage) in bin/realnode/NAME.tar.
+# static_image NAME PKG TAG: a static binary of PKG built into bin/realnode
+# and packed as image TAG by PKG's Dockerfile (hack/images, as make images
+# builds every image) in bin/realnode/NAME.tar.
 static_image() {
-  local name=$1 pkg=$2 tag=$3 entrypoint=$4
+  local name=$1 pkg=$2 tag=$3
   mkdir -p "$BIN/realnode"
   (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o "$BIN/realnode/$name" "$pkg" &&
-    go build -o "$BIN/realnode/mkimage" ./hack/realnode/mkimage)
-  "$BIN/realnode/mkimage" -tag "$tag" -out "$BIN/realnode/$name.tar" -file "$BIN/realnode/$name=/$name" \
-    -entrypoint "$entrypoint" >/dev/null
+    go run ./hack/images "$tag,file=$pkg/Dockerfile,context=$BIN/realnode,tar=$BIN/realnode/$name.tar") >/dev/null
 }
 
 ctr_() { ctr --address "$SOCK" -n k8s.io "$@"; }
@@ -526,7 +525,7 @@ up() {
   record
   addresses
   log "building the sandbox image $PAUSE_IMAGE"
-  static_image pause ./hack/realnode/pause "$PAUSE_IMAGE" /pause
+  static_image pause ./hack/realnode/pause "$PAUSE_IMAGE"
   cgroups
   cni_config
   guard
@@ -794,7 +793,7 @@ check() {
     "$@"
   }
   log "building the test image $NETTOOL_IMAGE (hack/realnode/nettool)"
-  static_image nettool ./hack/realnode/nettool "$NETTOOL_IMAGE" "/nettool"
+  static_image nettool ./hack/realnode/nettool "$NETTOOL_IMAGE"
   import_image "$BIN/realnode/nettool.tar"
   k delete namespace "$ns" --ignore-not-found --wait=true >/dev/null
   k create namespace "$ns" >/dev/null

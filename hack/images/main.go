@@ -43,6 +43,11 @@
 //	mydeployment.io/mydeployment-operator@sha256:...
 //
 // which is how make bundle names the manager in the CSV (hack/images.sh digest).
+//
+// tar=PATH writes the image also as a docker-archive tarball at PATH, tagged
+// with its name, for `ctr image import` (or `docker load`): the real node of
+// the local cluster (hack/real-node.sh) imports its sandbox image this way,
+// needing no registry.
 package main
 
 import (
@@ -58,6 +63,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // spec is one image to build, parsed from an argument.
@@ -70,6 +76,7 @@ type spec struct {
 	healthProbe string
 	arch        string // empty: -arch
 	byDigest    bool   // push=digest
+	tar         string // tar=PATH: also written there as a docker-archive
 }
 
 func parseSpec(s string) (spec, error) {
@@ -97,6 +104,8 @@ func parseSpec(s string) (spec, error) {
 			sp.healthProbe = v
 		case "arch":
 			sp.arch = v
+		case "tar":
+			sp.tar = v
 		case "push":
 			if v != "digest" {
 				return sp, fmt.Errorf("%s: push=%s: only push=digest", sp.name, v)
@@ -256,6 +265,12 @@ func run(w io.Writer, registry, out, arch string, digestOnly bool, args []string
 			continue
 		}
 		where := "not pushed"
+		if sp.tar != "" {
+			if err := writeArchive(sp.tar, sp.name, img); err != nil {
+				return err
+			}
+			where = "written to " + sp.tar
+		}
 		if registry != "" {
 			dst, err := mirrorRef(ref, registry)
 			if err != nil {
@@ -274,6 +289,21 @@ func run(w io.Writer, registry, out, arch string, digestOnly bool, args []string
 			return err
 		}
 		return os.WriteFile(out, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	}
+	return nil
+}
+
+// writeArchive writes img to path as a docker-archive tagged ref.
+func writeArchive(path, ref string, img v1.Image) error {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return fmt.Errorf("tar=%s: %s is not a tag: %w", path, ref, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := tarball.WriteToFile(path, tag, img); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	gcrname "github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 const root = "../.."
@@ -415,4 +417,40 @@ func TestByDigest(t *testing.T) {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 	}
+}
+
+// TestRunWritesArchive: tar=PATH writes the image as a docker-archive that
+// names it by its tag and holds the very image built (what ctr image import
+// reads on the real node).
+func TestRunWritesArchive(t *testing.T) {
+	name := "mydeployment.io/realnode/test:v1"
+	file := filepath.Join(root, "bundle.Dockerfile")
+	path := filepath.Join(t.TempDir(), "sub", "image.tar")
+	if err := run(io.Discard, "", "", "amd64", false, []string{name + ",file=" + file + ",context=" + root + ",tar=" + path}); err != nil {
+		t.Fatal(err)
+	}
+	tag, err := gcrname.NewTag(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tarball.ImageFromPath(path, &tag)
+	if err != nil {
+		t.Fatalf("read %s as a docker-archive holding %s: %v", path, name, err)
+	}
+	want, err := build(spec{name: name, dockerfile: file, context: root}, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := configOf(t, got), configOf(t, want); g != w {
+		t.Errorf("the archive's image config is %s, want %s", g, w)
+	}
+}
+
+func configOf(t *testing.T, img v1.Image) v1.Hash {
+	t.Helper()
+	h, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -1,6 +1,6 @@
 // Command nettool is the test image of the local cluster's real node
-// (hack/real-node.sh check): one static binary, packed FROM scratch by
-// hack/realnode/mkimage, that plays a server, a client and an in-cluster API
+// (hack/real-node.sh check): one static binary, packed FROM scratch by its
+// Dockerfile (hack/images), that plays a server, a client and an in-cluster API
 // client, so the checks need no image from a registry.
 //
 //	nettool serve [ADDR]   HTTP server (default :8080): / answers "hello from

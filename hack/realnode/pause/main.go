@@ -4,7 +4,7 @@
 // pod that shares its process namespace, reaps every child that exits.
 //
 // It is a static Go binary packed into an image of one file by
-// hack/realnode/mkimage, so no image is pulled from a registry: containerd's
+// its Dockerfile (hack/images, tar=), so no image is pulled from a registry: containerd's
 // sandbox_image names that image, imported with ctr.
 package main
 
