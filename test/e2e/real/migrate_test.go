@@ -22,7 +22,6 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -87,40 +86,23 @@ var _ = Describe("migrate and eject with real pods behind a Service", Ordered, f
 	// whileWatchingEndpoints runs fn and returns the fewest ready endpoints
 	// the Service's EndpointSlices had meanwhile (sampled every 50 ms).
 	whileWatchingEndpoints := func(fn func()) (fewest, samples int) {
-		GinkgoHelper()
-		var mu sync.Mutex
 		fewest = 1 << 30
-		stop, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-				slices, err := clientset.DiscoveryV1().EndpointSlices(ns).List(context.Background(),
-					metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web"})
-				if err != nil {
-					continue
-				}
-				n := 0
-				for _, s := range slices.Items {
-					for _, e := range s.Endpoints {
-						if e.Conditions.Ready != nil && *e.Conditions.Ready {
-							n++
-						}
+		samples = sampled(fn, func() {
+			slices, err := clientset.DiscoveryV1().EndpointSlices(ns).List(context.Background(),
+				metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web"})
+			if err != nil {
+				return
+			}
+			n := 0
+			for _, s := range slices.Items {
+				for _, e := range s.Endpoints {
+					if e.Conditions.Ready != nil && *e.Conditions.Ready {
+						n++
 					}
 				}
-				mu.Lock()
-				fewest, samples = min(fewest, n), samples+1
-				mu.Unlock()
 			}
-		}()
-		fn()
-		close(stop)
-		<-done
+			fewest = min(fewest, n)
+		})
 		return fewest, samples
 	}
 	// throughService is what the Service answers at its ClusterIP, from this host.

@@ -200,3 +200,28 @@ func follow(ns, pod string) func() []string {
 		}
 	}
 }
+
+// sampled runs fn while probe runs every 50 ms beside it, and returns how
+// many times probe ran. Once it returns probe has stopped, so what probe
+// recorded can be read without a lock.
+func sampled(fn, probe func()) int {
+	stop, done := make(chan struct{}), make(chan struct{})
+	n := 0
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			probe()
+			n++
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	return n
+}

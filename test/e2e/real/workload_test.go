@@ -23,7 +23,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -138,39 +137,21 @@ var _ = Describe("a MyDeployment of real pods", Ordered, func() {
 	})
 
 	It("rolls out v2 with real readiness, never below 3 Ready pods nor above 4 (maxSurge 1, maxUnavailable 0)", func() {
-		var (
-			mu               sync.Mutex
-			minReady, maxAll = 3, 3
-			samples          int
-		)
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(50 * time.Millisecond):
+		minReady, maxAll := 3, 3
+		samples := sampled(func() {
+			kubectl("-n", ns, "patch", "md", "web", "--type=json", "-p",
+				fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, testweb("v2")))
+			rolledOut(ns, "web", 3)
+		}, func() {
+			ps := pods(ns, "app=web")
+			n := 0
+			for i := range ps {
+				if ready(&ps[i]) {
+					n++
 				}
-				ps := pods(ns, "app=web")
-				n := 0
-				for i := range ps {
-					if ready(&ps[i]) {
-						n++
-					}
-				}
-				mu.Lock()
-				minReady, maxAll, samples = min(minReady, n), max(maxAll, len(ps)), samples+1
-				mu.Unlock()
 			}
-		}()
-		kubectl("-n", ns, "patch", "md", "web", "--type=json", "-p",
-			fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, testweb("v2")))
-		rolledOut(ns, "web", 3)
-		close(stop)
-		<-done
+			minReady, maxAll = min(minReady, n), max(maxAll, len(ps))
+		})
 		GinkgoWriter.Printf("rollout sampled %d times: min Ready %d, max pods %d\n", samples, minReady, maxAll)
 		Expect(samples).To(BeNumerically(">", 20))
 		Expect(minReady).To(BeNumerically(">=", 3))
