@@ -73,3 +73,41 @@ func TestDocsNameTheCurrentVersion(t *testing.T) {
 		t.Errorf("found only %d version references in the docs: has the way they name images changed?", checked)
 	}
 }
+
+// makeBundle is `make bundle` (the target alone, not bundle-build or
+// bundle-push) and what IMAGE_TAG_BASE it is given.
+var (
+	makeBundle   = regexp.MustCompile(`\bmake\b[^#]*\sbundle(\s|$)`)
+	tagBaseSet   = regexp.MustCompile(`\bIMAGE_TAG_BASE=\S`)
+	pushesBundle = regexp.MustCompile(`\bmake\b[^#]*\sbundle-push\b`)
+)
+
+// TestBundlePushedOnlyAfterMakeBundle: a doc that has the user push the
+// bundle image first has them regenerate bundle/ with their
+// IMAGE_TAG_BASE (on the `make bundle` line, or exported before it): the
+// committed CSV names the manager as mydeployment.io/..., which no
+// registry serves, so a bundle pushed without it installs a manager that
+// never pulls.
+func TestBundlePushedOnlyAfterMakeBundle(t *testing.T) {
+	pushes := 0
+	for _, d := range docs(t) {
+		exported, regenerated := false, false
+		for _, c := range d.code {
+			if strings.HasPrefix(strings.TrimSpace(c), "export ") && tagBaseSet.MatchString(c) {
+				exported = true
+			}
+			if makeBundle.MatchString(c) && (exported || tagBaseSet.MatchString(c)) {
+				regenerated = true
+			}
+			if pushesBundle.MatchString(c) {
+				pushes++
+				if !regenerated {
+					t.Errorf("%s: %q pushes the bundle, but no `make bundle IMAGE_TAG_BASE=<registry>/mydeployment-operator` comes before it: the bundle would name mydeployment.io's manager image", d.path, c)
+				}
+			}
+		}
+	}
+	if pushes == 0 {
+		t.Error("no doc pushes the bundle (make bundle-push): has the way the docs publish it changed?")
+	}
+}
