@@ -55,6 +55,7 @@ var externalFlags = map[string]string{
 	"cascade":                     "kubectl delete",
 	"from-literal":                "kubectl create configmap, kubectl create secret",
 	"all":                         "kubectl delete",
+	"grace-period":                "kubectl delete",
 	"clusterrole":                 "kubectl create clusterrolebinding",
 	"serviceaccount":              "kubectl create clusterrolebinding",
 	"kubeconfig":                  "kubectl (and the plugin, through genericclioptions)",
