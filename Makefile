@@ -69,12 +69,16 @@ CONTAINER_TOOL ?= docker
 GOARCH ?= $(shell go env GOARCH)
 # buildah builds rootless-free and daemonless with chroot isolation and vfs
 # storage (what works in a container with no Docker engine); BUILDAH_ROOT keeps
-# its images out of the system store.
+# its images out of the system store, so its pushes must name that store too
+# (a bare `buildah push` looks in the system store: "image not known").
 BUILDAH_ROOT ?= $(shell pwd)/bin/buildah
 ifeq ($(CONTAINER_TOOL),buildah)
-CONTAINER_BUILD = buildah --storage-driver vfs --root $(BUILDAH_ROOT)/root --runroot $(BUILDAH_ROOT)/run bud --isolation chroot
+BUILDAH_STORE = --storage-driver vfs --root $(BUILDAH_ROOT)/root --runroot $(BUILDAH_ROOT)/run
+CONTAINER_BUILD = buildah $(BUILDAH_STORE) bud --isolation chroot
+CONTAINER_PUSH = buildah $(BUILDAH_STORE) push
 else
 CONTAINER_BUILD = $(CONTAINER_TOOL) build
+CONTAINER_PUSH = $(CONTAINER_TOOL) push
 endif
 
 # Setting SHELL to bash allows bash commands to be executed by recipes.
@@ -385,8 +389,8 @@ docker-build: ## Build the manager image (static binary, FROM scratch, non-root)
 	$(CONTAINER_BUILD) --build-arg TARGETARCH=$(GOARCH) -t ${IMG} .
 
 .PHONY: docker-push
-docker-push: ## Push docker image with the manager.
-	$(CONTAINER_TOOL) push ${IMG}
+docker-push: ## Push the manager image (IMG) with CONTAINER_TOOL, from the store docker-build built it into.
+	$(CONTAINER_PUSH) ${IMG}
 
 # PLATFORMS are the platforms of the multi-architecture manager image (make
 # docker-buildx IMG=myregistry/mydeployment-operator:v0.3.0). docker-buildx
@@ -411,7 +415,7 @@ docker-buildx: manager-binaries ## Build and push the manager image for every pl
 # dist/install.yaml installs what `make deploy` does, with server-side apply
 # as make deploy uses: client-side apply also works while each CRD, as the
 # JSON of its last-applied annotation, stays under 256 KiB (test-install
-# checks; the larger one is about 110 KB now).
+# checks; docs/install.md gives their sizes, and test/docs checks those).
 .PHONY: build-installer
 build-installer: manifests generate kustomize ## Generate a consolidated YAML with CRDs and deployment (install it with kubectl apply --server-side -f).
 	mkdir -p dist

@@ -56,6 +56,10 @@ var externalFlags = map[string]string{
 	"from-literal":                "kubectl create configmap, kubectl create secret",
 	"all":                         "kubectl delete",
 	"grace-period":                "kubectl delete",
+	"verb":                        "kubectl create role",
+	"resource":                    "kubectl create role",
+	"role":                        "kubectl create rolebinding",
+	"user":                        "kubectl create rolebinding",
 	"clusterrole":                 "kubectl create clusterrolebinding",
 	"serviceaccount":              "kubectl create clusterrolebinding",
 	"kubeconfig":                  "kubectl (and the plugin, through genericclioptions)",
@@ -422,24 +426,34 @@ func stringConstants(t *testing.T, dir string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, pkg := range pkgs {
-		ast.Inspect(pkg, func(n ast.Node) bool {
-			gen, ok := n.(*ast.GenDecl)
-			if !ok || gen.Tok != token.CONST {
-				return true
-			}
-			for _, spec := range gen.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, v := range vs.Values {
-					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING && i < len(vs.Names) {
-						if s, err := strconv.Unquote(lit.Value); err == nil {
-							out[s] = vs.Names[i].Name
-						}
+		for name, value := range fileStringConstants(pkg) {
+			out[value] = name
+		}
+	}
+	return out
+}
+
+// fileStringConstants are the string constants declared in n (a file or
+// a package): constant name to value.
+func fileStringConstants(n ast.Node) map[string]string {
+	out := map[string]string{}
+	ast.Inspect(n, func(n ast.Node) bool {
+		gen, ok := n.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			return true
+		}
+		for _, spec := range gen.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING && i < len(vs.Names) {
+					if s, err := strconv.Unquote(lit.Value); err == nil {
+						out[vs.Names[i].Name] = s
 					}
 				}
 			}
-			return true
-		})
-	}
+		}
+		return true
+	})
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -167,6 +168,184 @@ var _ = Describe("migrate and eject on a local cluster", Ordered, func() {
 		expectMigrated(ns, 10)
 	})
 })
+
+// Who may run migrate and eject (docs/migrate.md): the plugin writes with
+// its user's own rights. A user bound to the built-in edit ClusterRole in
+// the namespace, with the project's editor role aggregated into it by
+// kube-controller-manager (as make deploy and the bundle install it), runs
+// migrate to the end; eject does every step but the last as that user and
+// then stops: edit grants no delete on ControllerRevisions (apps), and
+// neither does admin, who may not grant it either. With that one grant
+// added, the same eject, run again, finishes.
+var _ = Describe("migrate and eject as a user bound to edit", Ordered, func() {
+	const (
+		ns     = "e2e-migrate-edit"
+		editor = "e2e-migrate-editor"
+		admin  = "e2e-migrate-admin"
+	)
+	var cs *kubernetes.Clientset
+	as := func(user string, args ...string) []string { return append([]string{"--as", user, "-n", ns}, args...) }
+	BeforeAll(func() {
+		cs = clientset()
+		waitForKCMToKnowTheCRDs()
+		utils.MustKubectl("apply", "-f", filepath.Join(projectDir, "config", "rbac", "mydeployment_editor_role.yaml"))
+		utils.MustKubectl("create", "namespace", ns)
+		utils.MustKubectl("-n", ns, "create", "rolebinding", "editor", "--clusterrole=edit", "--user="+editor)
+		utils.MustKubectl("-n", ns, "create", "rolebinding", "admin", "--clusterrole=admin", "--user="+admin)
+		By("kube-controller-manager aggregates the editor role into edit")
+		Eventually(func() string {
+			out, _ := utils.Kubectl(as(editor, "auth", "can-i", "create", "mydeployments.apps.mydeployment.io")...)
+			return strings.TrimSpace(out)
+		}, time.Minute, time.Second).Should(Equal("yes"))
+		utils.MustApply(fmt.Sprintf(editObjects, ns))
+		Eventually(utils.JSONPath("{.status.availableReplicas}", "-n", ns, "deployment", "web"), 2*time.Minute, time.Second).Should(Equal("3"))
+	})
+	AfterAll(func() {
+		_, _ = utils.Kubectl("-n", ns, "patch", "md", "web", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+		_, _ = utils.Kubectl("delete", "namespace", ns, "--wait=false")
+		_, _ = utils.Kubectl("delete", "clusterrole", "mydeployment-editor-role")
+	})
+
+	It("the edit user migrates a Deployment: the same pods, the HPA re-pointed", func() {
+		uids := podUIDs(cs, ns)
+		out, err := plugin("", as(editor, "migrate", "deployment/web", "--timeout", "2m")...)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("3 pods handed over to mydeployment.apps.mydeployment.io/web, none restarted"))
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+		expectMigrated(ns, 3)
+	})
+
+	It("the edit user's eject stops at deleting the ControllerRevisions, which neither edit nor admin grants; with that grant it finishes", func() {
+		for _, user := range []string{editor, admin} {
+			for _, check := range [][]string{{"list", "controllerrevisions.apps"}, {"delete", "controllerrevisions.apps"}} {
+				out, _ := utils.Kubectl(as(user, append([]string{"auth", "can-i"}, check...)...)...)
+				want := map[string]string{"list": "yes", "delete": "no"}[check[0]]
+				Expect(strings.TrimSpace(out)).To(Equal(want), "%s may %v", user, check)
+			}
+		}
+		uids := podUIDs(cs, ns)
+		out, err := plugin("", as(editor, "eject", "md/web", "--timeout", "2m")...)
+		_, _ = fmt.Fprintf(GinkgoWriter, "eject as %s:\n%s\n", editor, out)
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(And(
+			ContainSubstring("finalizer apps.mydeployment.io/eject added"),
+			MatchRegexp(`deployment\.apps/web owns replicaset\.apps/web-\S+`),
+			ContainSubstring("horizontalpodautoscaler.autoscaling/web now targets Deployment web"),
+			MatchRegexp(`deleting ControllerRevision web-\S+: .*forbidden: User "`+editor+`" cannot delete resource "controllerrevisions" in API group "apps"`)))
+		By("left behind: the Deployment runs the pods, the MyDeployment waits on its finalizer")
+		Expect(utils.MustKubectl("-n", ns, "get", "md", "web", "-o", "jsonpath={.metadata.finalizers}")).To(ContainSubstring("apps.mydeployment.io/eject"))
+		Expect(utils.MustKubectl("-n", ns, "get", "controllerrevisions", "-o", "name")).NotTo(BeEmpty())
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+
+		By("an admin of the namespace may not grant what admin lacks; a cluster admin may")
+		out, err = utils.Kubectl(as(admin, "create", "role", "revision-deleter", "--verb=delete", "--resource=controllerrevisions.apps")...)
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("attempting to grant RBAC permissions not currently held"))
+
+		By("granted delete on controllerrevisions, the same eject, run again, finishes")
+		utils.MustKubectl("-n", ns, "create", "role", "revision-deleter", "--verb=delete", "--resource=controllerrevisions.apps")
+		utils.MustKubectl("-n", ns, "create", "rolebinding", "revision-deleter", "--role=revision-deleter", "--user="+editor)
+		out, err = plugin("", as(editor, "eject", "md/web", "--timeout", "2m")...)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("deployment.apps/web runs its 3 pods"))
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+		expectEjected(cs, ns, 3)
+	})
+
+	It("a user with exactly the rights docs/migrate.md lists for migrate migrates, and one with those it lists for eject ejects", func() {
+		rights := documentedRights()
+		for i, command := range []string{"migrate", "eject"} {
+			user := "e2e-migrate-docs-" + command
+			var rules strings.Builder
+			for _, r := range rights {
+				if len(r.verbs[i]) > 0 {
+					_, _ = fmt.Fprintf(&rules, "- apiGroups: [%q]\n  resources: [%q]\n  verbs: [%s]\n", r.group, r.resource, `"`+strings.Join(r.verbs[i], `", "`)+`"`)
+				}
+			}
+			utils.MustApply(fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: %[1]s, namespace: %[2]s}\nrules:\n%[3]s"+
+				"---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: %[1]s, namespace: %[2]s}\n"+
+				"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s}\nsubjects: [{kind: User, name: %[1]s}]\n",
+				user, ns, rules.String()))
+		}
+		uids := podUIDs(cs, ns)
+		out, err := plugin("", as("e2e-migrate-docs-migrate", "migrate", "deployment/web", "--timeout", "2m")...)
+		Expect(err).NotTo(HaveOccurred(), "docs/migrate.md's rights for migrate are not enough:\n%s", out)
+		expectMigrated(ns, 3)
+		out, err = plugin("", as("e2e-migrate-docs-eject", "eject", "md/web", "--timeout", "2m")...)
+		Expect(err).NotTo(HaveOccurred(), "docs/migrate.md's rights for eject are not enough:\n%s", out)
+		expectEjected(cs, ns, 3)
+		Expect(podUIDs(cs, ns)).To(Equal(uids))
+	})
+})
+
+// right is a row of docs/migrate.md's table of who may run the plugin:
+// a resource and the verbs migrate (verbs[0]) and eject (verbs[1]) need.
+type right struct {
+	group, resource string
+	verbs           [2][]string
+}
+
+// documentedRights reads the table under docs/migrate.md's "Who may run
+// them".
+func documentedRights() []right {
+	GinkgoHelper()
+	b, err := os.ReadFile(filepath.Join(projectDir, "docs", "migrate.md"))
+	Expect(err).NotTo(HaveOccurred())
+	text := string(b)
+	start := strings.Index(text, "\n## Who may run them\n")
+	Expect(start).To(BeNumerically(">=", 0), "docs/migrate.md has no section 'Who may run them'")
+	text = text[start+1:]
+	if end := strings.Index(text[1:], "\n## "); end >= 0 {
+		text = text[:end+1]
+	}
+	code := regexp.MustCompile("`([^`]+)`")
+	paren := regexp.MustCompile(`\s*\([^)]*\)`)
+	var out []right
+	for _, line := range strings.Split(text, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 5 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		names := code.FindAllStringSubmatch(cells[1], -1)
+		r := right{resource: names[0][1]}
+		if len(names) > 1 {
+			r.group = names[1][1]
+		}
+		for i, cell := range cells[2:4] {
+			for _, v := range strings.Split(paren.ReplaceAllString(cell, ""), ",") {
+				if v = strings.TrimSpace(v); v != "" {
+					r.verbs[i] = append(r.verbs[i], v)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	Expect(len(out)).To(BeNumerically(">=", 5), "read only %d rows of docs/migrate.md's rights table", len(out))
+	return out
+}
+
+// editObjects is the Deployment and HPA the edit user moves; format it
+// with the namespace.
+const editObjects = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: %[1]s}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "nginx:1.27", resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: %[1]s}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 3
+  maxReplicas: 6
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
+`
 
 // migrateObjects is the Deployment the specs move, with a Service, a
 // PodDisruptionBudget and an HPA; format it with the namespace.

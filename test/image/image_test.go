@@ -69,6 +69,40 @@ func TestDockerBuildxBuildsEveryPlatformsBinaryFirst(t *testing.T) {
 	}
 }
 
+// TestBuildahPushesFromTheStoreItBuildsInto reads what make would run
+// (make -n) for every image's build and push with CONTAINER_TOOL=buildah:
+// the builds go into the project's own store (BUILDAH_ROOT: vfs, chroot),
+// so each push must name that same store, or buildah looks in its system
+// store and fails with "image not known".
+func TestBuildahPushesFromTheStoreItBuildsInto(t *testing.T) {
+	out, err := exec.Command("make", "-C", root, "-n", "--no-print-directory",
+		"docker-build", "bundle-build", "scorecard-image-build", "docker-push", "bundle-push", "catalog-push", "scorecard-image-push",
+		"CONTAINER_TOOL=buildah", "IMAGE_TAG_BASE=example.com/md", "BUILDAH_ROOT=/tmp/store").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n: %v\n%s", err, out)
+	}
+	// buildah's global options come before its subcommand.
+	command := regexp.MustCompile(`(?m)^buildah ((?:--\S+ \S+ )*)(bud|push) .*$`)
+	stores := map[string][]string{}
+	for _, m := range command.FindAllStringSubmatch(string(out), -1) {
+		stores[m[2]] = append(stores[m[2]], strings.TrimSpace(m[1]))
+	}
+	if len(stores["bud"]) != 3 || len(stores["push"]) != 4 {
+		t.Fatalf("want 3 buildah builds and 4 pushes; make -n says:\n%s", out)
+	}
+	want := stores["bud"][0]
+	if !strings.Contains(want, "--root /tmp/store/root") || !strings.Contains(want, "--storage-driver vfs") {
+		t.Errorf("buildah builds with %q, want the vfs store under BUILDAH_ROOT", want)
+	}
+	for verb, got := range stores {
+		for _, g := range got {
+			if g != want {
+				t.Errorf("buildah %s uses the store %q, the builds %q: the image is not where it looks; make -n says:\n%s", verb, g, want, out)
+			}
+		}
+	}
+}
+
 // TestManagerBinariesRefuseWhatTheyCannotBuild: a platform that is not
 // linux/<an architecture Go builds> stops hack/manager-binaries.sh with an
 // error naming it, before anything is built (so make docker-buildx builds
