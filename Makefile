@@ -340,11 +340,12 @@ deploy-local: images build-installer kwok-tools real-node-tools ## Deploy dist/i
 # make olm-local: OLM v0 as real pods on the local cluster's real node
 # real-0 (started with REAL_NODES=1 if not up; as root): OLM's image built
 # from its module source FROM scratch and pushed to the local registry as
-# quay.io/operator-framework/olm:VERSION, OLM's chart rendered as its release
+# quay.io/operator-framework/olm:VERSION (and the opm image its bundle-unpack
+# Jobs run, quay.io/operator-framework/opm:VERSION), OLM's chart rendered as its release
 # renders it, applied server-side; waits for olm-operator, catalog-operator,
 # the packageserver CSV and the packagemanifests API (hack/olm-local.sh).
 .PHONY: olm-local
-olm-local: olm helm kwok-tools real-node-tools local-registry ## Run OLM v0 (olm-operator, catalog-operator, packageserver) from its own image and manifests on the local cluster's real node real-0 (idempotent; as root).
+olm-local: olm helm opm grpc-health-probe kwok-tools real-node-tools local-registry ## Run OLM v0 (olm-operator, catalog-operator, packageserver) from its own image and manifests on the local cluster's real node real-0 (idempotent; as root).
 	REAL_NODES=1 IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/local-cluster.sh up $(LOCAL_CLUSTER) $(LOCAL_KUBECONFIG)
 	KUBECONFIG=$(LOCAL_KUBECONFIG) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/olm-local.sh
 

@@ -6,15 +6,20 @@
 #      by hack/images from hack/olm.Dockerfile (OLM's Dockerfile's layout:
 #      /bin/olm, /bin/catalog, /bin/package-server, /bin/copy-content,
 #      /bin/cpb, /bin/cp, user 1001) with the static binaries of
-#      `hack/tools.sh olm` and hack/realnode/cp, pushed to LOCAL_REGISTRY,
-#      which real-0's containerd mirrors quay.io to; its digest goes to
-#      bin/local/olm-images.txt;
+#      `hack/tools.sh olm` and hack/realnode/cp, and the opm image its
+#      catalog-operator runs in bundle-unpack Jobs (--opmImage: `opm alpha
+#      bundle extract`), quay.io/operator-framework/opm:OPM_VERSION (the
+#      version hack/tools/opm/go.mod pins) from hack/opm.Dockerfile, both
+#      pushed to LOCAL_REGISTRY, which real-0's containerd mirrors quay.io
+#      to; their digests go to bin/local/olm-images.txt;
 #   2. OLM's manifests from the module, rendered as its release renders the
 #      crds.yaml and olm.yaml it publishes (helm template of deploy/chart with
 #      deploy/upstream/values.yaml), applied server-side, with OLM's image
 #      (upstream: its own build's digest, which cannot be reproduced here) set
 #      to NAME:VERSION@DIGEST of ours (the --util-image of bundle-unpack Jobs
-#      too), and the operatorhubio-catalog CatalogSource left out (it names
+#      too), --opmImage to our opm image by digest (upstream: its release's
+#      opm by digest; the chart's default is opm:latest), and the
+#      operatorhubio-catalog CatalogSource left out (it names
 #      quay.io/operatorhubio/catalog, which nothing here serves);
 #   3. waits for olm-operator and catalog-operator, the packageserver CSV
 #      Succeeded, its pods Ready and the aggregated API
@@ -39,29 +44,45 @@ V=$(awk -v m="$M" '$1==m && $2 ~ /^v[0-9]/ {print $2; exit}' hack/tools/olm/go.m
 MODDIR=$(cd hack/tools/olm && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$M")
 IMAGE=quay.io/operator-framework/olm:$V
 CTX=dist/olm
+R=github.com/operator-framework/operator-registry
+RV=$(awk -v m="$R" '$1==m && $2 ~ /^v[0-9]/ {print $2; exit}' hack/tools/opm/go.mod)
+[ -n "$RV" ] || { echo "olm-local: no pin for $R in hack/tools/opm/go.mod" >&2; exit 1; }
+REGDIR=$(cd hack/tools/opm && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$R")
+OPM_IMAGE=quay.io/operator-framework/opm:$RV
+OPMCTX=dist/opm
 OUT=bin/local/olm
 start=$SECONDS
 say() { printf '[%3ds] olm-local: %s\n' $((SECONDS - start)) "$*"; }
 
-# 1. The image. OLM's binaries as hack/tools.sh built them (static, linux,
+# 1. The images. OLM's binaries as hack/tools.sh built them (static, linux,
 # ARCH: they go into the image as they are), renamed as OLM's Dockerfile
-# copies them; cp built here the same way.
-rm -rf "$CTX" && mkdir -p "$CTX/tmp" "$OUT"
-for pair in olm:olm catalog-operator:catalog package-server:package-server copy-content:copy-content cpb:cpb; do
-  b=bin/${pair%%:*}
-  [ -x "$b" ] || { echo "olm-local: $b missing: hack/tools.sh olm builds it" >&2; exit 1; }
+# copies them; cp built here the same way. opm and grpc_health_probe as
+# hack/tools.sh built them, for the opm image.
+rm -rf "$CTX" "$OPMCTX" && mkdir -p "$CTX/tmp" "$OPMCTX/tmp" "$OUT"
+static() {
+  local b=$1 info want
+  [ -x "$b" ] || { echo "olm-local: $b missing: hack/tools.sh builds it" >&2; exit 1; }
   info=$(go version -m "$b")
   for want in GOOS=linux "GOARCH=$ARCH" CGO_ENABLED=0; do
     grep -q "build[[:space:]]*$want\$" <<<"$info" || { echo "olm-local: $b is not a $want build" >&2; exit 1; }
   done
-  cp -L "$b" "$CTX/${pair##*:}"
+}
+for pair in olm:olm catalog-operator:catalog package-server:package-server copy-content:copy-content cpb:cpb; do
+  static "bin/${pair%%:*}"
+  cp -L "bin/${pair%%:*}" "$CTX/${pair##*:}"
 done
 CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -buildvcs=false -trimpath -ldflags="-s -w" -o "$CTX/cp" ./hack/realnode/cp
+for b in opm grpc_health_probe; do
+  static "bin/$b"
+  cp -L "bin/$b" "$OPMCTX/$b"
+done
+cp "$REGDIR/nsswitch.conf" "$OPMCTX/nsswitch.conf"
 go run ./hack/images -registry "$LOCAL_REGISTRY" -arch "$ARCH" -out bin/local/olm-images.txt \
-  "$IMAGE,file=hack/olm.Dockerfile,context=$CTX"
+  "$IMAGE,file=hack/olm.Dockerfile,context=$CTX" "$OPM_IMAGE,file=hack/opm.Dockerfile,context=$OPMCTX"
 digest=$(awk -v i="$IMAGE" '$1 == i {print $2}' bin/local/olm-images.txt)
-[ -n "$digest" ] || { echo "olm-local: no digest for $IMAGE in bin/local/olm-images.txt" >&2; exit 1; }
-say "$IMAGE@$digest pushed to $LOCAL_REGISTRY"
+opm_digest=$(awk -v i="$OPM_IMAGE" '$1 == i {print $2}' bin/local/olm-images.txt)
+[ -n "$digest" ] && [ -n "$opm_digest" ] || { echo "olm-local: no digest for $IMAGE or $OPM_IMAGE in bin/local/olm-images.txt" >&2; exit 1; }
+say "$IMAGE@$digest and $OPM_IMAGE@$opm_digest pushed to $LOCAL_REGISTRY"
 
 # 2. OLM's manifests as its release makes them (scripts/package_release.sh):
 # the chart in deploy/chart, its version set to the release's, rendered by
@@ -79,11 +100,12 @@ rm "$OUT/chart/templates/0000_50_olm_17-upstream-operators.catalogsource.yaml"
 ref=$IMAGE@$digest
 bin/helm template -n olm -f "$MODDIR/deploy/upstream/values.yaml" --include-crds \
   --set "olm.image.ref=$ref,catalog.image.ref=$ref,package.image.ref=$ref" \
+  --set-string "catalog.opmImageArgs=--opmImage=$OPM_IMAGE@$opm_digest" \
   --output-dir "$OUT/render" "$OUT/chart" >/dev/null
 cat_docs() { local f; for f in "$@"; do printf -- '---\n'; cat "$f"; done; }
 cat_docs "$OUT"/render/olm/crds/*.yaml >"$OUT/crds.yaml"
 cat_docs "$OUT"/render/olm/templates/*.yaml >"$OUT/olm.yaml"
-if grep -n 'operatorhubio\|olm@sha256' "$OUT/olm.yaml" >&2; then
+if grep -n 'operatorhubio\|olm@sha256\|opm:latest' "$OUT/olm.yaml" >&2; then
   echo "olm-local: $OUT/olm.yaml still names upstream's images (above)" >&2
   exit 1
 fi
@@ -99,5 +121,10 @@ $K -n olm wait --for=jsonpath='{.status.phase}'=Succeeded csv/packageserver --ti
 $K -n olm rollout status deployment/packageserver --timeout="$TIMEOUT"
 $K wait --for=condition=Available apiservice/v1.packages.operators.coreos.com --timeout="$TIMEOUT"
 $K get packagemanifests >/dev/null
+# What `operator-sdk olm status` checks (that every object of crds.yaml and
+# olm.yaml exists), done with kubectl: operator-sdk v1.42.3 fetches the
+# manifests of any OLM version but 0.25.0-0.27.0 from github.com, which is
+# not reachable here (docs/testing.md).
+$K get -f "$OUT/crds.yaml" -f "$OUT/olm.yaml" >/dev/null
 $K -n olm get pods -o wide
-say "OLM $V runs on real-0: olm-operator, catalog-operator, packageserver (csv Succeeded), packagemanifests answer"
+say "OLM $V runs on real-0: olm-operator, catalog-operator, packageserver (csv Succeeded), packagemanifests answer, every object of crds.yaml and olm.yaml exists"
