@@ -22,10 +22,12 @@
 #      operatorhubio-catalog CatalogSource left out (it names
 #      quay.io/operatorhubio/catalog, which nothing here serves);
 #   3. waits for olm-operator and catalog-operator, the packageserver CSV
-#      Succeeded, its pods Ready and the aggregated API
-#      packages.operators.coreos.com/v1 answering.
+#      Succeeded, its pods Ready, the aggregated API
+#      packages.operators.coreos.com/v1 answering and every object of
+#      crds.yaml and olm.yaml there (what `operator-sdk olm status` checks,
+#      which cannot run offline for this version: docs/testing.md).
 #
-# Idempotent: run again, it rebuilds the image (same sources, same digest)
+# Idempotent: run again, it rebuilds the images (same sources, same digests)
 # and re-applies. KUBECONFIG must name the local cluster, started with
 # REAL_NODES=1 (the Makefile target starts it); LOCAL_REGISTRY (default
 # 127.0.0.1:5001) must answer. The rendered manifests stay in bin/local/olm.
@@ -81,7 +83,7 @@ go run ./hack/images -registry "$LOCAL_REGISTRY" -arch "$ARCH" -out bin/local/ol
   "$IMAGE,file=hack/olm.Dockerfile,context=$CTX" "$OPM_IMAGE,file=hack/opm.Dockerfile,context=$OPMCTX"
 digest=$(awk -v i="$IMAGE" '$1 == i {print $2}' bin/local/olm-images.txt)
 opm_digest=$(awk -v i="$OPM_IMAGE" '$1 == i {print $2}' bin/local/olm-images.txt)
-[ -n "$digest" ] && [ -n "$opm_digest" ] || { echo "olm-local: no digest for $IMAGE or $OPM_IMAGE in bin/local/olm-images.txt" >&2; exit 1; }
+if [ -z "$digest" ] || [ -z "$opm_digest" ]; then echo "olm-local: no digest for $IMAGE or $OPM_IMAGE in bin/local/olm-images.txt" >&2; exit 1; fi
 say "$IMAGE@$digest and $OPM_IMAGE@$opm_digest pushed to $LOCAL_REGISTRY"
 
 # 2. OLM's manifests as its release makes them (scripts/package_release.sh):
