@@ -53,6 +53,7 @@ var externalFlags = map[string]string{
 	"type":                        "kubectl patch",
 	"for":                         "kubectl wait",
 	"cascade":                     "kubectl delete",
+	"grace-period":                "kubectl delete",
 	"from-literal":                "kubectl create configmap, kubectl create secret",
 	"all":                         "kubectl delete",
 	"clusterrole":                 "kubectl create clusterrolebinding",
@@ -76,6 +77,10 @@ var externalFlags = map[string]string{
 	"cache-enforce-integrity":     "opm serve",
 	"index-image":                 "operator-sdk run bundle",
 	"decompression-image":         "operator-sdk run bundle",
+	"use-http":                    "operator-sdk run bundle",
+	"util-image":                  "OLM's catalog-operator",
+	"opmImage":                    "OLM's catalog-operator",
+	"configmapServerImage":        "OLM's catalog-operator",
 }
 
 // repoDirs are the top-level entries a path in the docs may start with to be
@@ -358,7 +363,7 @@ func sourceFlags(t *testing.T, dir string) map[string]bool {
 	return flags
 }
 
-var flagRef = regexp.MustCompile(`(?:^|[\s(\[="'])--([a-z][a-z0-9-]*[a-z0-9])`)
+var flagRef = regexp.MustCompile(`(?:^|[\s(\[="'])--([a-z][a-zA-Z0-9-]*[a-zA-Z0-9])`)
 
 func TestFlagsExist(t *testing.T) {
 	known := map[string]string{}
