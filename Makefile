@@ -349,6 +349,18 @@ deploy-local: images build-installer kwok-tools real-node-tools ## Deploy dist/i
 	$(LOCALBIN)/kubectl --kubeconfig $(LOCAL_KUBECONFIG) -n $(OPERATOR_NAMESPACE) rollout status deployment --timeout=3m
 	$(LOCALBIN)/kubectl --kubeconfig $(LOCAL_KUBECONFIG) -n $(OPERATOR_NAMESPACE) get pods -o wide
 
+# make olm-local: OLM v0 as real pods on the local cluster's real node
+# real-0 (started with REAL_NODES=1 if not up; as root): OLM's image built
+# from its module source FROM scratch and pushed to the local registry as
+# quay.io/operator-framework/olm:VERSION (and the opm image its bundle-unpack
+# Jobs run, quay.io/operator-framework/opm:VERSION), OLM's chart rendered as its release
+# renders it, applied server-side; waits for olm-operator, catalog-operator,
+# the packageserver CSV and the packagemanifests API (hack/olm-local.sh).
+.PHONY: olm-local
+olm-local: olm helm opm grpc-health-probe kwok-tools real-node-tools local-registry ## Run OLM v0 (olm-operator, catalog-operator, packageserver) from its own image and manifests on the local cluster's real node real-0 (idempotent; as root).
+	REAL_NODES=1 IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/local-cluster.sh up $(LOCAL_CLUSTER) $(LOCAL_KUBECONFIG)
+	KUBECONFIG=$(LOCAL_KUBECONFIG) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/olm-local.sh
+
 .PHONY: run-local
 run-local: ## Build what is missing, start the local cluster, install the CRDs, run the manager and apply the sample.
 	hack/run-local.sh
@@ -499,7 +511,7 @@ OPM ?= $(LOCALBIN)/opm
 ## envtest's KUBEBUILDER_ASSETS: kube-apiserver, etcd and kubectl built from source.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 
-.PHONY: kustomize controller-gen setup-envtest operator-sdk opm grpc-health-probe olm olmv1 control-plane kwok-tools real-node-tools kubectl krew-validate
+.PHONY: kustomize controller-gen setup-envtest operator-sdk opm grpc-health-probe olm helm olmv1 control-plane kwok-tools real-node-tools kubectl krew-validate
 kubectl: ## Use the kubectl on PATH; build the project's own (with the control plane) only if there is none.
 	@if [ -x "$(KUBECTL)" ] || command -v "$(KUBECTL)" >/dev/null 2>&1; then echo "kubectl: $(KUBECTL)" >&2; \
 	else hack/tools.sh control-plane; fi
@@ -517,8 +529,10 @@ grpc-health-probe: ## Build grpc_health_probe (for the catalog image) if necessa
 	@hack/tools.sh grpc-health-probe
 krew-validate: ## Build krew's manifest validator (validate-krew-manifest) if necessary.
 	@hack/tools.sh krew-validate
-olm: ## Build OLM's olm and catalog operators if necessary (bin/olm, bin/catalog-operator, bin/olm-crds).
+olm: ## Build OLM's binaries if necessary (bin/olm, bin/catalog-operator, bin/package-server, bin/copy-content, bin/cpb; bin/olm-crds).
 	@hack/tools.sh olm
+helm: ## Build helm if necessary (renders OLM's chart for make olm-local).
+	@hack/tools.sh helm
 olmv1: ## Build OLM v1's catalogd and operator-controller and cert-manager if necessary (bin/olmv1-crds: their CRDs).
 	@hack/tools.sh olmv1
 control-plane: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd if necessary (bin/k8s).

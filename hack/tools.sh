@@ -9,7 +9,9 @@
 #                           krew-validate (krew's validate-krew-manifest)
 #                           grpc-health-probe (grpc_health_probe, in the
 #                           catalog image make images builds)
-#                           olm (olm, catalog-operator and bin/olm-crds)
+#                           olm (olm, catalog-operator, package-server,
+#                           copy-content, cpb and bin/olm-crds)
+#                           helm (renders OLM's chart for make olm-local)
 #                           olmv1 (catalogd, operator-controller, cert-manager
 #                           and bin/olmv1-crds)
 #                           control-plane (kube-apiserver, kube-controller-manager,
@@ -179,6 +181,11 @@ tool() {
       m=github.com/operator-framework/operator-lifecycle-manager
       build olm "$TOOLS/olm" "$v" $m/cmd/olm -tags containers_image_openpgp -ldflags=-s\ -w
       build catalog-operator "$TOOLS/olm" "$v" $m/cmd/catalog -tags containers_image_openpgp -ldflags=-s\ -w
+      # The rest of OLM's image (make olm-local, hack/olm-image.sh): the
+      # packageserver, and what bundle-unpack Jobs run from it.
+      build package-server "$TOOLS/olm" "$v" $m/cmd/package-server -tags containers_image_openpgp -ldflags=-s\ -w
+      build copy-content "$TOOLS/olm" "$v" $m/cmd/copy-content -tags containers_image_openpgp -ldflags=-s\ -w
+      build cpb "$TOOLS/olm" "$v" $m/util/cpb -tags containers_image_openpgp -ldflags=-s\ -w
       [ -n "$COUNTING" ] && return
       ln -sfn "$(cd "$TOOLS/olm" && go list -m -f '{{.Dir}}' $m)/deploy/chart/crds" "$BIN/olm-crds" ;;
     olmv1)
@@ -201,6 +208,10 @@ tool() {
       for f in certificaterequests certificates issuers clusterissuers; do
         ln -sfn "$cd_/deploy/crds/cert-manager.io_$f.yaml" "$BIN/olmv1-crds/cert-manager.io_$f.yaml"
       done ;;
+    helm)
+      # helm renders OLM's chart for make olm-local (hack/olm-local.sh).
+      v=$(modversion "$TOOLS/helm" helm.sh/helm/v3)
+      build helm "$TOOLS/helm" "$v" helm.sh/helm/v3/cmd/helm -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$v" ;;
     grpc-health-probe) build grpc_health_probe "$TOOLS/grpc-health-probe" "$(modversion "$TOOLS/grpc-health-probe" github.com/grpc-ecosystem/grpc-health-probe)" github.com/grpc-ecosystem/grpc-health-probe -ldflags=-s\ -w ;;
     krew-validate) build validate-krew-manifest "$TOOLS/krew" "$(modversion "$TOOLS/krew" sigs.k8s.io/krew)" sigs.k8s.io/krew/cmd/validate-krew-manifest -ldflags=-s\ -w ;;
     kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;

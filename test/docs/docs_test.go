@@ -84,6 +84,10 @@ var externalFlags = map[string]string{
 	"use-image-digests":           "operator-sdk generate bundle",
 	"preserve-digests":            "skopeo copy",
 	"insecure":                    "crane copy",
+	"use-http":                    "operator-sdk run bundle",
+	"util-image":                  "OLM's catalog-operator",
+	"opmImage":                    "OLM's catalog-operator",
+	"configmapServerImage":        "OLM's catalog-operator",
 }
 
 // repoDirs are the top-level entries a path in the docs may start with to be
@@ -366,7 +370,7 @@ func sourceFlags(t *testing.T, dir string) map[string]bool {
 	return flags
 }
 
-var flagRef = regexp.MustCompile(`(?:^|[\s(\[="'])--([a-z][a-z0-9-]*[a-z0-9])`)
+var flagRef = regexp.MustCompile(`(?:^|[\s(\[="'])--([a-z][a-zA-Z0-9-]*[a-zA-Z0-9])`)
 
 func TestFlagsExist(t *testing.T) {
 	known := map[string]string{}
