@@ -81,8 +81,7 @@ func answers(ps []corev1.Pod) []string {
 func rolledOut(ns, name string, replicas int) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		status := utils.Kubectl
-		out, err := status("-n", ns, "get", "md", name, "-o",
+		out, err := utils.Kubectl("-n", ns, "get", "md", name, "-o",
 			"jsonpath={.metadata.generation} {.status.observedGeneration} {.status.replicas} {.status.updatedReplicas} {.status.availableReplicas}")
 		g.Expect(err).NotTo(HaveOccurred())
 		f := strings.Fields(out)
