@@ -23,7 +23,7 @@ import (
 // owner deletion. The plain pod of raw_plain has none of that.
 func TestRawPodIsAControllersPod(t *testing.T) {
 	const ns, name = "bench", "raw-000"
-	tmpl := podTemplate(name, imageV1)
+	tmpl := podTemplate(name, imageV1, "")
 	md := &appsv1beta1.MyDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("md-uid")},
 		Spec: appsv1beta1.MyDeploymentSpec{Replicas: ptr.To[int32](4), Template: tmpl,
@@ -34,7 +34,7 @@ func TestRawPodIsAControllersPod(t *testing.T) {
 	want := podcontrol.NewPod(md, &tmpl, rev)
 
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("cm-uid")}}
-	got := rawPod(ns, name, 0, imageV1, owner)
+	got := rawPod(ns, name, 0, imageV1, "", owner)
 
 	if got.Name != "" || got.GenerateName != want.GenerateName {
 		t.Errorf("name %q, generateName %q; want generateName %q as the controller's", got.Name, got.GenerateName, want.GenerateName)
@@ -58,7 +58,14 @@ func TestRawPodIsAControllersPod(t *testing.T) {
 		t.Errorf("spec %+v, want the template's %+v", got.Spec, want.Spec)
 	}
 
-	plain := rawPod(ns, name, 3, imageV1, nil)
+	if got.Spec.NodeName != "" {
+		t.Errorf("unbound pod names node %q", got.Spec.NodeName)
+	}
+	if bound := rawPod(ns, name, 1, imageV1, "node-3", owner); bound.Spec.NodeName != "node-3" {
+		t.Errorf("bound pod: nodeName %q, want node-3", bound.Spec.NodeName)
+	}
+
+	plain := rawPod(ns, name, 3, imageV1, "", nil)
 	if plain.Name != name+"-3" || len(plain.OwnerReferences) != 0 || len(plain.Labels) != len(tmpl.Labels) {
 		t.Errorf("plain pod %s: labels %v, owners %v; want %s-3, the template's labels only, no owner",
 			plain.Name, plain.Labels, plain.OwnerReferences, name)

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -128,6 +129,8 @@ type bench struct {
 	heaps []heapSample
 	// loads: the machine's load average around each round.
 	loads []roundLoad
+	// nodes: the cluster's node names, sorted, when cfg.BindPods.
+	nodes []string
 }
 
 func run(ctx context.Context, cfg *config) (*results, error) {
@@ -151,6 +154,11 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 		return nil, err
 	}
 	var err error
+	if cfg.BindPods {
+		if b.nodes, err = b.nodeNames(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if b.prof, err = newProfiler(os.Getenv("BENCH_PROFILE_DIR"), b.rest); err != nil {
 		return nil, err
 	}
@@ -252,7 +260,9 @@ type partyState struct {
 	pods     *tracker
 	// rawPods: the raw parties' pod names per object, in creation order.
 	rawPods map[string][]string
-	status  func(ctx context.Context) ([]objStatus, error)
+	// nodeOf: the node each object's pods are bound to (cfg.BindPods), else nil.
+	nodeOf map[string]string
+	status func(ctx context.Context) ([]objStatus, error)
 }
 
 // objStatus is the part of a Deployment's or MyDeployment's status the waits read.
@@ -265,6 +275,37 @@ type objStatus struct {
 // roundOrder is the order the parties run in a round: rotated by one each
 // round, so none always goes first on a fresh cluster or last after the
 // others' leftovers (etcd's history, the API server's caches).
+// nodeNames lists the cluster's nodes, sorted.
+func (b *bench) nodeNames(ctx context.Context) ([]string, error) {
+	list, err := b.driverK.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range list.Items {
+		names = append(names, n.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("binding pods: the cluster has no nodes")
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// spread gives the i-th object the (i mod len(nodes))-th node: every party
+// alike, so each node holds the same share of every party's pods. Nil
+// without nodes (pods left to kube-scheduler).
+func spread(objects, nodes []string) map[string]string {
+	if len(nodes) == 0 {
+		return nil
+	}
+	on := make(map[string]string, len(objects))
+	for i, o := range objects {
+		on[o] = nodes[i%len(nodes)]
+	}
+	return on
+}
+
 func roundOrder(parties []string, round int) []string {
 	k := (round - 1) % len(parties)
 	return append(append([]string(nil), parties[k:]...), parties[:k]...)
@@ -279,6 +320,7 @@ func (b *bench) party(ctx context.Context, name string, round int) error {
 	for i := range b.cfg.Objects {
 		ps.objects = append(ps.objects, fmt.Sprintf("%s-%03d", dns, i))
 	}
+	ps.nodeOf = spread(ps.objects, b.nodes)
 	if err := b.namespace(ctx, ps.ns); err != nil {
 		return err
 	}
@@ -540,10 +582,12 @@ func (b *bench) watch(ctx context.Context, ps *partyState) error {
 	return nil
 }
 
-func podTemplate(name, image string) corev1.PodTemplateSpec {
+// podTemplate is object name's pod template; node, when not "", binds its
+// pods (cfg.BindPods).
+func podTemplate(name, image, node string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, objectLabel: name}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: image}}},
 	}
 }
 
@@ -553,13 +597,13 @@ func (b *bench) object(ps *partyState, name string) client.Object {
 	meta := metav1.ObjectMeta{Name: name, Namespace: ps.ns}
 	if ps.name == partyDeployment {
 		return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
+			Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1, ps.nodeOf[name])}}
 	}
 	if ps.name == partyInPlace {
 		meta.Annotations = map[string]string{appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
 	}
 	return &appsv1beta1.MyDeployment{ObjectMeta: meta, Spec: appsv1beta1.MyDeploymentSpec{
-		Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1)}}
+		Replicas: &replicas, Selector: sel, Template: podTemplate(name, imageV1, ps.nodeOf[name])}}
 }
 
 // extraParty says the party is not one of the three whose work the
@@ -573,9 +617,10 @@ func isRaw(party string) bool { return party == partyRaw || party == partyRawPla
 // the pod a controller creates, from generateName "<name>-", with the
 // template's labels, a controller-revision-hash and a pod-template-hash
 // label, and a controller reference to owner; for partyRawPlain the plain
-// pod "<name>-<i>" of the template alone (owner is nil).
-func rawPod(ns, name string, i int, image string, owner *corev1.ConfigMap) *corev1.Pod {
-	tmpl := podTemplate(name, image)
+// pod "<name>-<i>" of the template alone (owner is nil). node binds it as
+// the template does.
+func rawPod(ns, name string, i int, image, node string, owner *corev1.ConfigMap) *corev1.Pod {
+	tmpl := podTemplate(name, image, node)
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Namespace = ns
 	if owner == nil {
@@ -610,7 +655,7 @@ func (b *bench) rawScaleOut(ctx context.Context, ps *partyState) error {
 			}
 		}
 		return forEachN(R, R, func(i int) error {
-			pod, err := b.raw.CoreV1().Pods(ps.ns).Create(ctx, rawPod(ps.ns, name, i, imageV1, owner), metav1.CreateOptions{})
+			pod, err := b.raw.CoreV1().Pods(ps.ns).Create(ctx, rawPod(ps.ns, name, i, imageV1, ps.nodeOf[name], owner), metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}

@@ -125,6 +125,7 @@ func scaleConfig(cfg *config, pods int, work string) *config {
 	c.Objects = max(1, pods/c.Replicas)
 	c.Rounds = 1
 	c.Parties = scaleParties
+	c.BindPods = true
 	c.Timeout = time.Duration(float64(cfg.Timeout) * max(1, float64(pods)/10_000*1.5))
 	c.PodsPerNode = 0
 	if need := c.Objects * (c.Replicas + c.Replicas/4 + 1) * 2; c.Nodes*c.PodsPerNode < need {
@@ -139,7 +140,9 @@ func scaleConfig(cfg *config, pods int, work string) *config {
 // every size (a failure at the largest keeps the others).
 func runScale(ctx context.Context, cfg *config) (*scaleResults, error) {
 	started := time.Now()
-	sr := &scaleResults{Settings: cfg}
+	settings := *cfg
+	settings.BindPods = true // as scaleConfig runs every size
+	sr := &scaleResults{Settings: &settings}
 	work := filepath.Join(cfg.root, "bin", "bench-scale")
 	for _, pods := range cfg.ScalePods {
 		c := scaleConfig(cfg, pods, work)

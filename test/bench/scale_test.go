@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 func TestGrowthFit(t *testing.T) {
@@ -173,7 +176,40 @@ func TestScaleConfig(t *testing.T) {
 	if podCIDRPrefix(2520) != 20 {
 		t.Errorf("the full benchmark's nodes changed CIDR: /%d", podCIDRPrefix(2520))
 	}
+	if !c.BindPods || cfg.BindPods {
+		t.Errorf("bind pods: the curve's %v (want true), the run of record's %v (want false)", c.BindPods, cfg.BindPods)
+	}
 	if c.out != "/work/30000" || strings.Join(c.Parties, ",") != "raw,deployment,mydeployment" {
 		t.Errorf("out %s, parties %v", c.out, c.Parties)
+	}
+}
+
+// Every party's objects spread alike over the nodes, round-robin, and each
+// object's template (so each of its pods) names its node.
+func TestSpreadBindsObjectsRoundRobin(t *testing.T) {
+	objects := []string{"a-000", "a-001", "a-002", "a-003", "a-004"}
+	on := spread(objects, []string{"n0", "n1"})
+	for i, want := range []string{"n0", "n1", "n0", "n1", "n0"} {
+		if on[objects[i]] != want {
+			t.Errorf("%s on %q, want %s", objects[i], on[objects[i]], want)
+		}
+	}
+	if spread(objects, nil) != nil {
+		t.Errorf("no nodes: want the pods left to the scheduler")
+	}
+	b := &bench{cfg: &config{Replicas: 4}}
+	for _, party := range []string{partyDeployment, partyMyDeployment} {
+		ps := &partyState{name: party, ns: "bench", nodeOf: on}
+		obj := b.object(ps, "a-003")
+		var node string
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			node = o.Spec.Template.Spec.NodeName
+		case *appsv1beta1.MyDeployment:
+			node = o.Spec.Template.Spec.NodeName
+		}
+		if node != "n1" {
+			t.Errorf("%s: template nodeName %q, want n1", party, node)
+		}
 	}
 }
