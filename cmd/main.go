@@ -55,6 +55,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/webhookcert"
@@ -200,7 +201,7 @@ func main() {
 		setupLog.Info("soft memory limit from the container's", "bytes", limit)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	pods := controller.NewPodIndex()
+	pods := podwatch.NewIndex()
 	mgr, err := newManager(f, pods)
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
@@ -242,7 +243,7 @@ func main() {
 // needs of it (MyDeployment's pods indexed into pods). It fails if a
 // certificate cannot be read, the kinds' cache needs conflict, or the
 // fault injection setting is bad.
-func newManager(f *flags, pods *controller.PodIndex) (ctrl.Manager, error) {
+func newManager(f *flags, pods *podwatch.Index) (ctrl.Manager, error) {
 	webhookServer, metricsOpts, certWatchers, err := servers(f)
 	if err != nil {
 		return nil, err
@@ -380,7 +381,7 @@ func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.Ce
 // setupControllers registers each kind's controller: MyDeployment (with
 // OLM's Upgradeable condition, held while its rollouts run) and
 // Application, now or once its CRD is installed.
-func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *controller.PodIndex) error {
+func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *podwatch.Index) error {
 	reconciler, err := controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{
 		Workers: f.workers, StatusBatchPeriod: f.statusBatchPeriod, Pods: pods, InPlaceTimeout: f.inPlaceTimeout})
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // The suite runs both controllers as cmd/main.go wires them (one cache with
@@ -70,7 +71,7 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	pods := controller.NewPodIndex()
+	pods := podwatch.NewIndex()
 	cacheOpts, err := managercache.Compose(nil, controller.MyDeploymentCache(pods), Cache())
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(asManager(cfg), ctrl.Options{

@@ -298,3 +298,12 @@ func withCountingManager(rec **countingRecorder) {
 		startManager()
 	})
 }
+
+// names are the pods' names, in order.
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}

@@ -44,6 +44,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -58,7 +59,7 @@ type MyDeploymentReconciler struct {
 	// (adoption, revision collisions).
 	APIReader client.Reader
 	// PodIndex lists the cached pods by controller, without copies.
-	PodIndex  *PodIndex
+	PodIndex  *podwatch.Index
 	Recorder  events.EventRecorder
 	Pods      podcontrol.Interface
 	Revisions *revision.Store
@@ -195,11 +196,11 @@ func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, o *observation
 // revisions they own, and orphan pods they could adopt.
 func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.PodIndex == nil {
-		return fmt.Errorf("no pod index: build the manager's cache with MyDeploymentCache and pass its PodIndex")
+		return fmt.Errorf("no pod index: build the manager's cache with MyDeploymentCache and pass its pod index")
 	}
 	// A pod that leaves the cache's selector is a stray before the cache
-	// drops it (see leaveWatcher); the handler below notes tombstones.
-	r.PodIndex.notifyLeaves(r.noteStray)
+	// drops it (podwatch.Index.NotifyLeaves); the handler below notes tombstones.
+	r.PodIndex.NotifyLeaves(r.noteStray)
 	r.sweepBefore = time.Now().Add(sweepMargin)
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.nodes != nil {
@@ -215,16 +216,16 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.
 		// The objects of the initial list are vetted on their first sync (stalecache.go).
-		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.noteInitialList(), specChanged(true))).
-		Watches(&appsv1beta1.MyDeployment{}, lowPriority(&handler.EnqueueRequestForObject{}),
-			builder.WithPredicates(specChanged(false))).
+		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.noteInitialList(), podwatch.SpecChanged(true))).
+		Watches(&appsv1beta1.MyDeployment{}, podwatch.LowPriority(&handler.EnqueueRequestForObject{}),
+			builder.WithPredicates(podwatch.SpecChanged(false))).
 		// A revision's resync (an update with nothing changed) would sync its
 		// owner again beside the owner's own resync: once a period is enough.
-		Watches(&appsv1.ControllerRevision{}, lowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
+		Watches(&appsv1.ControllerRevision{}, podwatch.LowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
 			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner())),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.Pod{}, lowPriority(podDeletes{handler.EnqueueRequestsFromMapFunc(r.podOwners), r}),
-			builder.WithPredicates(podUpdateMatters())).
+		Watches(&corev1.Pod{}, podwatch.LowPriority(podDeletes{handler.EnqueueRequestsFromMapFunc(r.podOwners), r}),
+			builder.WithPredicates(podwatch.UpdateMatters())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Named("mydeployment").
 		Complete(r)
@@ -240,7 +241,7 @@ func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Objec
 		return nil
 	}
 	if podcontrol.ControllerOf(pod) != nil {
-		if owner, ok := controllingMyDeployment(pod); ok {
+		if owner, ok := podwatch.Controller(pod); ok {
 			return []ctrl.Request{{NamespacedName: owner}}
 		}
 		return nil

@@ -23,6 +23,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // nodeWatch knows which nodes are being drained, for the MyDeployments
@@ -38,7 +39,7 @@ import (
 // or stops draining enqueues the opted-in MyDeployments with pods on it.
 type nodeWatch struct {
 	reader client.Reader // the manager's cache: MyDeployments
-	pods   *PodIndex
+	pods   *podwatch.Index
 	config *rest.Config
 	// mayWatch asks the API server whether the manager may list and watch Nodes.
 	mayWatch func(context.Context) (bool, error)
@@ -72,7 +73,7 @@ const nodePoll = 15 * time.Second
 
 var _ manager.LeaderElectionRunnable = &nodeWatch{}
 
-func newNodeWatch(reader client.Reader, writer client.Client, pods *PodIndex, config *rest.Config, log logr.Logger) *nodeWatch {
+func newNodeWatch(reader client.Reader, writer client.Client, pods *podwatch.Index, config *rest.Config, log logr.Logger) *nodeWatch {
 	return &nodeWatch{reader: reader, pods: pods, config: config, mayWatch: mayWatchNodes(writer), poll: nodePoll,
 		log: log.WithName("nodes"), events: make(chan event.GenericEvent, 1024), wakeup: make(chan struct{}, 1)}
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 func TestTrimNodeKeepsWhatDrainsRead(t *testing.T) {
@@ -106,5 +107,5 @@ func nodeWatchOf(more ...client.Object) *nodeWatch {
 	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
 		Annotations: map[string]string{appsv1beta1.DrainAnnotation: appsv1beta1.DrainSurgeFirst}}}
 	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(append(more, opted)...).Build()
-	return newNodeWatch(cl, cl, NewPodIndex(), nil, logr.Discard())
+	return newNodeWatch(cl, cl, podwatch.NewIndex(), nil, logr.Discard())
 }

@@ -4,28 +4,12 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
-
-// controllingMyDeployment names the MyDeployment that is pod's controller,
-// if any.
-func controllingMyDeployment(pod *corev1.Pod) (types.NamespacedName, bool) {
-	ref := podcontrol.ControllerOf(pod)
-	if ref == nil || ref.Kind != "MyDeployment" {
-		return types.NamespacedName{}, false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != appsv1beta1.GroupVersion.Group {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, true
-}
 
 // podDeletes wraps the pod event handler. A pod's delete event, before its
 // MyDeployment is enqueued:
@@ -42,9 +26,9 @@ type podDeletes struct {
 
 var _ handler.EventHandler = podDeletes{}
 
-func (h podDeletes) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
+func (h podDeletes) Delete(ctx context.Context, e event.DeleteEvent, q podwatch.Queue) {
 	if pod, ok := e.Object.(*corev1.Pod); ok {
-		if _, ours := controllingMyDeployment(pod); ours {
+		if _, ours := podwatch.Controller(pod); ours {
 			if obj := h.r.objects.lookup(podcontrol.ControllerOf(pod).UID); obj != nil {
 				obj.Gone(pod.Name)
 			}

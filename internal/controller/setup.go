@@ -7,8 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +18,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -30,33 +29,20 @@ const MyDeploymentControllerName = "mydeployment-controller"
 // MyDeploymentCache is what the MyDeployment controller needs of the
 // manager's cache: MyDeployments and ControllerRevisions whole, and pods
 // only if they carry both revision labels (ours, or orphans we could
-// adopt), trimmed to the fields the controller reads (trimPod). Pod
+// adopt), trimmed to the fields the controller reads (podwatch.Trim). Pod
 // informers carry pods' index by controller, read without copies through
 // pods, which SetupMyDeployment must then be given.
-func MyDeploymentCache(pods *PodIndex) managercache.Needs {
+func MyDeploymentCache(pods *podwatch.Index) managercache.Needs {
 	return managercache.Needs{
 		Controller: MyDeploymentControllerName,
 		Objects: map[client.Object]cache.ByObject{
 			&appsv1beta1.MyDeployment{}:  {},
 			&appsv1.ControllerRevision{}: {},
-			&corev1.Pod{}:                {Label: cachedPods, Transform: trimPod},
+			&corev1.Pod{}:                {Label: podwatch.Cached, Transform: podwatch.Trim},
 		},
-		NewInformer: pods.newInformer,
+		NewInformer: pods.NewInformer,
 	}
 }
-
-// cachedPods selects the pods the cache holds: those with both revision labels.
-var cachedPods = func() labels.Selector {
-	sel := labels.NewSelector()
-	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
-		req, err := labels.NewRequirement(key, selection.Exists, nil)
-		if err != nil {
-			panic(err) // constant keys: cannot fail
-		}
-		sel = sel.Add(*req)
-	}
-	return sel
-}()
 
 // MyDeploymentOptions are the MyDeployment controller's knobs that
 // cmd/main.go exposes as flags.
@@ -68,7 +54,7 @@ type MyDeploymentOptions struct {
 	// writes every change at once.
 	StatusBatchPeriod time.Duration
 	// Pods is the index the manager's cache was built with (MyDeploymentCache).
-	Pods *PodIndex
+	Pods *podwatch.Index
 	// InPlaceTimeout is how long an in-place update may take before the
 	// pod is replaced; 0 means DefaultInPlaceTimeout.
 	InPlaceTimeout time.Duration

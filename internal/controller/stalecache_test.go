@@ -16,6 +16,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -100,7 +101,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		Expect(err).NotTo(HaveOccurred())
 		adopted := fresh(orphans[1].Name)
 
-		late := &eventAtRead{Indexer: c.store, key: orphanKey(ns), event: func() { Expect(c.store.Update(adopted)).To(Succeed()) }}
+		late := &eventAtRead{Indexer: c.store, key: podwatch.OrphanKey(ns), event: func() { Expect(c.store.Update(adopted)).To(Succeed()) }}
 		r := c.reconciler(late)
 		Expect(names(c.observe(r))).To(ConsistOf(orphans[1].Name), "read after the orphans, our pods include the one adopted meanwhile")
 
@@ -128,7 +129,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 		late := &eventAtRead{Indexer: c.store, key: string(c.md.UID)}
 		r := c.reconciler(late)
 		// The label change reaches the cache at its read of our pods, as
-		// leaveWatcher delivers it: noted as a stray, then dropped.
+		// the pod index (podwatch) delivers it: noted as a stray, then dropped.
 		late.event = func() {
 			r.noteStray(leaver)
 			Expect(c.store.Delete(leaver)).To(Succeed())
@@ -223,7 +224,7 @@ func newClaimSetup(ns, name string) *claimSetup {
 	Expect(err).NotTo(HaveOccurred())
 	rev := revisionsOf(md)[0]
 	return &claimSetup{md: md, pods: &podcontrol.Real{Client: k8sClient},
-		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys}),
+		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{podwatch.ByController: podwatch.ControllerKeys}),
 		o:     &observation{md: md, now: time.Now(), selector: sel},
 		c:     &claimed{update: &rev}}
 }
@@ -240,7 +241,7 @@ func (c *claimSetup) cached() (first, second *corev1.Pod) {
 
 // reconciler reads pods through idx, and writes them to the API server.
 func (c *claimSetup) reconciler(idx toolscache.Indexer) *MyDeploymentReconciler {
-	r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: c.pods, PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}},
+	r := &MyDeploymentReconciler{APIReader: k8sClient, Pods: c.pods, PodIndex: podwatch.IndexOf(idx),
 		objects: newObjects(0)}
 	c.o.obj = r.objects.get(c.md)
 	return r
@@ -371,14 +372,39 @@ func (w lagLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (w
 	if err != nil {
 		return nil, err
 	}
-	out := newRelayWatch(inner)
+	out := &lagWatch{inner: inner, result: make(chan watch.Event), done: make(chan struct{})}
 	go lagLoop(out, w.lag)
 	return out, nil
 }
 
+// lagWatch is the watch lagLW returns: lagLoop relays inner's events to result.
+type lagWatch struct {
+	inner  watch.Interface
+	result chan watch.Event
+	done   chan struct{}
+	stop   sync.Once
+}
+
+func (w *lagWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *lagWatch) Stop() {
+	w.stop.Do(func() { close(w.done) })
+	w.inner.Stop()
+}
+
+// send passes e on; false if the watch was stopped.
+func (w *lagWatch) send(e watch.Event) bool {
+	select {
+	case w.result <- e:
+		return true
+	case <-w.done:
+		return false
+	}
+}
+
 // lagLoop relays the events of pods lag does not hold, and the held ones
 // once lag is released.
-func lagLoop(w *relayWatch, lag *podLag) {
+func lagLoop(w *lagWatch, lag *podLag) {
 	defer close(w.result)
 	var held []watch.Event
 	released := lag.released

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // Objects of the initial list are vetted once each; objects created later
@@ -126,13 +127,13 @@ func TestHeldByNamesake(t *testing.T) {
 		{"older than the wait", namesakeWait, []*corev1.Pod{pod("a", "old", nil)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byController: controllerKeys})
+			idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{podwatch.ByController: podwatch.ControllerKeys})
 			for _, p := range tc.pods {
 				if err := idx.Add(p); err != nil {
 					t.Fatal(err)
 				}
 			}
-			r := &MyDeploymentReconciler{PodIndex: &PodIndex{indexers: []toolscache.Indexer{idx}}}
+			r := &MyDeploymentReconciler{PodIndex: podwatch.IndexOf(idx)}
 			md := mdWithUID("web", "new")
 			md.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
 			held, err := r.heldByNamesake(context.Background(), &observation{md: md, now: now, selector: sel})

@@ -18,6 +18,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // A stray is a pod a MyDeployment controls that left the manager's pod
@@ -83,7 +84,7 @@ func leftCache(pod *corev1.Pod) bool {
 // noteStray remembers pod in its MyDeployment's record if one controls it
 // (not a deleted namesake: its pods are the garbage collector's).
 func (r *MyDeploymentReconciler) noteStray(pod *corev1.Pod) {
-	key, ok := controllingMyDeployment(pod)
+	key, ok := podwatch.Controller(pod)
 	if !ok {
 		return
 	}
@@ -162,7 +163,7 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 		}
 		for i := range list.Items {
 			pod := &corev1.Pod{ObjectMeta: list.Items[i].ObjectMeta}
-			if _, ok := controllingMyDeployment(pod); !ok {
+			if _, ok := podwatch.Controller(pod); !ok {
 				continue
 			}
 			owner := podcontrol.ControllerOf(pod).UID

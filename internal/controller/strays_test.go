@@ -14,6 +14,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // TestStrayHandler: which pod DELETE events name a pod to read again, and
@@ -48,7 +49,7 @@ func TestStrayHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &MyDeploymentReconciler{objects: newObjects(0)}
 			inner := 0
-			h := podDeletes{handler.Funcs{DeleteFunc: func(context.Context, event.DeleteEvent, queue) { inner++ }}, r}
+			h := podDeletes{handler.Funcs{DeleteFunc: func(context.Context, event.DeleteEvent, podwatch.Queue) { inner++ }}, r}
 			h.Delete(context.Background(), event.DeleteEvent{Object: tc.pod, DeleteStateUnknown: tc.unknown}, nil)
 			if inner != 1 {
 				t.Errorf("the wrapped handler saw %d events, want 1", inner)

@@ -43,6 +43,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // The suite runs the controller exactly as cmd/main.go wires it, against a
@@ -149,7 +150,7 @@ type managerOpts struct {
 // startManagerOpts runs a manager as startManager does, changed as o says.
 func startManagerOpts(o managerOpts, changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
 	restCfg, wrap := o.restCfg, o.wrap
-	podIndex := NewPodIndex()
+	podIndex := podwatch.NewIndex()
 	needs := MyDeploymentCache(podIndex)
 	if wrap != nil {
 		newInformer := needs.NewInformer

@@ -15,6 +15,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // writeKind is one kind of write a sync makes. writeRules is the one place
@@ -166,7 +167,7 @@ func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, p *sync
 
 // listedPods lists md's pods from the API server (a quorum read) and names
 // every one it controls that is not terminating and that the pod cache can
-// hold (cachedPods: a pod without a revision label is a stray, released by
+// hold (podwatch.Cached: a pod without a revision label is a stray, released by
 // the pod claim, and would be waited for in vain). selector is md's.
 func (r *MyDeploymentReconciler) listedPods(ctx context.Context, md *appsv1beta1.MyDeployment, selector labels.Selector) ([]string, error) {
 	list := &corev1.PodList{}
@@ -178,7 +179,7 @@ func (r *MyDeploymentReconciler) listedPods(ctx context.Context, md *appsv1beta1
 	for i := range list.Items {
 		pod := &list.Items[i]
 		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == md.UID && pod.DeletionTimestamp == nil &&
-			cachedPods.Matches(labels.Set(pod.Labels)) {
+			podwatch.Cached.Matches(labels.Set(pod.Labels)) {
 			names = append(names, pod.Name)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/application"
 	"github.com/mydeployment-io/mydeployment-operator/internal/controller"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // byType finds the settings of obj's type in opts, and whether it is there.
@@ -37,7 +38,7 @@ func byType(opts cache.Options, obj client.Object) (cache.ByObject, bool) {
 // needed at start (the Application CRD may come later).
 func TestComposeGivesEachControllerItsOwnView(t *testing.T) {
 	opts, err := managercache.Compose([]string{"a", "b"},
-		controller.MyDeploymentCache(controller.NewPodIndex()), application.Cache())
+		controller.MyDeploymentCache(podwatch.NewIndex()), application.Cache())
 	if err != nil {
 		t.Fatalf("Compose: %v", err)
 	}
@@ -88,7 +89,7 @@ func TestComposeGivesEachControllerItsOwnView(t *testing.T) {
 // that view without knowing: Compose refuses it, both ways round, and
 // accepts two controllers reading the same type whole.
 func TestComposeRefusesAViewAnotherControllerWouldSee(t *testing.T) {
-	pods := controller.NewPodIndex()
+	pods := podwatch.NewIndex()
 	for _, tc := range []struct {
 		name    string
 		needs   []managercache.Needs

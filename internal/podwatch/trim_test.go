@@ -1,4 +1,4 @@
-package controller
+package podwatch
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func TestTrimPodKeepsWhatThePlannerReads(t *testing.T) {
 		trimmed := make([]*corev1.Pod, n)
 		for i := range n {
 			full[i] = randomPod(rng, i, now)
-			out, err := trimPod(full[i].DeepCopy())
+			out, err := Trim(full[i].DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,8 +63,8 @@ func TestTrimPodKeepsWhatThePlannerReads(t *testing.T) {
 			t.Fatalf("round %d: counts on trimmed pods %+v, on whole pods %+v", round, g, w)
 		}
 		for i := range n {
-			f, errF := controllerKeys(full[i])
-			tr, errT := controllerKeys(trimmed[i])
+			f, errF := ControllerKeys(full[i])
+			tr, errT := ControllerKeys(trimmed[i])
 			if errF != nil || errT != nil || fmt.Sprint(f) != fmt.Sprint(tr) {
 				t.Fatalf("round %d: controller index %v on trimmed, %v on whole", round, tr, f)
 			}
@@ -75,7 +75,7 @@ func TestTrimPodKeepsWhatThePlannerReads(t *testing.T) {
 func TestTrimPodDropsTheRest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pod := randomPod(rng, 0, time.Now())
-	out, _ := trimPod(pod.DeepCopy())
+	out, _ := Trim(pod.DeepCopy())
 	trimmed := out.(*corev1.Pod)
 	if len(trimmed.Spec.Containers) != 0 || len(trimmed.Spec.Volumes) != 0 || len(trimmed.ManagedFields) != 0 ||
 		trimmed.Annotations["big"] != "" || trimmed.Status.PodIP != "" {
@@ -87,7 +87,7 @@ func TestTrimPodDropsTheRest(t *testing.T) {
 	if !equality.Semantic.DeepEqual(trimmed.Labels, pod.Labels) || !equality.Semantic.DeepEqual(trimmed.OwnerReferences, pod.OwnerReferences) {
 		t.Fatalf("labels or owner references lost: %+v", trimmed.ObjectMeta)
 	}
-	if same, _ := trimPod(&corev1.Node{}); same == nil {
+	if same, _ := Trim(&corev1.Node{}); same == nil {
 		t.Fatal("a non-pod must pass through")
 	}
 }
@@ -186,7 +186,7 @@ func kwokPods(tb testing.TB, n int) [][]byte {
 
 // BenchmarkCachedPod is what a pod watch event costs the manager before any
 // handler runs, and what the cache then holds for the pod: each op decodes
-// a kwok-played pod from protobuf and trims it (trimPod), as the pod
+// a kwok-played pod from protobuf and trims it (Trim), as the pod
 // informer does (ns/op, B/op, allocs/op); retained-B/pod is the heap that
 // 10,000 such pods keep in an indexer with the pod informer's indexes.
 func BenchmarkCachedPod(b *testing.B) {
@@ -198,7 +198,7 @@ func BenchmarkCachedPod(b *testing.B) {
 			if err := pod.Unmarshal(raw[i%len(raw)]); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := trimPod(&pod); err != nil {
+			if _, err := Trim(&pod); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -217,13 +217,13 @@ func retainedPerPod(tb testing.TB, raw [][]byte) float64 {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
-		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, byController: controllerKeys})
+		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, ByController: ControllerKeys})
 	for _, data := range raw {
 		var pod corev1.Pod
 		if err := pod.Unmarshal(data); err != nil {
 			tb.Fatal(err)
 		}
-		trimmed, err := trimPod(&pod)
+		trimmed, err := Trim(&pod)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package controller
+package podwatch
 
 import (
 	"slices"
@@ -18,19 +18,19 @@ import (
 // namespace, orphans by namespace, across every informer the cache made
 // (one per watched namespace), and what is returned is the stored pod.
 func TestPodIndex(t *testing.T) {
-	x := NewPodIndex()
+	x := NewIndex()
 	if _, err := x.Owned("a"); err == nil {
 		t.Fatal("Owned with no pod informer: no error")
 	}
 	lw := &toolscache.ListWatch{}
 	base := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
 	// Other kinds get client-go's informer, without the index.
-	if inf := x.newInformer(lw, &corev1.ConfigMap{}, 0, base); inf.GetIndexer().GetIndexers()[byController] != nil {
+	if inf := x.NewInformer(lw, &corev1.ConfigMap{}, 0, base); inf.GetIndexer().GetIndexers()[ByController] != nil {
 		t.Fatal("a ConfigMap informer got the pod index")
 	}
-	infA, infB := x.newInformer(lw, &corev1.Pod{}, 0, base), x.newInformer(lw, &corev1.Pod{}, 0, base)
-	if _, ok := base[byController]; ok {
-		t.Fatal("newInformer changed the indexers it was given")
+	infA, infB := x.NewInformer(lw, &corev1.Pod{}, 0, base), x.NewInformer(lw, &corev1.Pod{}, 0, base)
+	if _, ok := base[ByController]; ok {
+		t.Fatal("NewInformer changed the indexers it was given")
 	}
 
 	owned := func(name, ns string, uid types.UID) *corev1.Pod {
@@ -102,19 +102,19 @@ func TestPodIndex(t *testing.T) {
 // while the pod is still in the index, so a sync never finds the pod in
 // neither the index nor its strays; a terminating pod's DELETE does not.
 func TestPodIndexNotesLeavesFirst(t *testing.T) {
-	x := NewPodIndex()
+	x := NewIndex()
 	fw := watch.NewFake()
 	lw := noWatchList{&toolscache.ListWatch{
 		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.PodList{}, nil },
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil },
 	}}
-	inf := x.newInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
+	inf := x.NewInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
 	type noted struct {
 		name    string
 		indexed bool
 	}
 	notes := make(chan noted, 2)
-	x.notifyLeaves(func(p *corev1.Pod) {
+	x.NotifyLeaves(func(p *corev1.Pod) {
 		owned, _ := x.Owned("md-uid")
 		notes <- noted{p.Name, slices.ContainsFunc(owned, func(q *corev1.Pod) bool { return q.Name == p.Name })}
 	})

@@ -1,4 +1,4 @@
-package controller
+package podwatch
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// specChanged(true) passes what must be synced first: creates, deletes and
-// updates that change the generation; specChanged(false) passes the other
+// SpecChanged(true) passes what must be synced first: creates, deletes and
+// updates that change the generation; SpecChanged(false) passes the other
 // updates (status, metadata).
-func specChanged(changed bool) predicate.Predicate {
+func SpecChanged(changed bool) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return changed },
 		DeleteFunc:  func(event.DeleteEvent) bool { return changed },
@@ -26,11 +26,11 @@ func specChanged(changed bool) predicate.Predicate {
 	}
 }
 
-// lowPriority enqueues h's requests below the MyDeployments' own events. With
+// LowPriority enqueues h's requests below the MyDeployments' own events. With
 // every worker busy (a scale-out of many objects), a MyDeployment that has
 // no pod yet is synced before another one's status follows its pods' progress;
 // when workers are free nothing waits.
-func lowPriority(h handler.EventHandler) handler.EventHandler {
+func LowPriority(h handler.EventHandler) handler.EventHandler {
 	return lowPriorityHandler{h}
 }
 
@@ -38,25 +38,26 @@ type lowPriorityHandler struct{ h handler.EventHandler }
 
 var _ handler.EventHandler = lowPriorityHandler{}
 
-type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+// Queue is the controller's work queue, as event handlers see it.
+type Queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-func (l lowPriorityHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
+func (l lowPriorityHandler) Create(ctx context.Context, e event.CreateEvent, q Queue) {
 	l.h.Create(ctx, e, lowered(q))
 }
 
-func (l lowPriorityHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
+func (l lowPriorityHandler) Update(ctx context.Context, e event.UpdateEvent, q Queue) {
 	l.h.Update(ctx, e, lowered(q))
 }
 
-func (l lowPriorityHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
+func (l lowPriorityHandler) Delete(ctx context.Context, e event.DeleteEvent, q Queue) {
 	l.h.Delete(ctx, e, lowered(q))
 }
 
-func (l lowPriorityHandler) Generic(ctx context.Context, e event.GenericEvent, q queue) {
+func (l lowPriorityHandler) Generic(ctx context.Context, e event.GenericEvent, q Queue) {
 	l.h.Generic(ctx, e, lowered(q))
 }
 
-func lowered(q queue) queue {
+func lowered(q Queue) Queue {
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
 		return lowPriorityQueue{pq}
 	}

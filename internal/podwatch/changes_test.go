@@ -1,4 +1,4 @@
-package controller
+package podwatch
 
 import (
 	"testing"
@@ -47,8 +47,8 @@ func TestPodChanged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			old, new := base(), base()
 			tc.change(new)
-			if got := podChanged(old, new); got != tc.want {
-				t.Errorf("podChanged = %v, want %v", got, tc.want)
+			if got := Changed(old, new); got != tc.want {
+				t.Errorf("Changed = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -57,13 +57,13 @@ func TestPodChanged(t *testing.T) {
 		old, new := base(), base()
 		ready(old, corev1.ConditionTrue, t0)
 		ready(new, corev1.ConditionTrue, metav1.NewTime(t0.Add(time.Minute)))
-		if !podChanged(old, new) {
+		if !Changed(old, new) {
 			t.Error("a new Ready transition time moves availability: want changed")
 		}
 	})
 	t.Run("same pointer", func(t *testing.T) {
 		p := base()
-		if podChanged(p, p) {
+		if Changed(p, p) {
 			t.Error("the same object: want unchanged")
 		}
 	})

@@ -1,4 +1,4 @@
-package controller
+package podwatch
 
 import (
 	"unique"
@@ -10,7 +10,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 )
 
-// trimPod keeps of a pod only what the controller reads from its cache and
+// Trim keeps of a pod only what the controller reads from its cache and
 // drops the rest (images, env, volumes, probes, most of the status), so that
 // ten thousand cached pods cost a few MiB, not a few hundred (2,650 bytes a
 // pod with the informer's indexes before the restart counts were pruned
@@ -29,7 +29,7 @@ import (
 // It is the cache's transform for pods: it runs once per watch event, before
 // the object is stored, and returns a new pod so nothing points into the
 // decoded original.
-func trimPod(obj any) (any, error) {
+func Trim(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil

@@ -1,4 +1,11 @@
-package controller
+// Package podwatch is how the MyDeployment controller watches pods: which
+// pods its cache holds (Cached) and what of each (Trim), the index that
+// reads them by controller without copies (Index), the pods that leave the
+// cache's selector told as their event arrives, which pod updates are worth
+// a sync (UpdateMatters), and the priority of the events that follow a
+// rollout's progress (LowPriority). It holds no state of any MyDeployment:
+// what a sync remembers is the controller's.
+package podwatch
 
 import (
 	"context"
@@ -9,41 +16,76 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
 
-// byController is the pod informers' index of the UID of each pod's
+// Cached selects the pods the cache holds: those with both revision labels
+// (ours, or orphans a MyDeployment could adopt).
+var Cached = func() labels.Selector {
+	sel := labels.NewSelector()
+	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
+		req, err := labels.NewRequirement(key, selection.Exists, nil)
+		if err != nil {
+			panic(err) // constant keys: cannot fail
+		}
+		sel = sel.Add(*req)
+	}
+	return sel
+}()
+
+// Controller names the MyDeployment that is pod's controller, if any.
+func Controller(pod *corev1.Pod) (types.NamespacedName, bool) {
+	ref := podcontrol.ControllerOf(pod)
+	if ref == nil || ref.Kind != "MyDeployment" {
+		return types.NamespacedName{}, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != appsv1beta1.GroupVersion.Group {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, true
+}
+
+// ByController is the pod informers' index of the UID of each pod's
 // controller, or namespace/noController for orphans; a pod a MyDeployment
 // controls is also indexed by that MyDeployment's name (namedKey).
 const (
-	byController = "mydeployment.io/controller"
+	ByController = "mydeployment.io/controller"
 	noController = "<none>"
 )
 
-func controllerKeys(obj any) ([]string, error) {
+// ControllerKeys is ByController's index function.
+func ControllerKeys(obj any) ([]string, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if owner, ok := controllingMyDeployment(pod); ok {
+		if owner, ok := Controller(pod); ok {
 			return []string{string(ref.UID), namedKey(owner)}, nil
 		}
 		return []string{string(ref.UID)}, nil
 	}
-	return []string{orphanKey(pod.Namespace)}, nil
+	return []string{OrphanKey(pod.Namespace)}, nil
 }
 
-func orphanKey(namespace string) string { return namespace + "/" + noController }
+// OrphanKey is ByController's key of namespace's pods without a controller.
+func OrphanKey(namespace string) string { return namespace + "/" + noController }
 
 // namedKey indexes the pods of a MyDeployment by its name, whatever its UID:
 // a deleted namesake's pods are found by the object that replaced it.
 func namedKey(owner types.NamespacedName) string { return "name:" + owner.String() }
 
-// PodIndex reads the cached pods of one controller, or the orphans of a
+// Index reads the cached pods of one controller, or the orphans of a
 // namespace, as the informers store them: pointers, no copy. A cache List
 // into a PodList copies every pod into a new slice (1,240 bytes of struct
 // each); on every sync that was a third of the manager's allocations.
@@ -51,7 +93,7 @@ func namedKey(owner types.NamespacedName) string { return "name:" + owner.String
 // The pods it returns are the cache's own objects and must never be
 // modified. MyDeploymentCache installs it in every pod informer the cache makes
 // (one for all namespaces, or one per watched namespace).
-type PodIndex struct {
+type Index struct {
 	mu       sync.Mutex
 	indexers []toolscache.Indexer
 	// left, when set, is told of each pod a pod watch reports deleted while
@@ -60,15 +102,15 @@ type PodIndex struct {
 	left func(*corev1.Pod)
 }
 
-// notifyLeaves makes the index tell f of each pod that may have left the
+// NotifyLeaves makes the index tell f of each pod that may have left the
 // cache's label selector, as its watch event arrives.
-func (x *PodIndex) notifyLeaves(f func(*corev1.Pod)) {
+func (x *Index) NotifyLeaves(f func(*corev1.Pod)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.left = f
 }
 
-func (x *PodIndex) leaving(pod *corev1.Pod) {
+func (x *Index) leaving(pod *corev1.Pod) {
 	x.mu.Lock()
 	f := x.left
 	x.mu.Unlock()
@@ -77,13 +119,17 @@ func (x *PodIndex) leaving(pod *corev1.Pod) {
 	}
 }
 
-// NewPodIndex returns an index with no informer yet; pass it to
+// NewIndex returns an index with no informer yet; pass it to
 // MyDeploymentCache and to SetupMyDeployment.
-func NewPodIndex() *PodIndex { return &PodIndex{} }
+func NewIndex() *Index { return &Index{} }
 
-// newInformer is the cache's informer constructor: client-go's, with the
+// IndexOf returns an index over stores built elsewhere (tests), each
+// indexed with ByController.
+func IndexOf(indexers ...toolscache.Indexer) *Index { return &Index{indexers: indexers} }
+
+// NewInformer is the cache's informer constructor: client-go's, with the
 // controller index added to pod informers.
-func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration,
+func (x *Index) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration,
 	indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	if _, isPod := obj.(*corev1.Pod); !isPod {
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
@@ -92,7 +138,7 @@ func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 	if indexers == nil {
 		indexers = toolscache.Indexers{}
 	}
-	indexers[byController] = controllerKeys
+	indexers[ByController] = ControllerKeys
 	inf := toolscache.NewSharedIndexInformer(leaveWatcher{ListerWatcher: lw, index: x}, obj, resync, indexers)
 	x.mu.Lock()
 	x.indexers = append(x.indexers, inf.GetIndexer())
@@ -101,22 +147,22 @@ func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 }
 
 // Owned returns the cached pods whose controller has UID owner.
-func (x *PodIndex) Owned(owner types.UID) ([]*corev1.Pod, error) {
+func (x *Index) Owned(owner types.UID) ([]*corev1.Pod, error) {
 	return x.lookup(string(owner))
 }
 
 // ControlledByName returns the cached pods that a MyDeployment named owner
 // controls, whichever object of that name (UID) it is.
-func (x *PodIndex) ControlledByName(owner types.NamespacedName) ([]*corev1.Pod, error) {
+func (x *Index) ControlledByName(owner types.NamespacedName) ([]*corev1.Pod, error) {
 	return x.lookup(namedKey(owner))
 }
 
 // Orphans returns the cached pods of namespace that have no controller.
-func (x *PodIndex) Orphans(namespace string) ([]*corev1.Pod, error) {
-	return x.lookup(orphanKey(namespace))
+func (x *Index) Orphans(namespace string) ([]*corev1.Pod, error) {
+	return x.lookup(OrphanKey(namespace))
 }
 
-func (x *PodIndex) lookup(key string) ([]*corev1.Pod, error) {
+func (x *Index) lookup(key string) ([]*corev1.Pod, error) {
 	x.mu.Lock()
 	indexers := x.indexers
 	x.mu.Unlock()
@@ -125,7 +171,7 @@ func (x *PodIndex) lookup(key string) ([]*corev1.Pod, error) {
 	}
 	var pods []*corev1.Pod
 	for _, idx := range indexers {
-		objs, err := idx.ByIndex(byController, key)
+		objs, err := idx.ByIndex(ByController, key)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +197,7 @@ func (x *PodIndex) lookup(key string) ([]*corev1.Pod, error) {
 // it was still ours (found by the chaos suite's label surgery).
 type leaveWatcher struct {
 	toolscache.ListerWatcher
-	index *PodIndex
+	index *Index
 }
 
 func (w leaveWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

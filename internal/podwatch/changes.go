@@ -1,4 +1,4 @@
-package controller
+package podwatch
 
 import (
 	"maps"
@@ -11,14 +11,14 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 )
 
-// podUpdateMatters passes every pod event but the updates no sync can act
+// UpdateMatters passes every pod event but the updates no sync can act
 // on. A scale-out brings three events per pod (created, bound to a node,
 // Ready); the binding changes only the node name, which the status does not
 // count and the plan reads only to rank pods for deletion, from the cache,
 // whenever it deletes. Skipping it saves a third of a scale-out's syncs.
 // The cache's periodic resync (an update with nothing changed) is skipped
 // too: the MyDeployments' own resync syncs each of them anyway.
-func podUpdateMatters() predicate.Predicate {
+func UpdateMatters() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldPod, ok := e.ObjectOld.(*corev1.Pod)
 		if !ok {
@@ -28,18 +28,18 @@ func podUpdateMatters() predicate.Predicate {
 		if !ok {
 			return true
 		}
-		return podChanged(oldPod, newPod)
+		return Changed(oldPod, newPod)
 	}}
 }
 
-// podChanged reports whether new differs from old in anything that decides
+// Changed reports whether new differs from old in anything that decides
 // a MyDeployment's status counts, how many pods its plan creates or deletes,
 // or whether it adopts or releases the pod: labels (the revision, the
 // selector), controller references, the deletion timestamp, the phase, the
 // Ready condition and its transition time (availability), and the deletion
 // cost annotation; for a pod with the in-place gate, anything of its
 // trimmed spec and status (an in-place update's progress).
-func podChanged(old, new *corev1.Pod) bool {
+func Changed(old, new *corev1.Pod) bool {
 	if old == new {
 		return false
 	}
