@@ -128,7 +128,7 @@ var _ = Describe("the operator on real pods", Ordered, func() {
 		Expect(write()).To(Succeed())
 	})
 
-	It("hands over when the leader pod is killed: writes admitted within 5 s, the other pod leads", func() {
+	It("hands over when the leader pod is killed: writes admitted within 5 s, another live pod leads", func() {
 		was := leader()
 		var other string
 		for _, p := range pods(operatorNamespace, managerSelector) {
@@ -152,8 +152,24 @@ var _ = Describe("the operator on real pods", Ordered, func() {
 			Expect(write()).To(Succeed(), "every write after the first is admitted too")
 		}
 
-		Eventually(leader, 60*time.Second, 500*time.Millisecond).Should(Equal(other))
-		GinkgoWriter.Printf("%s leads %s after the kill\n", other, time.Since(killed).Round(100*time.Millisecond))
+		// Once the killed pod's lease expires, the pod that survived and the
+		// one the Deployment made in its place both try to take it: either
+		// may win (the survivor did in earlier runs; the replacement won one
+		// under load). What must hold is that a live pod other than the killed
+		// one leads.
+		var now string
+		Eventually(func() string { now = leader(); return now }, 60*time.Second, 500*time.Millisecond).
+			ShouldNot(Or(BeEmpty(), Equal(was)))
+		var live []string
+		for _, p := range pods(operatorNamespace, managerSelector) {
+			live = append(live, p.Name)
+		}
+		Expect(live).To(ContainElement(now), "the leader is a running manager pod")
+		which := "the pod that survived"
+		if now != other {
+			which = "the Deployment's replacement pod"
+		}
+		GinkgoWriter.Printf("%s (%s) leads %s after the kill\n", now, which, time.Since(killed).Round(100*time.Millisecond))
 
 		By("the new leader acting: a MyDeployment gets a Ready pod on real-0")
 		apply(strings.Replace(fmt.Sprintf(probeWrite, testweb("v1")), "name: probe-write,", "name: after-kill,", 1))
