@@ -104,6 +104,11 @@ func countRequests(path string, windows []*window) ([]requests, error) {
 		return nil, err
 	}
 	for _, p := range append(backups, path) {
+		// A backup rotated before the first window began holds none of
+		// its requests (a run counts each round's windows as it ends).
+		if fi, err := os.Stat(p); err == nil && p != path && len(windows) > 0 && fi.ModTime().Before(windows[0].Start) {
+			continue
+		}
 		if err := countFile(p, windows, out); err != nil {
 			return nil, err
 		}

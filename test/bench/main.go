@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -67,6 +68,12 @@ type config struct {
 	BindPods bool `json:"bind_pods,omitempty"`
 
 	out, cluster, root, render string
+	// checkpoint: where the run writes its state after each round
+	// (checkpoint.go; "" for none); resume: go on from it; untilRound:
+	// stop once this round is done (0: run every round).
+	checkpoint string
+	resume     bool
+	untilRound int
 }
 
 // allParties are the parties a run has unless --parties says otherwise, in
@@ -107,6 +114,10 @@ func main() {
 		return
 	}
 	res, err := run(ctx, cfg)
+	if errors.Is(err, errStopped) {
+		logf("%v", err)
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -139,6 +150,11 @@ func parseFlags(args []string) (*config, error) {
 	scalePods := fs.String("scale-pods", "", "the scale curve: pods at each size, comma-separated (e.g. 2000,10000,30000), "+
 		"one round of raw, deployment and mydeployment at each, --replicas per object; writes scale.json, scale.svg and "+
 		"README.md's scale section in --out (with --render: rewrite them from this scale.json)")
+	resume := fs.Bool("resume", false, "go on from the checkpoint (--checkpoint) of a run stopped between rounds, "+
+		"with the same settings on the same commit")
+	untilRound := fs.Int("until-round", 0, "stop once this round is done, its checkpoint written (0: run every round)")
+	checkpointPath := fs.String("checkpoint", "", "where the run writes its state after each round "+
+		"(default bin/bench-checkpoint-<size>.json; none for the scale curve)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -202,6 +218,20 @@ func parseFlags(args []string) (*config, error) {
 		return nil, err
 	}
 	cfg.cluster, cfg.render = *name, *renderFrom
+	cfg.resume, cfg.untilRound = *resume, *untilRound
+	switch {
+	case len(cfg.ScalePods) > 0 || cfg.render != "":
+		if *resume || *untilRound > 0 {
+			return nil, fmt.Errorf("--resume and --until-round are for a run of the benchmark, not the scale curve or --render")
+		}
+	case *checkpointPath != "":
+		cfg.checkpoint = *checkpointPath
+	default:
+		cfg.checkpoint = filepath.Join(cfg.root, "bin", "bench-checkpoint-"+cfg.Size+".json")
+	}
+	if cfg.untilRound < 0 || cfg.untilRound > cfg.Rounds {
+		return nil, fmt.Errorf("--until-round %d: the run has rounds 1 to %d", cfg.untilRound, cfg.Rounds)
+	}
 	return &cfg, nil
 }
 

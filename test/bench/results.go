@@ -63,6 +63,10 @@ type results struct {
 	Rounds int     `json:"rounds"`
 	RunS   float64 `json:"run_s"`
 	Date   string  `json:"date"`
+	// Parts: a run resumed from a checkpoint (checkpoint.go) ran in
+	// parts, each its rounds on a fresh cluster; none for a run in one go.
+	// RunS is then the parts' sum.
+	Parts []runPart `json:"parts,omitempty"`
 }
 
 // scenario is one scenario's figures, side by side.
@@ -323,6 +327,19 @@ func (b *bench) results(reqs []requests, runTime time.Duration) *results {
 	// Whole-run figures are of the compared parties: what the others cost is taken out.
 	res.KCMCPUS = round(b.kcmEnd.CPUSeconds-b.kcmStart.CPUSeconds-b.extra.kcm, 2)
 	res.APIServerCPUS = round(b.apiEnd.CPUSeconds-b.apiStart.CPUSeconds-b.extra.api, 2)
+	if len(b.parts) > 0 {
+		// A resumed run: its earlier parts' figures, each on its own
+		// cluster, are added (CPU, time) or weighed (the highest peak).
+		last := b.part(b.kcmEnd, b.apiEnd, cfg.Rounds)
+		last.RunS = res.RunS
+		res.Parts = append(append([]runPart(nil), b.parts...), last)
+		for _, p := range b.parts {
+			res.KCMCPUS = round(res.KCMCPUS+p.KCMCPUS, 2)
+			res.APIServerCPUS = round(res.APIServerCPUS+p.APIServerCPUS, 2)
+			res.KCMPeakRSSMiB = max(res.KCMPeakRSSMiB, p.KCMPeakRSSMiB)
+			res.RunS = round(res.RunS+p.RunS, 1)
+		}
+	}
 	b.runtimeResults(res)
 	res.Targets = targets(res)
 	res.Machine = machine()
@@ -687,6 +704,15 @@ func (r *results) markdown() string {
 			"Times are the median over the rounds, every round's in brackets in its order; request counts and CPU "+
 			"seconds are per round (the mean); violations are summed over the rounds; writes at rest are the most of "+
 			"any round.\n\n", r.Rounds, strings.Join(s.Parties, ", "))
+	}
+	if len(r.Parts) > 1 {
+		p("The run went on from a checkpoint (`--resume`), in %d parts, each its rounds on a fresh cluster; every "+
+			"figure compares parties of the same rounds:\n\n", len(r.Parts))
+		for _, pt := range r.Parts {
+			p("- rounds %d to %d: %s to %s (%.0f s), %s x %s\n", pt.FirstRound, pt.LastRound, pt.Start, pt.End, pt.RunS,
+				pt.Machine["cpus"], pt.Machine["cpu"])
+		}
+		p("\n")
 	}
 	p("![wall time per scenario](chart.png)\n\n")
 	p("| scenario | raw client | Deployment | MyDeployment | MyDeployment / Deployment | MyDeployment / raw | pods/s (raw / Deployment / MyDeployment) | invariant violations (MyDeployment / Deployment) |\n")

@@ -131,6 +131,15 @@ type bench struct {
 	loads []roundLoad
 	// nodes: the cluster's node names, sorted, when cfg.BindPods.
 	nodes []string
+	// reqs: the audit log's requests of each window (b.windows), counted
+	// as each round ends.
+	reqs []requests
+	// started: when this process began; firstRound its first round (a
+	// resumed run starts after its checkpoint's); parts the run's earlier
+	// parts (checkpoint.go).
+	started    time.Time
+	firstRound int
+	parts      []runPart
 }
 
 func run(ctx context.Context, cfg *config) (*results, error) {
@@ -148,8 +157,16 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 		}
 	}
 	// The commit measured is the one at the start: bin/manager was built from it.
-	b := &bench{cfg: cfg, cl: cl, commit: describe(cfg.root)}
-	b.progress = newProgress(started, cfg.Rounds, cfg.Parties, func(party string) int { return len(b.steps(party)) })
+	b := &bench{cfg: cfg, cl: cl, commit: describe(cfg.root), started: started, firstRound: 1}
+	if cfg.resume {
+		cp, err := loadCheckpoint(cfg.checkpoint, cfg, b.commit)
+		if err != nil {
+			return nil, err
+		}
+		b.resume(cp)
+		logf("resuming after round %d of %d (%s)", cp.RoundsDone, cfg.Rounds, cfg.checkpoint)
+	}
+	b.progress = newProgress(started, cfg.Rounds-b.firstRound+1, cfg.Parties, func(party string) int { return len(b.steps(party)) })
 	if err := b.clients(); err != nil {
 		return nil, err
 	}
@@ -172,8 +189,9 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 	}
 	b.kcmStart, _ = readProc(kcm)
 	b.apiStart, _ = readProc(api)
-	for round := 1; round <= cfg.Rounds; round++ {
+	for round := b.firstRound; round <= cfg.Rounds; round++ {
 		b.startRound(round)
+		first := len(b.windows)
 		for _, p := range roundOrder(cfg.Parties, round) {
 			kcm0, _ := readProc(kcm)
 			api0, _ := readProc(api)
@@ -189,24 +207,37 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 			}
 		}
 		b.endRound()
+		// The audit log is written in batches, each within a second
+		// (audit-log-batch-max-wait): let the last one land.
+		time.Sleep(3 * time.Second)
+		reqs, err := countRequests(cl.auditLog, b.windows[first:])
+		if err != nil {
+			return nil, err
+		}
+		b.reqs = append(b.reqs, reqs...)
+		if cfg.checkpoint == "" {
+			continue
+		}
+		kcmNow, _ := readProc(kcm)
+		apiNow, _ := readProc(api)
+		if err := b.writeCheckpoint(cfg.checkpoint, round, b.part(kcmNow, apiNow, round)); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		if round == cfg.untilRound && round < cfg.Rounds {
+			logf("round %d of %d done, checkpoint in %s", round, cfg.Rounds, cfg.checkpoint)
+			return nil, errStopped
+		}
 	}
 	if b.kcmEnd, err = readProc(kcm); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager is gone: %w", err)
 	}
 	b.apiEnd, _ = readProc(api)
-	// The audit log is written in batches, each within a second
-	// (audit-log-batch-max-wait): let the last one land.
-	time.Sleep(3 * time.Second)
-	reqs, err := countRequests(cl.auditLog, b.windows)
-	if err != nil {
-		return nil, err
-	}
 	if dir := os.Getenv("BENCH_KEEP_AUDIT"); dir != "" { // for digging into one run's timeline
 		if err := keepAudit(cl.auditLog, dir); err != nil {
 			logf("keeping the audit log: %v", err)
 		}
 	}
-	res := b.results(reqs, time.Since(started))
+	res := b.results(b.reqs, time.Since(started))
 	if err := res.write(cfg.out); err != nil {
 		return nil, err
 	}
