@@ -31,7 +31,7 @@ func analysisKey(md *appsv1beta1.MyDeployment, o optin.Options) (analysis.Key, b
 		return analysis.Key{}, false
 	}
 	st := c.State
-	if st.Revision == "" || st.Index >= len(c.Steps) || md.Annotations[appsv1beta1.AbortedRevisionAnnotation] == st.Revision ||
+	if st.Revision == "" || st.Index >= len(c.Steps) || optin.RecordsOf(md).Aborted == st.Revision ||
 		md.Status.CurrentRevision == st.Revision {
 		return analysis.Key{}, false
 	}

@@ -41,7 +41,7 @@ var ErrTimeout = errors.New("timed out waiting for the condition")
 // error when it cannot finish (progress deadline exceeded, wrong revision).
 func rolloutStatus(md *appsv1beta1.MyDeployment, wantRevision int64) (string, bool, error) {
 	if wantRevision > 0 {
-		rev, err := strconv.ParseInt(md.Annotations[appsv1beta1.RevisionAnnotation], 10, 64)
+		rev, err := strconv.ParseInt(optin.RecordsOf(md).RevisionText, 10, 64)
 		if err != nil {
 			return "", false, fmt.Errorf("cannot get the revision of mydeployment %q: %v", md.Name, err)
 		}

@@ -93,10 +93,11 @@ func rolloutState(md *appsv1beta1.MyDeployment, draining bool) string {
 // the revision annotation, which names the update revision the abort
 // record is about; the record's revision name if there is no number.
 func abortedRevision(md *appsv1beta1.MyDeployment) string {
-	if n := md.Annotations[appsv1beta1.RevisionAnnotation]; n != "" {
-		return n
+	r := optin.RecordsOf(md)
+	if r.RevisionText != "" {
+		return r.RevisionText
 	}
-	return md.Annotations[appsv1beta1.AbortedRevisionAnnotation]
+	return r.Aborted
 }
 
 // canaryStep is the step (from 1) of n md's canary rollout is at, if one

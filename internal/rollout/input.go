@@ -3,7 +3,6 @@ package rollout
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -93,25 +92,8 @@ func olderRevisions(revisions []*appsv1.ControllerRevision, update string) []str
 	return names
 }
 
-// SizedForOf reads what md's pods were last sized for from its
-// annotations: nil without a valid DesiredReplicasAnnotation; MaxReplicas 0
-// without a valid MaxReplicasAnnotation.
+// SizedForOf reads what md's pods were last sized for from its size
+// record (optin.RecordsOf): nil without one.
 func SizedForOf(md *appsv1beta1.MyDeployment) *Size {
-	desired, err := strconv.ParseInt(md.Annotations[appsv1beta1.DesiredReplicasAnnotation], 10, 32)
-	if err != nil || desired < 0 {
-		return nil
-	}
-	size := &Size{Replicas: int32(desired)}
-	if m, err := strconv.ParseInt(md.Annotations[appsv1beta1.MaxReplicasAnnotation], 10, 32); err == nil && m > 0 {
-		size.MaxReplicas = int32(m)
-	}
-	return size
-}
-
-// Annotations are the annotations that record s (see SizedForOf).
-func (s Size) Annotations() map[string]string {
-	return map[string]string{
-		appsv1beta1.DesiredReplicasAnnotation: strconv.FormatInt(int64(s.Replicas), 10),
-		appsv1beta1.MaxReplicasAnnotation:     strconv.FormatInt(int64(s.MaxReplicas), 10),
-	}
+	return optin.RecordsOf(md).SizedFor
 }
