@@ -25,7 +25,7 @@ import (
 // analysisKey is the step md's canary record names, while a canary
 // rollout is under way at a step and neither aborted nor paused; ok is
 // false when there is nothing to measure.
-func analysisKey(md *appsv1beta1.MyDeployment, o optin.Options) (analysis.Key, bool) {
+func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool) {
 	c := o.Canary
 	if c == nil || o.Analysis == nil || md.Spec.Paused {
 		return analysis.Key{}, false

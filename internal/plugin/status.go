@@ -30,6 +30,8 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 )
 
 // ErrTimeout is returned by rollout status when --timeout passes first
@@ -141,8 +143,8 @@ func heldAtPartition(md *appsv1beta1.MyDeployment) bool {
 // partitionPods is how many pods md's partition annotation holds on the
 // current revision; 0 without one or with a value optin refuses.
 func partitionPods(md *appsv1beta1.MyDeployment) int32 {
-	o, _ := optin.Parse(md)
-	return o.Partition.Pods(desired(md))
+	o, _ := modules.Parse(md)
+	return partition.Of(o).Pods(desired(md))
 }
 
 func newStatusCommand(f *factory, o *Options) *cobra.Command {
