@@ -65,15 +65,15 @@ func TrafficSplit(md *appsv1beta1.MyDeployment) *Split {
 		return nil
 	}
 	split := &Split{Stable: cur, Canary: upd}
-	if md.Annotations[appsv1beta1.AbortedRevisionAnnotation] == upd {
+	rec := optin.RecordsOf(md)
+	if rec.Aborted == upd {
 		if md.Status.UpdatedReplicas == 0 {
 			return nil
 		}
 		split.Aborted = true
 		return split
 	}
-	if st, err := optin.ParseCanaryState(md.Annotations[appsv1beta1.CanaryStepAnnotation]); err == nil &&
-		st.Revision == upd && st.Index >= len(steps) {
+	if st := rec.CanaryStep; st != nil && st.Revision == upd && st.Index >= len(steps) {
 		return nil
 	}
 	return split

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -28,7 +29,7 @@ import (
 // the rollout).
 func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
 	return (o.optIn.Abort || o.optIn.Analysis != nil) && update != nil && !newRevision &&
-		o.md.Annotations[appsv1beta1.AbortedRevisionAnnotation] == update.Name
+		optin.RecordsOf(o.md).Aborted == update.Name
 }
 
 // abortOrNot is the planner's Input.Aborted: the record says so, or a
@@ -44,7 +45,8 @@ func abortOrNot(o *observation, c *claimed) bool {
 // revision (a new template, or one renumbered by going back to it). It
 // reports whether it records a new abort (which must be written first).
 func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision, newRevision, aborted bool, now map[string]string) bool {
-	recorded, ok := md.Annotations[appsv1beta1.AbortedRevisionAnnotation]
+	rec := optin.RecordsOf(md)
+	recorded, ok := rec.Aborted, rec.AbortRecorded
 	switch {
 	case aborted && recorded != update.Name:
 		now[appsv1beta1.AbortedRevisionAnnotation] = update.Name

@@ -25,13 +25,13 @@ import (
 // analysisKey is the step md's canary record names, while a canary
 // rollout is under way at a step and neither aborted nor paused; ok is
 // false when there is nothing to measure.
-func analysisKey(md *appsv1beta1.MyDeployment, o optin.Options) (analysis.Key, bool) {
+func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool) {
 	c := o.Canary
 	if c == nil || o.Analysis == nil || md.Spec.Paused {
 		return analysis.Key{}, false
 	}
 	st := c.State
-	if st.Revision == "" || st.Index >= len(c.Steps) || md.Annotations[appsv1beta1.AbortedRevisionAnnotation] == st.Revision ||
+	if st.Revision == "" || st.Index >= len(c.Steps) || optin.RecordsOf(md).Aborted == st.Revision ||
 		md.Status.CurrentRevision == st.Revision {
 		return analysis.Key{}, false
 	}

@@ -15,7 +15,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -38,7 +38,7 @@ func configRefs(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	if o, errs := optin.Parse(md); len(errs) > 0 || !o.RolloutOnConfigChange {
+	if o, errs := modules.Parse(md); len(errs) > 0 || !o.RolloutOnConfigChange {
 		return nil
 	}
 	refs := configref.Refs(&md.Spec.Template)

@@ -22,7 +22,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
 // configWatch watches the metadata of the ConfigMaps and Secrets of each
@@ -279,7 +279,7 @@ func (w *configWatch) enqueueOptedIn(ctx context.Context, namespace string) {
 		return
 	}
 	for i := range list.Items {
-		if o, _ := optin.Parse(&list.Items[i]); o.RolloutOnConfigChange {
+		if o, _ := modules.Parse(&list.Items[i]); o.RolloutOnConfigChange {
 			w.events <- event.GenericEvent{Object: &list.Items[i]}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/handover"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -87,7 +88,7 @@ var _ = Describe("MyDeployment taking over a Deployment's pods", Ordered, func()
 		Expect(k8sClient.Create(ctx, md)).To(Succeed())
 		Eventually(func() string { return get(md).Status.CurrentRevision }, timeout, interval).ShouldNot(BeEmpty())
 		cur := get(md)
-		recorded, _ := optin.Parse(cur)
+		recorded, _ := modules.Parse(cur)
 		Expect(recorded.AdoptRevisions).To(HaveLen(2))
 		old := revisionNamed(ns, recorded.AdoptRevisions["h1"])
 		Expect(old.Revision).To(Equal(int64(1)), "numbered as its ReplicaSet")

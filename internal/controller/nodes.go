@@ -23,6 +23,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
@@ -226,7 +227,7 @@ func (w *nodeWatch) optedIn(ctx context.Context) ([]*appsv1beta1.MyDeployment, e
 	}
 	var out []*appsv1beta1.MyDeployment
 	for i := range list.Items {
-		if o, _ := optin.Parse(&list.Items[i]); o.Drain {
+		if o, _ := modules.Parse(&list.Items[i]); o.Drain {
 			out = append(out, &list.Items[i])
 		}
 	}

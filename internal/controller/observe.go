@@ -17,6 +17,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -55,7 +56,7 @@ type observation struct {
 	// maxSurge and maxUnavailable are the strategy's, resolved against
 	// spec.replicas; optIn the opt-in annotations: parsed once, here.
 	maxSurge, maxUnavailable int32
-	optIn                    optin.Options
+	optIn                    optin.Set
 	// drainingNodes are the nodes being drained, and drainDenied says the
 	// manager may not watch Nodes; read only when optIn.Drain (drain.go).
 	drainingNodes map[string]bool
@@ -110,8 +111,8 @@ func selectorOf(md *appsv1beta1.MyDeployment) (labels.Selector, error) {
 // parseOptIn reads md's opt-in annotations; an error names each one whose
 // value can never work (admission refuses them; an object it did not check
 // can still have one).
-func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Options, error) {
-	o, errs := optin.Parse(md)
+func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Set, error) {
+	o, errs := modules.Parse(md)
 	return o, errs.ToAggregate()
 }
 

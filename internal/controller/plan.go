@@ -174,7 +174,7 @@ func annotations(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision
 		maps.Copy(now, p.SizedFor.Annotations())
 	case p.RecordSize && (len(p.Create) > 0 || p.Removes() > 0):
 		afterPods = p.SizedFor.Annotations()
-	case p.RecordSize || md.Annotations[appsv1beta1.RevisionAnnotation] != now[appsv1beta1.RevisionAnnotation]:
+	case p.RecordSize || optin.RecordsOf(md).RevisionText != now[appsv1beta1.RevisionAnnotation]:
 		maps.Copy(now, p.SizedFor.Annotations())
 	}
 	return now, afterPods

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -99,9 +100,6 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	in.Counts.Updated += out.createdUpdated
 	in.Counts.Ready -= started.Ready // their gates are False
 	in.Counts.Available -= started.Available
-	if v.current != nil && v.update != nil && v.current.Name != v.update.Name {
-		in.Partition = o.optIn.Partition.Pods(ptr.Deref(o.md.Spec.Replicas, 1))
-	}
 	in.AbortOnFailure, in.RetriedAt = o.optIn.Abort, o.optIn.RetriedAt
 	if aborted || !out.planned && recordedAbort(o, v.update, v.newRevision) {
 		in.Aborted = in.UpdateRevision
@@ -118,6 +116,9 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 			// Mid-rollout only: count the current revision's pods too.
 			in.CurrentReplicas = rollout.Count(v.pods, v.current.Name, o.md.Spec.MinReadySeconds, o.now).Updated
 		}
+	}
+	for r := range optin.Each[status.Reporter](o.optIn) {
+		r.ReportInput(&in)
 	}
 	return in
 }

@@ -67,7 +67,7 @@ func ReplicaSetFor(md *appsv1beta1.MyDeployment, hash string, replicas int32) *a
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), MinReadySeconds: md.Spec.MinReadySeconds,
 			Selector: selector, Template: *template},
 	}
-	if n := md.Annotations[appsv1beta1.RevisionAnnotation]; n != "" {
+	if n := optin.RecordsOf(md).RevisionText; n != "" {
 		rs.Annotations = map[string]string{DeploymentRevisionAnnotation: n}
 	}
 	return rs

@@ -101,8 +101,8 @@ func canaryProgress(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentSt
 	if err != nil {
 		return 0, 0
 	}
-	at, err := optin.ParseCanaryState(md.Annotations[appsv1beta1.CanaryStepAnnotation])
-	if err != nil || at.Revision != st.UpdateRevision || st.CurrentRevision == st.UpdateRevision || at.Index >= len(list) {
+	at := optin.RecordsOf(md).CanaryStep
+	if at == nil || at.Revision != st.UpdateRevision || st.CurrentRevision == st.UpdateRevision || at.Index >= len(list) {
 		return 0, len(list)
 	}
 	return at.Index + 1, len(list)

@@ -36,7 +36,7 @@ func TestParseAdopt(t *testing.T) {
 			err: "must be a JSON object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, errs := Parse(md("", tc.annotations))
+			o, errs := ParseRest(md("", tc.annotations))
 			switch {
 			case tc.err == "" && len(errs) > 0:
 				t.Fatalf("unexpected errors: %v", errs)

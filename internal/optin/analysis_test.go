@@ -99,13 +99,13 @@ func TestAnalysisNeedsCanarySteps(t *testing.T) {
 	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
 		appsv1beta1.AnalysisAnnotation: analysisValue(""),
 	}}}
-	o, errs := Parse(md)
+	o, errs := ParseRest(md)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), appsv1beta1.AnalysisAnnotation) ||
 		!strings.Contains(errs[0].Error(), "analysis needs "+appsv1beta1.CanaryStepsAnnotation) || o.Analysis != nil {
 		t.Fatalf("errors %v, analysis %+v", errs, o.Analysis)
 	}
 	md.Annotations[appsv1beta1.CanaryStepsAnnotation] = "1, 50%, 100%"
-	if o, errs = Parse(md); len(errs) != 0 || o.Analysis == nil || o.Canary == nil {
+	if o, errs = ParseRest(md); len(errs) != 0 || o.Analysis == nil || o.Canary == nil {
 		t.Fatalf("errors %v, analysis %+v", errs, o.Analysis)
 	}
 }

@@ -26,7 +26,7 @@ type Canary struct {
 type CanaryStep struct {
 	// Size is how many pods the step moves to the update revision: a count
 	// or a percentage of spec.replicas, rounded up (Size.Pods).
-	Size Partition
+	Size PodCount
 	// Pause: the step waits, for Duration, or for a promote when Duration is 0.
 	Pause    bool
 	Duration time.Duration
@@ -88,7 +88,7 @@ func parseCanaryStep(item string) (CanaryStep, error) {
 		}
 		return CanaryStep{Pause: true, Duration: dur}, nil
 	}
-	p, err := ParsePartition(item)
+	p, err := ParsePodCount(item)
 	if err != nil {
 		return CanaryStep{}, fmt.Errorf(`must be a pod count ("1"), a percentage from 0%% to 100%% ("25%%"), "pause" or "pause <duration>" ("pause 30s")`)
 	}

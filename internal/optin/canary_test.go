@@ -119,7 +119,7 @@ func TestCanaryDescribe(t *testing.T) {
 
 func TestParseCanary(t *testing.T) {
 	steps := map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, pause, 100%"}
-	o, errs := Parse(md("", steps))
+	o, errs := ParseRest(md("", steps))
 	if len(errs) != 0 || o.Canary == nil || len(o.Canary.Steps) != 3 {
 		t.Fatalf("%+v, %v", o.Canary, errs)
 	}
@@ -141,7 +141,7 @@ func TestParseCanary(t *testing.T) {
 			"metadata.annotations[apps.mydeployment.io/canary-promote]: Invalid value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, errs := Parse(md(tc.strategy, tc.annotations))
+			o, errs := ParseRest(md(tc.strategy, tc.annotations))
 			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err) || o.Canary != nil {
 				t.Fatalf("errors %v (canary %+v), want one containing %q", errs, o.Canary, tc.err)
 			}

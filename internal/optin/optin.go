@@ -1,8 +1,12 @@
-// Package optin reads the annotations and labels by which a MyDeployment
-// opts into behaviour beyond Deployment (see the constants in api/v1beta1):
-// one parser for the controller, the webhook and the kubectl plugin, so
-// that what admission refuses and what the controller refuses to act on
-// are the same thing, with the same message.
+// Package optin is the contract of the opt-ins, the annotations and labels
+// by which a MyDeployment opts into behaviour beyond Deployment (see the
+// constants in api/v1beta1): a Module per opt-in, each in its own package
+// under internal/optin, listed in internal/optin/modules, whose Parse is
+// the one parser for the controller, the webhook and the kubectl plugin,
+// so that what admission refuses and what the controller refuses to act on
+// are the same thing, with the same message. It also reads the records the
+// controller keeps on the object (Records), and, until every opt-in is a
+// module, parses the rest (ParseRest).
 package optin
 
 import (
@@ -19,15 +23,10 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
-// Options are the opt-in behaviours of one MyDeployment. The zero value is
+// Options are the opt-in behaviours of one MyDeployment that are not
+// modules yet (internal/optin/modules has the others). The zero value is
 // plain Deployment behaviour.
 type Options struct {
-	// Partition holds pods on the current revision during a RollingUpdate;
-	// nil when the annotation is absent.
-	Partition *Partition
-	// RespectPDB removes the pods a rollout or a specified delete replaces
-	// through the Eviction API.
-	RespectPDB bool
 	// InPlace updates pods in place where the template change allows it
 	// (UpdateModeAnnotation InPlaceIfPossible).
 	InPlace bool
@@ -58,33 +57,45 @@ type Options struct {
 	RolloutOnConfigChange bool
 }
 
-// Partition is a parsed PartitionAnnotation: a count, or a percentage of
-// spec.replicas.
-type Partition struct {
+// PodCount is a count of pods or a percentage of spec.replicas, as a
+// partition and a canary step's size say it.
+type PodCount struct {
 	Value   int32
 	Percent bool
 }
 
-// String is the annotation value p was parsed from (canonical form).
-func (p Partition) String() string {
-	if p.Percent {
-		return strconv.Itoa(int(p.Value)) + "%"
+// String is the annotation value c was parsed from (canonical form).
+func (c PodCount) String() string {
+	if c.Percent {
+		return strconv.Itoa(int(c.Value)) + "%"
 	}
-	return strconv.Itoa(int(p.Value))
+	return strconv.Itoa(int(c.Value))
 }
 
-// Pods is how many pods p holds on the current revision out of replicas:
-// a percentage rounded up (as StatefulSet and CloneSet round a partition),
-// never more than replicas nor less than 0.
-func (p *Partition) Pods(replicas int32) int32 {
-	if p == nil || replicas <= 0 {
+// Pods is how many pods c is out of replicas: a percentage rounded up (as
+// StatefulSet and CloneSet round a partition), never more than replicas
+// nor less than 0.
+func (c PodCount) Pods(replicas int32) int32 {
+	if replicas <= 0 {
 		return 0
 	}
-	n := int64(p.Value)
-	if p.Percent {
-		n = (int64(p.Value)*int64(replicas) + 99) / 100
+	n := int64(c.Value)
+	if c.Percent {
+		n = (int64(c.Value)*int64(replicas) + 99) / 100
 	}
 	return int32(min(max(n, 0), int64(replicas)))
+}
+
+// ParsePodCount parses "<n>" with n from 0 to 2147483647, or "<p>%" with p
+// from 0 to 100.
+func ParsePodCount(v string) (PodCount, error) {
+	const want = `must be a non-negative integer ("8") or a percentage from 0% to 100% ("80%")`
+	s, percent := strings.CutSuffix(v, "%")
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 || s != strconv.FormatInt(n, 10) || percent && n > 100 {
+		return PodCount{}, fmt.Errorf("%s", want)
+	}
+	return PodCount{Value: int32(min(n, math.MaxInt32)), Percent: percent}, nil
 }
 
 // Path is the field path of an annotation, as admission errors name it.
@@ -92,10 +103,9 @@ func Path(annotation string) *field.Path {
 	return field.NewPath("metadata", "annotations").Key(annotation)
 }
 
-// Parse reads md's opt-in annotations. Each value that can never work is an
-// error naming its annotation: a partition that is not a non-negative
-// integer or a percentage from 0% to 100%, a partition with strategy
-// Recreate, a respect-pdb other than "true" or "false", an update-mode
+// ParseRest reads md's opt-in annotations that no module owns yet: call
+// modules.Parse, which calls it after the modules. Each value that can
+// never work is an error naming its annotation: an update-mode
 // other than Recreate or InPlaceIfPossible, InPlaceIfPossible with strategy
 // Recreate, canary steps that parseCanary refuses, an on-failure other
 // than Continue or Abort, Abort with strategy Recreate, a retried-at that
@@ -105,30 +115,11 @@ func Path(annotation string) *field.Path {
 // adopt-from other than Deployment/<name>, an adopt-revisions that is not a
 // JSON object of hashes to revision names. The Options returned hold what
 // could be parsed.
-func Parse(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
+func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
 		errs field.ErrorList
 	)
-	if v, ok := md.Annotations[appsv1beta1.PartitionAnnotation]; ok {
-		p, err := ParsePartition(v)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(Path(appsv1beta1.PartitionAnnotation), v, err.Error()))
-		case md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
-			errs = append(errs, field.Forbidden(Path(appsv1beta1.PartitionAnnotation),
-				"a partition needs spec.strategy.type RollingUpdate: Recreate replaces every pod at once"))
-		default:
-			o.Partition = &p
-		}
-	}
-	if v, ok := md.Annotations[appsv1beta1.RespectPDBAnnotation]; ok {
-		b, err := parseBool(v)
-		if err != nil {
-			errs = append(errs, field.NotSupported(Path(appsv1beta1.RespectPDBAnnotation), v, []string{"true", "false"}))
-		}
-		o.RespectPDB = b
-	}
 	if v, ok := md.Annotations[appsv1beta1.UpdateModeAnnotation]; ok {
 		switch {
 		case v != appsv1beta1.UpdateModeRecreate && v != appsv1beta1.UpdateModeInPlaceIfPossible:
@@ -203,24 +194,12 @@ func parseRetriedAt(md *appsv1beta1.MyDeployment, errs field.ErrorList) (time.Ti
 	return t, errs
 }
 
-// Annotations are the opt-in annotations of a MyDeployment, in the order
-// their errors are reported.
-var Annotations = []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
+// Annotations are the opt-in annotations ParseRest reads, in the order
+// their errors are reported (modules.Annotations has every opt-in's).
+var Annotations = []string{appsv1beta1.UpdateModeAnnotation,
 	appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
 	appsv1beta1.AnalysisAnnotation, appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation, appsv1beta1.DrainAnnotation,
 	appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
-
-// ParsePartition parses a PartitionAnnotation value: "<n>" with n from 0 to
-// 2147483647, or "<p>%" with p from 0 to 100.
-func ParsePartition(v string) (Partition, error) {
-	const want = `must be a non-negative integer ("8") or a percentage from 0% to 100% ("80%")`
-	s, percent := strings.CutSuffix(v, "%")
-	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || n < 0 || s != strconv.FormatInt(n, 10) || percent && n > 100 {
-		return Partition{}, fmt.Errorf("%s", want)
-	}
-	return Partition{Value: int32(min(n, math.MaxInt32)), Percent: percent}, nil
-}
 
 func parseBool(v string) (bool, error) {
 	switch v {
@@ -230,12 +209,6 @@ func parseBool(v string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%q is neither true nor false", v)
-}
-
-// SpecifiedDelete reports whether pod is labelled to go first
-// (SpecifiedDeleteLabel "true"). The caller checks the pod is its own.
-func SpecifiedDelete(pod *corev1.Pod) bool {
-	return pod.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true"
 }
 
 // NodeDraining says node is being drained as DrainAnnotation means it:

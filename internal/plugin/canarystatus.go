@@ -22,7 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
 // canaryStatus is rolloutStatus for a canary rollout under way (optin's
@@ -34,7 +34,7 @@ import (
 // step is written yet. ok is false when no
 // canary rollout is under way: the other messages apply.
 func canaryStatus(md *appsv1beta1.MyDeployment) (msg string, done, ok bool) {
-	o, errs := optin.Parse(md)
+	o, errs := modules.Parse(md)
 	if len(errs) > 0 || o.Canary == nil || !canaryUnderWay(md, o.Canary.State, len(o.Canary.Steps)) {
 		return "", false, false
 	}

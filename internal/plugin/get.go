@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // getOptions are get's flags, kubectl get's for one kind.
@@ -196,7 +197,7 @@ func (l *listing) rows(ctx context.Context, items []appsv1beta1.MyDeployment) er
 			}
 			fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%s\t%s\t%s", md.Name,
 				md.Status.ReadyReplicas, desired(md), md.Status.UpdatedReplicas, md.Status.AvailableReplicas,
-				orNone(md.Annotations[appsv1beta1.RevisionAnnotation]), rolloutState(md, l.nodes.drainingPods(ctx, md)),
+				orNone(optin.RecordsOf(md).RevisionText), rolloutState(md, l.nodes.drainingPods(ctx, md)),
 				age(md.CreationTimestamp, now))
 			if l.wide {
 				names, images := containers(md)

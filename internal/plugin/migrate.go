@@ -15,6 +15,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/handover"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -188,7 +189,7 @@ func (m *migration) handOverInput(ctx context.Context, md *appsv1beta1.MyDeploym
 	if err != nil {
 		return in, fmt.Errorf("selector: %w", err)
 	}
-	o, _ := optin.Parse(in.md)
+	o, _ := modules.Parse(in.md)
 	in.Input = handover.Input{Name: m.name, Owner: in.md.UID, Selector: sel, LabelSelector: in.md.Spec.Selector,
 		Template: &in.md.Spec.Template, Recorded: o.AdoptRevisions}
 	if in.Deployment, err = m.deployment(ctx); err != nil {

@@ -28,6 +28,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
 func newPartitionCommand(f *factory, o *Options) *cobra.Command {
@@ -42,7 +43,7 @@ func newPartitionCommand(f *factory, o *Options) *cobra.Command {
 			"  kubectl mydeployment rollout partition web 80%   # keep 80% of the replicas, rounded up",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := optin.ParsePartition(args[1])
+			p, err := optin.ParsePodCount(args[1])
 			if err != nil {
 				return fmt.Errorf("invalid partition %q: %v", args[1], err)
 			}
@@ -58,9 +59,9 @@ func newPartitionCommand(f *factory, o *Options) *cobra.Command {
 // setPartition sets the partition annotation to p, or removes it when p is
 // nil, with one merge patch of that annotation, and prints what it did; it
 // writes nothing when the annotation already says so. A partition that
-// optin.Parse would refuse on the result (strategy Recreate) is an error with
+// modules.Parse would refuse on the result (strategy Recreate) is an error with
 // its message, before any write.
-func (t *target) setPartition(ctx context.Context, out io.Writer, p *optin.Partition) error {
+func (t *target) setPartition(ctx context.Context, out io.Writer, p *optin.PodCount) error {
 	md, err := t.get(ctx)
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func (t *target) setPartition(ctx context.Context, out io.Writer, p *optin.Parti
 	return nil
 }
 
-// partitionRefused is optin.Parse's error about the partition annotation of
+// partitionRefused is modules.Parse's error about the partition annotation of
 // md with that annotation set to value (the webhook's own refusal), or nil.
 func partitionRefused(md *appsv1beta1.MyDeployment, value string) error {
 	want := md.DeepCopy()
@@ -104,7 +105,7 @@ func partitionRefused(md *appsv1beta1.MyDeployment, value string) error {
 		want.Annotations = map[string]string{}
 	}
 	want.Annotations[appsv1beta1.PartitionAnnotation] = value
-	_, errs := optin.Parse(want)
+	_, errs := modules.Parse(want)
 	path := optin.Path(appsv1beta1.PartitionAnnotation).String()
 	for _, e := range errs {
 		if e.Field == path {

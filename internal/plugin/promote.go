@@ -28,6 +28,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
 func newPromoteCommand(f *factory, o *Options) *cobra.Command {
@@ -70,7 +71,7 @@ func newPromoteCommand(f *factory, o *Options) *cobra.Command {
 // annotation already says so. Canary annotations optin refuses are an
 // error with its message.
 func (t *target) promoteCanary(ctx context.Context, out io.Writer, md *appsv1beta1.MyDeployment, full bool) error {
-	o, errs := optin.Parse(md)
+	o, errs := modules.Parse(md)
 	if len(errs) > 0 || o.Canary == nil {
 		return fmt.Errorf("cannot promote mydeployment %q: %v", md.Name, errs.ToAggregate())
 	}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -57,7 +58,7 @@ func (t *target) retry(ctx context.Context, out io.Writer, now time.Time) error 
 	if err != nil {
 		return err
 	}
-	_, recorded := md.Annotations[appsv1beta1.AbortedRevisionAnnotation]
+	recorded := optin.RecordsOf(md).AbortRecorded
 	if !recorded && !status.Aborted(&md.Status) && !status.DeadlineExceeded(&md.Status) {
 		return fmt.Errorf("mydeployment %q is not aborted: nothing to retry", md.Name)
 	}

@@ -30,6 +30,8 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 )
 
 // ErrTimeout is returned by rollout status when --timeout passes first
@@ -41,7 +43,7 @@ var ErrTimeout = errors.New("timed out waiting for the condition")
 // error when it cannot finish (progress deadline exceeded, wrong revision).
 func rolloutStatus(md *appsv1beta1.MyDeployment, wantRevision int64) (string, bool, error) {
 	if wantRevision > 0 {
-		rev, err := strconv.ParseInt(md.Annotations[appsv1beta1.RevisionAnnotation], 10, 64)
+		rev, err := strconv.ParseInt(optin.RecordsOf(md).RevisionText, 10, 64)
 		if err != nil {
 			return "", false, fmt.Errorf("cannot get the revision of mydeployment %q: %v", md.Name, err)
 		}
@@ -141,8 +143,8 @@ func heldAtPartition(md *appsv1beta1.MyDeployment) bool {
 // partitionPods is how many pods md's partition annotation holds on the
 // current revision; 0 without one or with a value optin refuses.
 func partitionPods(md *appsv1beta1.MyDeployment) int32 {
-	o, _ := optin.Parse(md)
-	return o.Partition.Pods(desired(md))
+	o, _ := modules.Parse(md)
+	return partition.Of(o).Pods(desired(md))
 }
 
 func newStatusCommand(f *factory, o *Options) *cobra.Command {

@@ -27,6 +27,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
 // The STATUS column of get: the one state of a MyDeployment a user must
@@ -93,16 +94,17 @@ func rolloutState(md *appsv1beta1.MyDeployment, draining bool) string {
 // the revision annotation, which names the update revision the abort
 // record is about; the record's revision name if there is no number.
 func abortedRevision(md *appsv1beta1.MyDeployment) string {
-	if n := md.Annotations[appsv1beta1.RevisionAnnotation]; n != "" {
-		return n
+	r := optin.RecordsOf(md)
+	if r.RevisionText != "" {
+		return r.RevisionText
 	}
-	return md.Annotations[appsv1beta1.AbortedRevisionAnnotation]
+	return r.Aborted
 }
 
 // canaryStep is the step (from 1) of n md's canary rollout is at, if one
 // is under way.
 func canaryStep(md *appsv1beta1.MyDeployment) (step, n int, ok bool) {
-	o, errs := optin.Parse(md)
+	o, errs := modules.Parse(md)
 	if len(errs) > 0 || o.Canary == nil || !canaryUnderWay(md, o.Canary.State, len(o.Canary.Steps)) {
 		return 0, 0, false
 	}
@@ -139,7 +141,7 @@ type nodeReader struct {
 // any other, and when the pods or nodes cannot be read (a user without
 // access to Nodes sees no Draining, nothing else changes).
 func (r *nodeReader) drainingPods(ctx context.Context, md *appsv1beta1.MyDeployment) bool {
-	if o, _ := optin.Parse(md); !o.Drain || md.Spec.Selector == nil {
+	if o, _ := modules.Parse(md); !o.Drain || md.Spec.Selector == nil {
 		return false
 	}
 	sel, err := metav1.LabelSelectorAsSelector(md.Spec.Selector)

@@ -31,6 +31,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -146,8 +147,8 @@ func currentNumber(md *appsv1beta1.MyDeployment, revs []*appsv1.ControllerRevisi
 			return r.Revision
 		}
 	}
-	var n int64
-	if _, err := fmt.Sscan(md.Annotations[appsv1beta1.RevisionAnnotation], &n); err == nil && n > 0 {
+	n := optin.RecordsOf(md).Revision
+	if n > 0 {
 		return n
 	}
 	for _, r := range revs {

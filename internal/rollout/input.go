@@ -3,7 +3,6 @@ package rollout
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,52 +13,52 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
-// NewInput is the planner's input for md as its controller plans it:
-// spec.replicas (1 if unset), the strategy with maxSurge and maxUnavailable
-// resolved (StrategyFenceposts), minReadySeconds, paused, what the pods were
-// sized for (md's DesiredReplicasAnnotation and MaxReplicasAnnotation),
-// DefaultMaxBurst, and the opt-ins of its annotations (optin.Parse): the
-// partition resolved against spec.replicas, and RespectPDB.
+// A Planner is an opt-in module's parsed spec (optin.Spec) that sets its
+// part of the planner's input; NewInputOf calls each of an object's, in
+// the registry's order, once the spec's part is set.
+type Planner interface {
+	PlanInput(in *Input)
+}
+
+// NewInput is the planner's input for md as its controller plans it, with
+// md's opt-ins parsed already (modules.Parse: the caller stops at their
+// errors): spec.replicas (1 if unset), the strategy with maxSurge and
+// maxUnavailable resolved (StrategyFenceposts), minReadySeconds, paused,
+// what the pods were sized for (md's size record), DefaultMaxBurst, and
+// what each opt-in sets (Planner).
 // currentRevision names the revision held pods run (status.currentRevision),
 // updateRevision the one new pods are created from; revisions are the
 // ControllerRevisions pods may be created from, in any order (ordered here
-// by revision number); pods and now are passed on. The errors are a
-// strategy that cannot be resolved and an opt-in annotation whose value
-// can never work (optin.Parse's errors, naming the annotation).
-func NewInput(md *appsv1beta1.MyDeployment, currentRevision, updateRevision string, revisions []*appsv1.ControllerRevision,
+// by revision number); pods and now are passed on. The error is a strategy
+// that cannot be resolved.
+func NewInput(md *appsv1beta1.MyDeployment, opts optin.Set, currentRevision, updateRevision string, revisions []*appsv1.ControllerRevision,
 	pods []*corev1.Pod, now time.Time) (Input, error) {
 	surge, unavailable, err := StrategyFenceposts(md.Spec.Strategy, ptr.Deref(md.Spec.Replicas, 1))
 	if err != nil {
 		return Input{}, err
-	}
-	opts, errs := optin.Parse(md)
-	if len(errs) > 0 {
-		return Input{}, errs.ToAggregate()
 	}
 	return NewInputOf(md, Parsed{OptIn: opts, MaxSurge: surge, MaxUnavailable: unavailable},
 		currentRevision, updateRevision, revisions, pods, now), nil
 }
 
 // Parsed is what NewInputOf takes parsed already: md's opt-ins
-// (optin.Parse) and its strategy's fenceposts (StrategyFenceposts).
+// (modules.Parse) and its strategy's fenceposts (StrategyFenceposts).
 type Parsed struct {
-	OptIn                    optin.Options
+	OptIn                    optin.Set
 	MaxSurge, MaxUnavailable int32
 }
 
-// NewInputOf is NewInput of an object whose opt-ins and fenceposts the
-// caller has parsed (the controller does once a sync, in observe, and
-// stops at their errors there).
+// NewInputOf is NewInput of an object whose fenceposts the caller has
+// resolved too (the controller does once a sync, in observe, and stops at
+// their errors there).
 func NewInputOf(md *appsv1beta1.MyDeployment, parsed Parsed, currentRevision, updateRevision string,
 	revisions []*appsv1.ControllerRevision, pods []*corev1.Pod, now time.Time) Input {
-	replicas := ptr.Deref(md.Spec.Replicas, 1)
-	opts := parsed.OptIn
 	strategy := RollingUpdate
 	if md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		strategy = Recreate
 	}
-	return Input{
-		Replicas:        replicas,
+	in := Input{
+		Replicas:        ptr.Deref(md.Spec.Replicas, 1),
 		Strategy:        strategy,
 		MaxSurge:        parsed.MaxSurge,
 		MaxUnavailable:  parsed.MaxUnavailable,
@@ -68,14 +67,16 @@ func NewInputOf(md *appsv1beta1.MyDeployment, parsed Parsed, currentRevision, up
 		UpdateRevision:  updateRevision,
 		Revisions:       olderRevisions(revisions, updateRevision),
 		SizedFor:        SizedForOf(md),
-		Partition:       opts.Partition.Pods(replicas),
-		Canary:          opts.Canary,
+		Canary:          parsed.OptIn.Canary,
 		CurrentRevision: currentRevision,
-		RespectPDB:      opts.RespectPDB,
 		MaxBurst:        DefaultMaxBurst,
 		Pods:            pods,
 		Now:             now,
 	}
+	for p := range optin.Each[Planner](parsed.OptIn) {
+		p.PlanInput(&in)
+	}
+	return in
 }
 
 // olderRevisions names revisions other than update, oldest first.
@@ -93,25 +94,8 @@ func olderRevisions(revisions []*appsv1.ControllerRevision, update string) []str
 	return names
 }
 
-// SizedForOf reads what md's pods were last sized for from its
-// annotations: nil without a valid DesiredReplicasAnnotation; MaxReplicas 0
-// without a valid MaxReplicasAnnotation.
+// SizedForOf reads what md's pods were last sized for from its size
+// record (optin.RecordsOf): nil without one.
 func SizedForOf(md *appsv1beta1.MyDeployment) *Size {
-	desired, err := strconv.ParseInt(md.Annotations[appsv1beta1.DesiredReplicasAnnotation], 10, 32)
-	if err != nil || desired < 0 {
-		return nil
-	}
-	size := &Size{Replicas: int32(desired)}
-	if m, err := strconv.ParseInt(md.Annotations[appsv1beta1.MaxReplicasAnnotation], 10, 32); err == nil && m > 0 {
-		size.MaxReplicas = int32(m)
-	}
-	return size
-}
-
-// Annotations are the annotations that record s (see SizedForOf).
-func (s Size) Annotations() map[string]string {
-	return map[string]string{
-		appsv1beta1.DesiredReplicasAnnotation: strconv.FormatInt(int64(s.Replicas), 10),
-		appsv1beta1.MaxReplicasAnnotation:     strconv.FormatInt(int64(s.MaxReplicas), 10),
-	}
+	return optin.RecordsOf(md).SizedFor
 }

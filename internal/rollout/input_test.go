@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 func TestNewInput(t *testing.T) {
@@ -50,29 +51,6 @@ func TestNewInput(t *testing.T) {
 			want: Input{Replicas: 10, Strategy: RollingUpdate, MaxSurge: 3, MaxUnavailable: 2, SizedFor: &Size{Replicas: 10}},
 		},
 		{
-			name: "opt-ins: a percent partition resolved against replicas, respect-pdb",
-			md: appsv1beta1.MyDeployment{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-					appsv1beta1.PartitionAnnotation: "75%", appsv1beta1.RespectPDBAnnotation: "true"}},
-				Spec: appsv1beta1.MyDeploymentSpec{Replicas: ptr.To[int32](10)},
-			},
-			want: Input{Replicas: 10, Strategy: RollingUpdate, MaxSurge: 3, MaxUnavailable: 2, Partition: 8, RespectPDB: true},
-		},
-		{
-			name: "an invalid partition is an error",
-			md: appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-				appsv1beta1.PartitionAnnotation: "-1"}}},
-			wantErr: true,
-		},
-		{
-			name: "a partition with Recreate is an error",
-			md: appsv1beta1.MyDeployment{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{appsv1beta1.PartitionAnnotation: "1"}},
-				Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}}},
-			},
-			wantErr: true,
-		},
-		{
 			name: "an invalid strategy is an error",
 			md: appsv1beta1.MyDeployment{Spec: appsv1beta1.MyDeploymentSpec{
 				RolloutSpec: appsv1beta1.RolloutSpec{Strategy: appsv1.DeploymentStrategy{
@@ -82,7 +60,7 @@ func TestNewInput(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := NewInput(&tc.md, "c", "update", revisions, nil, t0)
+			in, err := NewInput(&tc.md, optin.Set{}, "c", "update", revisions, nil, t0)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}

@@ -29,14 +29,9 @@ const (
 )
 
 // Size is what the pods were sized for: Deployment's desired-replicas and
-// max-replicas annotations of its ReplicaSets.
-type Size struct {
-	// Replicas is the spec.replicas the pods were last scaled for.
-	Replicas int32
-	// MaxReplicas is the total the active pods were sized to, normally
-	// Replicas+MaxSurge; 0 if unknown.
-	MaxReplicas int32
-}
+// max-replicas annotations of its ReplicaSets, the record optin.RecordsOf
+// reads.
+type Size = optin.Size
 
 // Input is everything the planner needs.
 type Input struct {

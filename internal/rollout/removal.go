@@ -5,8 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // Removal: the pieces every strategy shares to choose the pods it removes.
@@ -48,9 +48,10 @@ func splitFunc(pods []*corev1.Pod, f func(*corev1.Pod) bool) (yes, no []*corev1.
 }
 
 // isDoomed says the pod is to be replaced whatever its revision: labelled
-// specified-delete, or its in-place update failed.
+// specified-delete ("true", as chosen pods are: the caller passes only its
+// own pods), or its in-place update failed.
 func isDoomed(pod *corev1.Pod) bool {
-	return optin.SpecifiedDelete(pod) || inplace.Failed(pod)
+	return pod.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true" || inplace.Failed(pod)
 }
 
 // splitDoomed splits pods into the doomed ones (ranker.doomed: to go first)

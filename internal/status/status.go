@@ -24,6 +24,13 @@ type Failure struct {
 	Message string
 }
 
+// A Reporter is an opt-in module's parsed spec (optin.Spec) that sets its
+// part of the status's Input; the controller calls each of an object's, in
+// the registry's order, once the rest of the Input is set.
+type Reporter interface {
+	ReportInput(in *Input)
+}
+
 // Input is one sync's view of a MyDeployment.
 type Input struct {
 	// Object is the MyDeployment as read at the start of the sync; its
@@ -54,8 +61,8 @@ type Input struct {
 	// Failure is the last refused pod write of this sync, nil if none.
 	Failure *Failure
 	// Partition is how many pods the rollout holds on the current revision
-	// (optin's Partition.Pods(spec.replicas)); 0 without a partition or
-	// when the current revision is the update revision.
+	// (the partition module's Reporter); 0 without a partition or when the
+	// current revision is the update revision.
 	Partition int32
 	// Canary is where a canary rollout is once the sync's plan is carried
 	// out (rollout.Plan.Canary); nil when none is under way.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
@@ -37,7 +38,11 @@ const tick = time.Second
 func simulateRollout(md *appsv1beta1.MyDeployment, plan func(rollout.Input) rollout.Plan) (string, []string) {
 	// The controller's own mapping of the spec: replicas default 1, Recreate
 	// 0/0, RollingUpdate values default 25%/25%.
-	in, err := rollout.NewInput(md, "", "", nil, nil, time.Time{})
+	opts, errs := modules.Parse(md)
+	if len(errs) > 0 {
+		return "", []string{errs.ToAggregate().Error()}
+	}
+	in, err := rollout.NewInput(md, opts, "", "", nil, nil, time.Time{})
 	if err != nil {
 		return "", []string{err.Error()}
 	}

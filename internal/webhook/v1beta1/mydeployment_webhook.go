@@ -39,6 +39,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
 // SetupMyDeploymentWebhookWithManager registers the validating webhook; its
@@ -62,11 +63,11 @@ type MyDeploymentValidator struct {
 var _ admission.Validator[*appsv1beta1.MyDeployment] = &MyDeploymentValidator{}
 
 // ValidateCreate implements admission.Validator. Every field error is
-// returned at once: the selector's, the opt-in annotations' (internal/optin)
+// returned at once: the selector's, the opt-in annotations' (internal/optin/modules)
 // and, when the selector is sound, the pod template's.
 func (v *MyDeploymentValidator) ValidateCreate(ctx context.Context, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
 	errs := validateSelector(md)
-	_, optinErrs := optin.Parse(md)
+	_, optinErrs := modules.Parse(md)
 	return v.refuse(ctx, md, errs, optinErrs, len(errs) == 0)
 }
 
@@ -118,7 +119,7 @@ func validateSelector(md *appsv1beta1.MyDeployment) field.ErrorList {
 func (v *MyDeploymentValidator) ValidateUpdate(ctx context.Context, oldMD, md *appsv1beta1.MyDeployment) (admission.Warnings, error) {
 	var optinErrs field.ErrorList
 	if optInChanged(oldMD, md) {
-		_, optinErrs = optin.Parse(md)
+		_, optinErrs = modules.Parse(md)
 	}
 	optinErrs = append(optinErrs, adoptFromChanged(oldMD, md)...)
 	if apiequality.Semantic.DeepEqual(oldMD.Spec.Template, md.Spec.Template) {
@@ -128,13 +129,13 @@ func (v *MyDeploymentValidator) ValidateUpdate(ctx context.Context, oldMD, md *a
 	return v.refuse(ctx, md, errs, optinErrs, len(errs) == 0)
 }
 
-// optInChanged reports whether an update touches what optin.Parse reads:
+// optInChanged reports whether an update touches what modules.Parse reads:
 // an opt-in annotation's presence or value, or the strategy type.
 func optInChanged(oldMD, md *appsv1beta1.MyDeployment) bool {
 	if oldMD.Spec.Strategy.Type != md.Spec.Strategy.Type {
 		return true
 	}
-	for _, k := range optin.Annotations {
+	for _, k := range modules.Annotations {
 		ov, oldOK := oldMD.Annotations[k]
 		nv, newOK := md.Annotations[k]
 		if oldOK != newOK || ov != nv {

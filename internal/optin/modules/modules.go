@@ -1,0 +1,51 @@
+// Package modules is the registry of opt-in modules: the one list of them
+// (All) and the one parse of an object's opt-ins (Parse), which the
+// controller, the webhook and the kubectl plugin call. Adding an opt-in is
+// adding its package under internal/optin and a line to All.
+package modules
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
+)
+
+// All are the opt-in modules, in the order their errors are reported and
+// their extension points are called.
+var All = []optin.Module{
+	partition.Module,
+	respectpdb.Module,
+}
+
+// Annotations are the keys every opt-in owns: the modules' in All's order,
+// then those optin.ParseRest reads.
+var Annotations = func() []string {
+	var keys []string
+	for _, m := range All {
+		keys = append(keys, m.Keys()...)
+	}
+	return append(keys, optin.Annotations...)
+}()
+
+// Parse reads md's opt-ins: each module's Spec, and the Options of the
+// opt-ins not in a module yet (optin.ParseRest). Every value that can
+// never work is an error naming its annotation, in All's order and then
+// ParseRest's; the Set holds what could be parsed.
+func Parse(md *appsv1beta1.MyDeployment) (optin.Set, field.ErrorList) {
+	var (
+		specs []optin.Spec
+		errs  field.ErrorList
+	)
+	for _, m := range All {
+		spec, e := m.Parse(md)
+		errs = append(errs, e...)
+		if spec != nil {
+			specs = append(specs, spec)
+		}
+	}
+	rest, e := optin.ParseRest(md)
+	return optin.NewSet(rest, specs...), append(errs, e...)
+}

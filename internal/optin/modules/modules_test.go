@@ -1,0 +1,202 @@
+package modules
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func md(strategy appsv1.DeploymentStrategyType, annotations map[string]string) *appsv1beta1.MyDeployment {
+	return &appsv1beta1.MyDeployment{
+		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+		Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Strategy: appsv1.DeploymentStrategy{Type: strategy}}},
+	}
+}
+
+// TestParse: the registry reads every opt-in, the modules' and the rest's,
+// and each value that can never work is one error naming its annotation.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		strategy    appsv1.DeploymentStrategyType
+		annotations map[string]string
+		partition   string // "" for none
+		pods10      int32  // partition pods out of 10 replicas
+		respectPDB  bool
+		inPlace     bool
+		drain       bool
+		config      bool
+		err         string // substring of the only error; "" for none
+	}{
+		{name: "no annotations"},
+		{name: "count", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "8"}, partition: "8", pods10: 8},
+		{name: "zero", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "0"}, partition: "0"},
+		{name: "count beyond replicas holds them all", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "12"}, partition: "12", pods10: 10},
+		{name: "percent rounds up", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "75%"}, partition: "75%", pods10: 8},
+		{name: "100%", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "100%"}, partition: "100%", pods10: 10},
+		{name: "explicit RollingUpdate", strategy: appsv1.RollingUpdateDeploymentStrategyType, annotations: map[string]string{appsv1beta1.PartitionAnnotation: "1"}, partition: "1", pods10: 1},
+		{name: "negative", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "-1"}, err: `metadata.annotations[apps.mydeployment.io/partition]: Invalid value: "-1"`},
+		{name: "over 100%", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "101%"}, err: "percentage from 0% to 100%"},
+		{name: "not a number", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "half"}, err: "apps.mydeployment.io/partition"},
+		{name: "empty", annotations: map[string]string{appsv1beta1.PartitionAnnotation: ""}, err: "apps.mydeployment.io/partition"},
+		{name: "leading plus", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "+3"}, err: "apps.mydeployment.io/partition"},
+		{name: "beyond int32", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "2147483648"}, err: "apps.mydeployment.io/partition"},
+		{name: "with Recreate", strategy: appsv1.RecreateDeploymentStrategyType, annotations: map[string]string{appsv1beta1.PartitionAnnotation: "2"}, err: "needs spec.strategy.type RollingUpdate"},
+		{name: "respect-pdb", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "true"}, respectPDB: true},
+		{name: "respect-pdb false", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "false"}},
+		{name: "update-mode InPlaceIfPossible", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceIfPossible"}, inPlace: true},
+		{name: "update-mode Recreate", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "Recreate"}},
+		{name: "update-mode unknown", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceOnly"},
+			err: `metadata.annotations[apps.mydeployment.io/update-mode]: Unsupported value: "InPlaceOnly": supported values: "Recreate", "InPlaceIfPossible"`},
+		{name: "update-mode lower case", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "inplaceifpossible"}, err: "apps.mydeployment.io/update-mode"},
+		{name: "update-mode InPlaceIfPossible with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceIfPossible"}, err: "needs spec.strategy.type RollingUpdate"},
+		{name: "update-mode Recreate with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "Recreate"}},
+		{name: "drain SurgeFirst", annotations: map[string]string{appsv1beta1.DrainAnnotation: "SurgeFirst"}, drain: true},
+		{name: "drain unknown", annotations: map[string]string{appsv1beta1.DrainAnnotation: "Evict"},
+			err: `metadata.annotations[apps.mydeployment.io/drain]: Unsupported value: "Evict": supported values: "SurgeFirst"`},
+		{name: "drain with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.DrainAnnotation: "SurgeFirst"}, err: "SurgeFirst needs spec.strategy.type RollingUpdate"},
+		{name: "rollout-on-config-change", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "true"}, config: true},
+		{name: "rollout-on-config-change false", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "false"}},
+		{name: "rollout-on-config-change with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "true"}, config: true},
+		{name: "rollout-on-config-change unknown", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "yes"},
+			err: `metadata.annotations[apps.mydeployment.io/rollout-on-config-change]: Unsupported value: "yes": supported values: "true", "false"`},
+		{name: "rollout-on-config-change upper case", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "True"},
+			err: "apps.mydeployment.io/rollout-on-config-change"},
+		{name: "respect-pdb unknown", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "yes"}, err: `metadata.annotations[apps.mydeployment.io/respect-pdb]: Unsupported value: "yes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, errs := Parse(md(tc.strategy, tc.annotations))
+			switch {
+			case tc.err == "" && len(errs) > 0:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.err != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err)):
+				t.Fatalf("errors %v, want one containing %q", errs, tc.err)
+			}
+			got := ""
+			if p := partition.Of(o); p != nil {
+				got = p.String()
+			}
+			if got != tc.partition {
+				t.Errorf("partition %q, want %q", got, tc.partition)
+			}
+			if n := partition.Of(o).Pods(10); n != tc.pods10 {
+				t.Errorf("partition pods of 10: %d, want %d", n, tc.pods10)
+			}
+			if on := respectpdb.On(o); on != tc.respectPDB {
+				t.Errorf("respectPDB %v, want %v", on, tc.respectPDB)
+			}
+			if o.RolloutOnConfigChange != tc.config {
+				t.Errorf("rolloutOnConfigChange %v, want %v", o.RolloutOnConfigChange, tc.config)
+			}
+			if o.InPlace != tc.inPlace {
+				t.Errorf("inPlace %v, want %v", o.InPlace, tc.inPlace)
+			}
+			if o.Drain != tc.drain {
+				t.Errorf("drain %v, want %v", o.Drain, tc.drain)
+			}
+		})
+	}
+}
+
+// TestAnnotations: every key a module owns or ParseRest reads is listed
+// once (the webhook re-validates an update that touches any of them).
+func TestAnnotations(t *testing.T) {
+	seen := map[string]bool{}
+	for _, k := range Annotations {
+		if seen[k] {
+			t.Errorf("%s listed twice", k)
+		}
+		seen[k] = true
+	}
+	for _, k := range []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
+		appsv1beta1.CanaryStepsAnnotation, appsv1beta1.AdoptRevisionsAnnotation} {
+		if !seen[k] {
+			t.Errorf("%s not listed", k)
+		}
+	}
+	names := map[string]bool{}
+	for _, m := range All {
+		if names[m.Name()] {
+			t.Errorf("module %s registered twice", m.Name())
+		}
+		names[m.Name()] = true
+	}
+}
+
+// TestPlannerInput: what the planner gets of a parsed object's opt-ins
+// (rollout.Planner): a percentage partition resolved against spec.replicas,
+// respect-pdb; nothing without them.
+func TestPlannerInput(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		partition   int32
+		respectPDB  bool
+	}{
+		{name: "none"},
+		{name: "a percent partition, respect-pdb", annotations: map[string]string{
+			appsv1beta1.PartitionAnnotation: "75%", appsv1beta1.RespectPDBAnnotation: "true"}, partition: 8, respectPDB: true},
+		{name: "a count partition beyond replicas holds them all", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "12"}, partition: 10},
+		{name: "respect-pdb false", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := md("", tc.annotations)
+			m.Spec.Replicas = ptr.To[int32](10)
+			o, errs := Parse(m)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			in, err := rollout.NewInput(m, o, "c", "u", nil, nil, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.Partition != tc.partition || in.RespectPDB != tc.respectPDB {
+				t.Errorf("partition %d, respectPDB %v; want %d, %v", in.Partition, in.RespectPDB, tc.partition, tc.respectPDB)
+			}
+		})
+	}
+}
+
+// TestStatusInput: the status counts a partition's held pods only while a
+// rollout is under way (partition's status.Reporter).
+func TestStatusInput(t *testing.T) {
+	m := md("", map[string]string{appsv1beta1.PartitionAnnotation: "30%"})
+	m.Spec.Replicas = ptr.To[int32](10)
+	o, errs := Parse(m)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, tc := range []struct {
+		current, update string
+		want            int32
+	}{{"a", "b", 3}, {"b", "b", 0}, {"", "b", 0}, {"a", "", 0}} {
+		in := status.Input{Object: m, CurrentRevision: tc.current, UpdateRevision: tc.update}
+		for r := range optin.Each[status.Reporter](o) {
+			r.ReportInput(&in)
+		}
+		if in.Partition != tc.want {
+			t.Errorf("current %q, update %q: partition %d, want %d", tc.current, tc.update, in.Partition, tc.want)
+		}
+	}
+	if got := slices.Collect(optin.Each[status.Reporter](optin.Set{})); len(got) != 0 {
+		t.Errorf("an object without opt-ins has reporters: %v", got)
+	}
+}
