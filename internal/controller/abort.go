@@ -6,6 +6,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -28,7 +29,7 @@ import (
 // on-failure Abort or analysis still set (removing the annotation resumes
 // the rollout).
 func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
-	return (o.optIn.Abort || o.optIn.Analysis != nil) && update != nil && !newRevision &&
+	return (abort.Of(o.optIn).OnFailure || o.optIn.Analysis != nil) && update != nil && !newRevision &&
 		optin.RecordsOf(o.md).Aborted == update.Name
 }
 
@@ -36,8 +37,9 @@ func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevisio
 // verdict is due now, the deadline's or the analysis' (the record is then
 // written first).
 func abortOrNot(o *observation, c *claimed) bool {
+	a := abort.Of(o.optIn)
 	return recordedAbort(o, c.update, c.newRevision) || analysisFailure(o, c) != "" ||
-		o.optIn.Abort && !c.newRevision && status.AbortDue(o.md, c.update.Name, o.optIn.RetriedAt)
+		a.OnFailure && !c.newRevision && status.AbortDue(o.md, c.update.Name, a.RetriedAt)
 }
 
 // abortRecord adds to now the abort record's change: the update revision

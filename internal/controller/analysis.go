@@ -9,6 +9,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -35,7 +36,7 @@ func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool)
 		md.Status.CurrentRevision == st.Revision {
 		return analysis.Key{}, false
 	}
-	return analysis.Key{Revision: st.Revision, Step: st.Index, RetriedAt: o.RetriedAt}, true
+	return analysis.Key{Revision: st.Revision, Step: st.Index, RetriedAt: abort.Of(o).RetriedAt}, true
 }
 
 // analyze measures s's canary step when a measurement is due, and returns

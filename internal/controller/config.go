@@ -15,6 +15,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -38,7 +39,7 @@ func configRefs(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	if o, errs := modules.Parse(md); len(errs) > 0 || !o.RolloutOnConfigChange {
+	if o, errs := modules.Parse(md); len(errs) > 0 || !configrollout.On(o) {
 		return nil
 	}
 	refs := configref.Refs(&md.Spec.Template)

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -22,7 +21,8 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 )
 
 // configWatch watches the metadata of the ConfigMaps and Secrets of each
@@ -39,7 +39,7 @@ import (
 // SelfSubjectAccessReviews say the manager may get, list and watch both
 // kinds there. Only such an answer is a denial: an error while asking (a
 // failed create, a lost reply) is asked again after a short backoff
-// (transientRetry), and meanwhile the namespace's syncs read the config
+// (optin.TransientRetry), and meanwhile the namespace's syncs read the config
 // they reference directly (configOf), so no object waits on a transient
 // error. While denied, the opted-in objects of that namespace say so
 // (ReplicaFailure ConfigAccessDenied) and roll nothing; access is asked
@@ -160,7 +160,7 @@ func (w *configWatch) view(namespace string) configView {
 // start asks for access to namespace and, granted, runs its informers
 // until ctx ends; either way the opted-in MyDeployments there are
 // enqueued once it knows, to plan with what it found. An error while
-// asking is asked again after transientRetry's backoff, the namespace
+// asking is asked again after optin.TransientRetry's backoff, the namespace
 // still starting; it returns without a word if ctx ends first.
 func (w *configWatch) start(ctx context.Context, namespace string, sp *configSpace) {
 	denied, ok := w.ask(ctx, namespace)
@@ -190,10 +190,10 @@ func (w *configWatch) start(ctx context.Context, namespace string, sp *configSpa
 	w.enqueueOptedIn(ctx, namespace)
 }
 
-// ask asks mayRead until it answers, waiting transientRetry's backoff
+// ask asks mayRead until it answers, waiting optin.TransientRetry's backoff
 // after each error; ok is false when ctx ended first.
 func (w *configWatch) ask(ctx context.Context, namespace string) (denied string, ok bool) {
-	backoff := transientRetry()
+	backoff := optin.TransientRetry()
 	for tries := 1; ; tries++ {
 		answer, err := w.mayRead(ctx, namespace)
 		if err == nil {
@@ -279,7 +279,7 @@ func (w *configWatch) enqueueOptedIn(ctx context.Context, namespace string) {
 		return
 	}
 	for i := range list.Items {
-		if o, _ := modules.Parse(&list.Items[i]); o.RolloutOnConfigChange {
+		if spec, _ := configrollout.Module.Parse(&list.Items[i]); spec != nil {
 			w.events <- event.GenericEvent{Object: &list.Items[i]}
 		}
 	}
@@ -322,11 +322,4 @@ func mayReadConfig(c client.Client) func(context.Context, string) (string, error
 // a read was refused (so the object's condition and event say it once).
 func readDenied(kind configref.Kind, namespace string) string {
 	return fmt.Sprintf("read %s in namespace %s", configResource(kind).Resource, namespace)
-}
-
-// transientRetry is the backoff between two tries of something a
-// transient API error stopped (asking for access, starting a watch): from
-// 100 ms, doubling, to at most 5 s, with 20% jitter.
-func transientRetry() wait.Backoff {
-	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 5 * time.Second}
 }

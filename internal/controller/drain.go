@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,26 +10,17 @@ import (
 )
 
 // What a sync of a MyDeployment that opts into drain SurgeFirst adds to
-// the path: observe reads the draining nodes (nodeWatch.snapshot), decide
-// passes them to the planner (rollout.Input.DrainingNodes), act records
-// DrainReplaced for each pod the plan drained once its removal succeeded,
-// and status says when the manager may not watch Nodes.
+// the controller's path (the drain module, internal/optin/drain, has the
+// rest: the Node watch, the draining nodes for the planner, the status
+// when Nodes are denied): act records DrainReplaced for each pod the plan
+// drained once its removal succeeded, and the event of a denial.
 
-// errDrainAccessDenied is the ReplicaFailure message of an opted-in object
-// whose manager may not list and watch Nodes.
-var errDrainAccessDenied = fmt.Errorf("%s: the manager may not list and watch Nodes, so it does not see drains "+
-	"(grant it the ClusterRole of config/rbac/node_reader_role.yaml); pods on draining nodes are left to the drain",
-	appsv1beta1.DrainAnnotation)
-
-// statusFailure is the ReplicaFailure the status reports: a hand-over that
-// cannot go on, else the sync's refused write if any, else access to Nodes
-// denied to an opted-in object.
-func statusFailure(o *observation, out *outcome) *status.Failure {
+// statusFailure is the ReplicaFailure the status reports before the
+// modules' (drain: DrainAccessDenied) and the config's hold: a hand-over
+// that cannot go on, else the sync's refused write if any.
+func statusFailure(out *outcome) *status.Failure {
 	if out.handOver.failure != nil {
 		return out.handOver.failure
-	}
-	if out.failure == nil && o.optIn.Drain && o.drainDenied {
-		return &status.Failure{Reason: appsv1beta1.ReasonDrainAccessDenied, Message: errDrainAccessDenied.Error()}
 	}
 	return out.failure
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 )
 
 // newNode creates a Node named name: envtest has no kubelet, so a node is
@@ -73,7 +73,7 @@ func scheduler(md *appsv1beta1.MyDeployment, nodes *[]*corev1.Node, mu *sync.Mut
 func schedulable(names []string) string {
 	for _, name := range names {
 		node := &corev1.Node{}
-		if k8sClient.Get(ctx, client.ObjectKey{Name: name}, node) == nil && !optin.NodeDraining(node) {
+		if k8sClient.Get(ctx, client.ObjectKey{Name: name}, node) == nil && !drain.NodeDraining(node) {
 			return name
 		}
 	}

@@ -43,6 +43,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -87,9 +88,9 @@ type MyDeploymentReconciler struct {
 	// revision UID, and config data hashes, by UID and resourceVersion
 	// (immutable: never stale).
 	inPlace inPlaceMemo
-	// nodes watches Nodes for drains once a MyDeployment opts in (nodes.go);
-	// nil: no drain is seen.
-	nodes *nodeWatch
+	// watches are the opt-in modules' watches (optin.Watcher: drain's
+	// Nodes), by module; a module without one observes nothing.
+	watches map[string]optin.Watch
 	// config watches the ConfigMaps and Secrets of the namespaces with a
 	// MyDeployment that opts into rollouts on config changes (configwatch.go);
 	// nil: read from the API server, nothing denied, no events.
@@ -203,9 +204,10 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	r.PodIndex.NotifyLeaves(r.noteStray)
 	r.sweepBefore = time.Now().Add(sweepMargin)
 	b := ctrl.NewControllerManagedBy(mgr)
-	if r.nodes != nil {
-		// Drains: MyDeployments with pods on a node that starts or stops draining.
-		b = b.WatchesRawSource(source.Channel(r.nodes.events, &handler.EnqueueRequestForObject{}))
+	for _, w := range r.watches {
+		// The MyDeployments a module's watch names (drain: those with pods
+		// on a node that starts or stops draining).
+		b = b.WatchesRawSource(source.Channel(w.Events(), &handler.EnqueueRequestForObject{}))
 	}
 	if r.config != nil {
 		// Config changes: the opted-in MyDeployments that read what changed,

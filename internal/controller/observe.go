@@ -17,6 +17,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -57,10 +58,6 @@ type observation struct {
 	// spec.replicas; optIn the opt-in annotations: parsed once, here.
 	maxSurge, maxUnavailable int32
 	optIn                    optin.Set
-	// drainingNodes are the nodes being drained, and drainDenied says the
-	// manager may not watch Nodes; read only when optIn.Drain (drain.go).
-	drainingNodes map[string]bool
-	drainDenied   bool
 	// config is the config watch of the object's namespace, read only
 	// when optIn.RolloutOnConfigChange (configwatch.go; while it starts,
 	// configOf reads the referenced objects directly); configValue the
@@ -149,10 +146,9 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if s.invalid != nil {
 		return s, nil
 	}
-	if s.optIn.Drain {
-		s.drainingNodes, s.drainDenied = r.nodes.snapshot()
-	}
-	if s.optIn.RolloutOnConfigChange {
+	// What the opted-in modules watch (drain: the draining nodes).
+	s.optIn = s.optIn.Observe(r.watches)
+	if configrollout.On(s.optIn) {
 		// Still starting, configOf reads around the cache; the watch
 		// enqueues this object again once it knows.
 		s.config = r.config.view(md.Namespace)
@@ -176,7 +172,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		s.settled, s.retryAfter = false, requeueConflict
 		return s, err
 	}
-	if s.optIn.RolloutOnConfigChange && (!md.Spec.Paused || s.optIn.AdoptFrom != "") {
+	if configrollout.On(s.optIn) && (!md.Spec.Paused || s.optIn.AdoptFrom != "") {
 		// What the update revision records (decideFromTemplate; paused,
 		// none is recorded but by a hand-over).
 		s.configValue, s.configHold, err = r.configOf(ctx, s.config, md)

@@ -19,6 +19,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
@@ -98,14 +99,14 @@ func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration
 	in.Aborted, in.Analysis = abortOrNot(o, c), analysisGate(o)
 	p := &syncPlan{md: o.md, obj: o.obj, now: o.now, selector: o.selector, claims: c, revisions: c.revisions,
 		update: c.update, towards: named(c.revisions, in.Target()), aborted: in.Target() != in.UpdateRevision,
-		inPlace: o.optIn.InPlace}
+		inPlace: updatemode.InPlace(o.optIn)}
 	if p.towards == nil {
 		p.towards = c.update
 	}
 	if p.analysisFailure = analysisFailure(o, c); o.analysis != nil && !p.aborted {
 		p.analysisAfter = o.analysis.After
 	}
-	if o.optIn.InPlace {
+	if p.inPlace {
 		var refused []rollout.InPlaceRefusal
 		in.InPlace, refused = rollout.InPlaceRevisions(c.pods, c.revisions, p.towards, memo.diff)
 		for _, x := range refused {
@@ -113,9 +114,6 @@ func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration
 				reason: appsv1beta1.EventInPlaceUpdate, action: "Rollout",
 				note: fmt.Sprintf("Pods of revision %q are replaced, not updated in place: %v", x.Revision, x.Why)})
 		}
-	}
-	if o.optIn.Drain {
-		in.DrainingNodes = o.drainingNodes
 	}
 	p.Plan = rollout.Compute(in)
 	p.annotate(o)

@@ -17,6 +17,8 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -90,15 +92,20 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		StatusBatchPeriod: opts.StatusBatchPeriod,
 		InPlaceTimeout:    opts.InPlaceTimeout,
 		objects:           newObjects(freshness.DefaultTimeout),
-		nodes:             newNodeWatch(mgr.GetClient(), mgr.GetClient(), opts.Pods, mgr.GetConfig(), mgr.GetLogger()),
+		watches:           map[string]optin.Watch{},
 	}
 	meta, err := metadata.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
 	r.config = newConfigWatch(mgr.GetClient(), mgr.GetClient(), meta, mgr.GetLogger())
-	if err := mgr.Add(r.nodes); err != nil {
-		return nil, fmt.Errorf("adding the node watch: %w", err)
+	env := optin.WatchEnv{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Pods: opts.Pods, Config: mgr.GetConfig(), Log: mgr.GetLogger()}
+	for _, m := range modules.Watchers {
+		w := m.Watch(env)
+		if err := mgr.Add(w); err != nil {
+			return nil, fmt.Errorf("adding the %s watch: %w", m.Name(), err)
+		}
+		r.watches[m.Name()] = w
 	}
 	if err := mgr.Add(r.config); err != nil {
 		return nil, fmt.Errorf("adding the config watch: %w", err)

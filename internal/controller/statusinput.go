@@ -60,7 +60,7 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 		CollisionCount: out.collisionCount,
 		LabelSelector:  o.selector.String(),
 		MaxUnavailable: o.maxUnavailable,
-		Failure:        statusFailure(o, out),
+		Failure:        statusFailure(out),
 		Now:            o.now,
 	}
 	if o.optIn.AdoptFrom != "" {
@@ -68,9 +68,6 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	}
 	if v.update != nil {
 		in.UpdateRevision = v.update.Name
-	}
-	if in.Failure == nil && configHold != nil {
-		in.Failure = configHold
 	}
 	// Pods are counted even with no update revision known (its write
 	// failed): a status of 0 replicas while pods run would mislead scalers.
@@ -100,7 +97,6 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	in.Counts.Updated += out.createdUpdated
 	in.Counts.Ready -= started.Ready // their gates are False
 	in.Counts.Available -= started.Available
-	in.AbortOnFailure, in.RetriedAt = o.optIn.Abort, o.optIn.RetriedAt
 	if aborted || !out.planned && recordedAbort(o, v.update, v.newRevision) {
 		in.Aborted = in.UpdateRevision
 	}
@@ -119,6 +115,9 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	}
 	for r := range optin.Each[status.Reporter](o.optIn) {
 		r.ReportInput(&in)
+	}
+	if in.Failure == nil && configHold != nil {
+		in.Failure = configHold
 	}
 	return in
 }

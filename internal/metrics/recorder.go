@@ -12,6 +12,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -197,7 +198,7 @@ func startCounters(md *appsv1beta1.MyDeployment) {
 	rolloutAborts.WithLabelValues(lv...)
 	drainReplacements.WithLabelValues(lv...)
 	rolloutDuration.WithLabelValues(lv...)
-	if md.Annotations[appsv1beta1.UpdateModeAnnotation] == appsv1beta1.UpdateModeInPlaceIfPossible {
+	if updatemode.InPlaceOf(md) {
 		for _, result := range []string{InPlaceStarted, InPlaceCompleted, InPlaceFallback} {
 			inPlaceUpdates.WithLabelValues(md.Namespace, md.Name, result)
 		}

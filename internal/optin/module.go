@@ -2,10 +2,19 @@ package optin
 
 import (
 	"iter"
+	"slices"
+	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // A Module is one opt-in: the annotations (or labels) it owns and how it
@@ -80,6 +89,70 @@ func Each[T any](s Set) iter.Seq[T] {
 			}
 		}
 	}
+}
+
+// A Watcher is a Module that watches something beside the object (the
+// drain module: Nodes). The controller builds its Watch once, at setup,
+// runs it in the manager and enqueues what its Events name; a sync reads
+// it through the module's Observer.
+type Watcher interface {
+	Module
+	// Watch is the module's watch, built once.
+	Watch(env WatchEnv) Watch
+}
+
+// A Watch is a module's watch as the manager runs it: started with the
+// leader (or with every replica), and a source of MyDeployments to sync
+// again.
+type Watch interface {
+	manager.Runnable
+	manager.LeaderElectionRunnable
+	// Events are the MyDeployments to sync again.
+	Events() <-chan event.GenericEvent
+}
+
+// WatchEnv is what a module's watch may use.
+type WatchEnv struct {
+	// Reader is the manager's cache: MyDeployments, their pods and revisions.
+	Reader client.Reader
+	// Writer writes through the API server (access reviews).
+	Writer client.Client
+	// Pods is the cache's index of pods by owner.
+	Pods *podwatch.Index
+	// Config reaches the API server for informers of the module's own.
+	Config *rest.Config
+	Log    logr.Logger
+}
+
+// An Observer is a Spec that reads its module's Watch once per sync,
+// before the plan (the draining nodes): Observe returns the Spec the sync's
+// later points see, itself with what it read, and never modifies the one
+// it is called on. w is nil when the controller runs no watch of its
+// module (a reconciler built without one).
+type Observer interface {
+	Spec
+	Observe(w Watch) Spec
+}
+
+// Observe is s with each Observer's spec replaced by what it observed
+// through its module's watch in watches (by module name); s is not
+// modified.
+func (s Set) Observe(watches map[string]Watch) Set {
+	out := Set{Options: s.Options, specs: slices.Clone(s.specs)}
+	for i, sp := range out.specs {
+		if o, ok := sp.(Observer); ok {
+			out.specs[i] = o.Observe(watches[sp.Module()])
+		}
+	}
+	return out
+}
+
+// TransientRetry is the backoff between two tries of something a
+// transient API error stopped (asking for access, starting a watch): from
+// 100 ms, doubling, to at most 5 s, with 20% jitter. A transient error is
+// not a denial: a watch that meets one tries again soon, not at its poll.
+func TransientRetry() wait.Backoff {
+	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 5 * time.Second}
 }
 
 // ParseBool reads a "true" or "false" annotation value; anything else is

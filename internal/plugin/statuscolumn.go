@@ -27,6 +27,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
@@ -137,11 +138,11 @@ type nodeReader struct {
 }
 
 // drainingPods says a pod of md is on a node being drained (optin's
-// NodeDraining), for an object that opts into drain SurgeFirst; false for
+// drain.NodeDraining), for an object that opts into drain SurgeFirst; false for
 // any other, and when the pods or nodes cannot be read (a user without
 // access to Nodes sees no Draining, nothing else changes).
 func (r *nodeReader) drainingPods(ctx context.Context, md *appsv1beta1.MyDeployment) bool {
-	if o, _ := modules.Parse(md); !o.Drain || md.Spec.Selector == nil {
+	if o, _ := modules.Parse(md); !drain.On(o) || md.Spec.Selector == nil {
 		return false
 	}
 	sel, err := metav1.LabelSelectorAsSelector(md.Spec.Selector)
@@ -157,7 +158,7 @@ func (r *nodeReader) drainingPods(ctx context.Context, md *appsv1beta1.MyDeploym
 		if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !metav1.IsControlledBy(pod, md) {
 			continue
 		}
-		if node := r.node(ctx, pod.Spec.NodeName); node != nil && optin.NodeDraining(node) {
+		if node := r.node(ctx, pod.Spec.NodeName); node != nil && drain.NodeDraining(node) {
 			return true
 		}
 	}

@@ -9,8 +9,12 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 )
 
 // All are the opt-in modules, in the order their errors are reported and
@@ -18,6 +22,10 @@ import (
 var All = []optin.Module{
 	partition.Module,
 	respectpdb.Module,
+	updatemode.Module,
+	drain.Module,
+	abort.Module,
+	configrollout.Module,
 }
 
 // Annotations are the keys every opt-in owns: the modules' in All's order,
@@ -28,6 +36,18 @@ var Annotations = func() []string {
 		keys = append(keys, m.Keys()...)
 	}
 	return append(keys, optin.Annotations...)
+}()
+
+// Watchers are the modules of All that watch something beside the object
+// (optin.Watcher), in All's order.
+var Watchers = func() []optin.Watcher {
+	var ws []optin.Watcher
+	for _, m := range All {
+		if w, ok := m.(optin.Watcher); ok {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }()
 
 // Parse reads md's opt-ins: each module's Spec, and the Options of the

@@ -12,8 +12,11 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -103,14 +106,14 @@ func TestParse(t *testing.T) {
 			if on := respectpdb.On(o); on != tc.respectPDB {
 				t.Errorf("respectPDB %v, want %v", on, tc.respectPDB)
 			}
-			if o.RolloutOnConfigChange != tc.config {
-				t.Errorf("rolloutOnConfigChange %v, want %v", o.RolloutOnConfigChange, tc.config)
+			if on := configrollout.On(o); on != tc.config {
+				t.Errorf("rolloutOnConfigChange %v, want %v", on, tc.config)
 			}
-			if o.InPlace != tc.inPlace {
-				t.Errorf("inPlace %v, want %v", o.InPlace, tc.inPlace)
+			if on := updatemode.InPlace(o); on != tc.inPlace {
+				t.Errorf("inPlace %v, want %v", on, tc.inPlace)
 			}
-			if o.Drain != tc.drain {
-				t.Errorf("drain %v, want %v", o.Drain, tc.drain)
+			if on := drain.On(o); on != tc.drain {
+				t.Errorf("drain %v, want %v", on, tc.drain)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package controller
+package drain
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
@@ -41,7 +42,7 @@ func TestTrimNodeKeepsWhatDrainsRead(t *testing.T) {
 // TestNodeWatchDenied: with Nodes denied, the watch starts no informer,
 // says so to the syncs of opted-in objects, and enqueues those (only) once.
 func TestNodeWatchDenied(t *testing.T) {
-	w := nodeWatchOf(&appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "plain"}})
+	w := watchOf(&appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "plain"}})
 	asked := 0
 	w.mayWatch = func(context.Context) (bool, error) { asked++; return false, nil }
 
@@ -62,7 +63,7 @@ func TestNodeWatchDenied(t *testing.T) {
 	if ev := <-w.events; ev.Object.GetName() != "opted" {
 		t.Fatalf("enqueued %s, want opted", ev.Object.GetName())
 	}
-	var none *nodeWatch
+	var none *Watch
 	if nodes, denied := none.snapshot(); nodes != nil || denied {
 		t.Fatal("a nil watch sees a drain")
 	}
@@ -72,7 +73,7 @@ func TestNodeWatchDenied(t *testing.T) {
 // watch asks again within a short backoff, not at its next poll, and
 // only the answer "not allowed" makes it denied.
 func TestNodeWatchRetriesAnError(t *testing.T) {
-	w := nodeWatchOf()
+	w := watchOf()
 	var asked atomic.Int32
 	w.mayWatch = func(context.Context) (bool, error) {
 		if asked.Add(1) <= 2 {
@@ -98,14 +99,36 @@ func TestNodeWatchRetriesAnError(t *testing.T) {
 	}
 }
 
-// nodeWatchOf is a node watch reading, through a fake client, a
+// watchOf is a node watch reading, through a fake client, a
 // MyDeployment "a/opted" that opts into drain SurgeFirst and more.
-func nodeWatchOf(more ...client.Object) *nodeWatch {
+func watchOf(more ...client.Object) *Watch {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = appsv1beta1.AddToScheme(s)
 	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
 		Annotations: map[string]string{appsv1beta1.DrainAnnotation: appsv1beta1.DrainSurgeFirst}}}
 	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(append(more, opted)...).Build()
-	return newNodeWatch(cl, cl, podwatch.NewIndex(), nil, logr.Discard())
+	return newWatch(optin.WatchEnv{Reader: cl, Writer: cl, Pods: podwatch.NewIndex(), Log: logr.Discard()})
+}
+
+func TestNodeDraining(t *testing.T) {
+	taint := func(key string) corev1.NodeSpec {
+		return corev1.NodeSpec{Taints: []corev1.Taint{{Key: key, Effect: corev1.TaintEffectNoSchedule}}}
+	}
+	for name, tc := range map[string]struct {
+		spec corev1.NodeSpec
+		want bool
+	}{
+		"schedulable":                       {corev1.NodeSpec{}, false},
+		"cordoned":                          {corev1.NodeSpec{Unschedulable: true}, true},
+		"tainted by the Cluster Autoscaler": {taint(appsv1beta1.TaintToBeDeleted), true},
+		"tainted by Karpenter":              {taint(appsv1beta1.TaintKarpenterDisrupted), true},
+		"a deletion candidate (soft) only":  {taint("DeletionCandidateOfClusterAutoscaler"), false},
+		"another NoSchedule taint":          {taint("dedicated"), false},
+		"node.kubernetes.io/unschedulable":  {taint(corev1.TaintNodeUnschedulable), false},
+	} {
+		if got := NodeDraining(&corev1.Node{Spec: tc.spec}); got != tc.want {
+			t.Errorf("%s: draining %v, want %v", name, got, tc.want)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package controller
+package drain
 
 import (
 	"cmp"
@@ -23,11 +23,10 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
-// nodeWatch knows which nodes are being drained, for the MyDeployments
+// Watch knows which nodes are being drained, for the MyDeployments
 // that opt into drain SurgeFirst. Nodes are cluster-scoped and the
 // manager's RBAC may not grant them, and controller-runtime waits for
 // every source's cache to sync before any controller runs: a Node informer
@@ -38,7 +37,7 @@ import (
 // denied the opted-in objects say so (ReplicaFailure DrainAccessDenied).
 // The informer keeps only what drains read (trimNode). A node that starts
 // or stops draining enqueues the opted-in MyDeployments with pods on it.
-type nodeWatch struct {
+type Watch struct {
 	reader client.Reader // the manager's cache: MyDeployments
 	pods   *podwatch.Index
 	config *rest.Config
@@ -57,11 +56,11 @@ type nodeWatch struct {
 	nodes atomic.Pointer[toolscache.Indexer]
 }
 
-// drainingIndex indexes the Node informer's store by optin.NodeDraining: the
+// drainingIndex indexes the Node informer's store by NodeDraining: the
 // nodes being drained are those under "true".
 const drainingIndex = "draining"
 
-// The states of a nodeWatch.
+// The states of a Watch.
 const (
 	nodesIdle     int32 = iota // no MyDeployment opted in yet
 	nodesDenied                // one did; the manager may not list and watch Nodes
@@ -72,25 +71,33 @@ const (
 // asks again for access while denied, when nothing wakes it sooner.
 const nodePoll = 15 * time.Second
 
-var _ manager.LeaderElectionRunnable = &nodeWatch{}
+var (
+	_ manager.LeaderElectionRunnable = &Watch{}
+	_ optin.Watch                    = &Watch{}
+)
 
-func newNodeWatch(reader client.Reader, writer client.Client, pods *podwatch.Index, config *rest.Config, log logr.Logger) *nodeWatch {
-	return &nodeWatch{reader: reader, pods: pods, config: config, mayWatch: mayWatchNodes(writer), poll: nodePoll,
-		log: log.WithName("nodes"), events: make(chan event.GenericEvent, 1024), wakeup: make(chan struct{}, 1)}
+func newWatch(env optin.WatchEnv) *Watch {
+	return &Watch{reader: env.Reader, pods: env.Pods, config: env.Config, mayWatch: mayWatchNodes(env.Writer), poll: nodePoll,
+		log: env.Log.WithName("nodes"), events: make(chan event.GenericEvent, 1024), wakeup: make(chan struct{}, 1)}
 }
 
+// Events implements optin.Watch: the opted-in MyDeployments to sync again,
+// once the watch started or was denied, and those with pods on a node
+// that starts or stops draining.
+func (w *Watch) Events() <-chan event.GenericEvent { return w.events }
+
 // NeedLeaderElection: only the leader reconciles, so only it watches.
-func (w *nodeWatch) NeedLeaderElection() bool { return true }
+func (w *Watch) NeedLeaderElection() bool { return true }
 
 // Start looks, at each poll or wake-up, for a MyDeployment that opts in;
 // once one does and access is granted, it runs the Node informer until
 // ctx ends. An error (no answer to the access check, a failed list) is no
-// denial: it tries again after transientRetry's backoff, not a poll. It
+// denial: it tries again after optin.TransientRetry's backoff, not a poll. It
 // returns nil: nothing here may stop the manager.
-func (w *nodeWatch) Start(ctx context.Context) error {
+func (w *Watch) Start(ctx context.Context) error {
 	ticker := time.NewTicker(w.poll)
 	defer ticker.Stop()
-	backoff := transientRetry()
+	backoff := optin.TransientRetry()
 	for {
 		started, err := w.try(ctx)
 		if started {
@@ -103,7 +110,7 @@ func (w *nodeWatch) Start(ctx context.Context) error {
 			w.log.Info("starting the node watch failed; trying again", "after", after.String(), "error", err.Error())
 			next = time.After(after)
 		} else {
-			backoff = transientRetry()
+			backoff = optin.TransientRetry()
 		}
 		select {
 		case <-ctx.Done():
@@ -116,7 +123,7 @@ func (w *nodeWatch) Start(ctx context.Context) error {
 
 // try starts the informer if some MyDeployment opts in and access is
 // granted; it says whether it did.
-func (w *nodeWatch) try(ctx context.Context) (bool, error) {
+func (w *Watch) try(ctx context.Context) (bool, error) {
 	opted, err := w.optedIn(ctx)
 	if err != nil || len(opted) == 0 {
 		return false, err
@@ -143,7 +150,7 @@ func (w *nodeWatch) try(ctx context.Context) (bool, error) {
 }
 
 // run starts the Node informer and waits for it to sync.
-func (w *nodeWatch) run(ctx context.Context) error {
+func (w *Watch) run(ctx context.Context) error {
 	cs, err := kubernetes.NewForConfig(w.config)
 	if err != nil {
 		return fmt.Errorf("node client: %w", err)
@@ -181,7 +188,7 @@ func (w *nodeWatch) run(ctx context.Context) error {
 
 // changed enqueues the opted-in MyDeployments with pods on a node that
 // starts or stops draining (old nil: added; obj nil: deleted).
-func (w *nodeWatch) changed(old, obj any) {
+func (w *Watch) changed(old, obj any) {
 	was, is := draining(nodeOf(old)), draining(nodeOf(obj))
 	if was == is {
 		return
@@ -202,10 +209,10 @@ func nodeOf(obj any) *corev1.Node {
 
 // draining says a node that is not being deleted is being drained.
 func draining(node *corev1.Node) bool {
-	return node != nil && node.DeletionTimestamp == nil && optin.NodeDraining(node)
+	return node != nil && node.DeletionTimestamp == nil && NodeDraining(node)
 }
 
-// trimNode keeps what optin.NodeDraining reads (and the name and version the
+// trimNode keeps what NodeDraining reads (and the name and version the
 // informer needs): a node's status, labels and images are most of it.
 func trimNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
@@ -220,14 +227,14 @@ func trimNode(obj any) (any, error) {
 }
 
 // optedIn lists the MyDeployments that opt into drain SurgeFirst, from the cache.
-func (w *nodeWatch) optedIn(ctx context.Context) ([]*appsv1beta1.MyDeployment, error) {
+func (w *Watch) optedIn(ctx context.Context) ([]*appsv1beta1.MyDeployment, error) {
 	var list appsv1beta1.MyDeploymentList
 	if err := w.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing MyDeployments: %w", err)
 	}
 	var out []*appsv1beta1.MyDeployment
 	for i := range list.Items {
-		if o, _ := modules.Parse(&list.Items[i]); o.Drain {
+		if spec, _ := Module.Parse(&list.Items[i]); spec != nil {
 			out = append(out, &list.Items[i])
 		}
 	}
@@ -235,7 +242,7 @@ func (w *nodeWatch) optedIn(ctx context.Context) ([]*appsv1beta1.MyDeployment, e
 }
 
 // enqueueOnNode enqueues the opted-in MyDeployments with a pod on node.
-func (w *nodeWatch) enqueueOnNode(node string) {
+func (w *Watch) enqueueOnNode(node string) {
 	opted, err := w.optedIn(context.Background())
 	if err != nil {
 		w.log.Error(err, "finding the MyDeployments on a node", "node", node)
@@ -255,7 +262,7 @@ func (w *nodeWatch) enqueueOnNode(node string) {
 	}
 }
 
-func (w *nodeWatch) enqueue(mds ...*appsv1beta1.MyDeployment) {
+func (w *Watch) enqueue(mds ...*appsv1beta1.MyDeployment) {
 	for _, md := range mds {
 		w.events <- event.GenericEvent{Object: md}
 	}
@@ -265,7 +272,7 @@ func (w *nodeWatch) enqueue(mds ...*appsv1beta1.MyDeployment) {
 // being drained (a copy), and whether the manager is denied Nodes. It
 // wakes the watch if it has not started: this object opts in. A nil watch
 // (a reconciler built without one) sees no drain.
-func (w *nodeWatch) snapshot() (map[string]bool, bool) {
+func (w *Watch) snapshot() (map[string]bool, bool) {
 	if w == nil {
 		return nil, false
 	}
