@@ -30,7 +30,7 @@ func TestParse(t *testing.T) {
 		strategy    appsv1.DeploymentStrategyType
 		annotations map[string]string
 		abort       bool
-		retried     bool // retried at t0
+		retried     bool   // retried at t0
 		err         string // substring of the only error; "" for none
 	}{
 		{name: "on-failure Abort", annotations: map[string]string{appsv1beta1.OnFailureAnnotation: "Abort"}, abort: true},
