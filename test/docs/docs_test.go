@@ -466,13 +466,33 @@ func fileStringConstants(n ast.Node) map[string]string {
 // (v1beta1) are not keys.
 var keyRef = regexp.MustCompile(`(?:^|[^A-Za-z0-9.\-])(apps\.mydeployment\.io/[A-Za-z0-9][A-Za-z0-9._-]*)`)
 
+// proposedKeys are keys that a design section of docs/architecture.md
+// ("Proposed: ...") names before any code declares them, each with its
+// issue. Only that page may name them, and an entry whose key is declared
+// is an error: remove it when the module lands.
+var proposedKeys = map[string]string{
+	"apps.mydeployment.io/hooks":      "issue 53",
+	"apps.mydeployment.io/hook":       "issue 53",
+	"apps.mydeployment.io/waves":      "issue 53",
+	"apps.mydeployment.io/wave":       "issue 53",
+	"apps.mydeployment.io/wave-state": "issue 53",
+}
+
 func TestAnnotationKeysAreDeclared(t *testing.T) {
 	keys := declaredKeys(t)
+	for key, issue := range proposedKeys {
+		if keys[key] {
+			t.Errorf("%s is declared now: remove it from proposedKeys (%s)", key, issue)
+		}
+	}
 	version := regexp.MustCompile(`^apps\.mydeployment\.io/v[0-9]`)
 	for _, d := range docs(t) {
 		for _, m := range keyRef.FindAllStringSubmatch(d.text, -1) {
 			key := strings.TrimRight(m[1], ".")
 			if version.MatchString(key) || keys[key] {
+				continue
+			}
+			if _, ok := proposedKeys[key]; ok && d.path == "docs/architecture.md" {
 				continue
 			}
 			t.Errorf("%s: %s is no constant of api/v1beta1 or internal/optin", d.path, key)
