@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -14,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // A Module is one opt-in: the annotations (or labels) it owns and how it
@@ -117,11 +118,17 @@ type WatchEnv struct {
 	Reader client.Reader
 	// Writer writes through the API server (access reviews).
 	Writer client.Client
-	// Pods is the cache's index of pods by owner.
-	Pods *podwatch.Index
+	// Pods reads the cache's pods by owner (podwatch.Index).
+	Pods OwnedPods
 	// Config reaches the API server for informers of the module's own.
 	Config *rest.Config
 	Log    logr.Logger
+}
+
+// OwnedPods reads the pods an object controls from the manager's cache,
+// without copies (podwatch.Index): read only.
+type OwnedPods interface {
+	Owned(owner types.UID) ([]*corev1.Pod, error)
 }
 
 // An Observer is a Spec that reads its module's Watch once per sync,

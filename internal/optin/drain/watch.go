@@ -23,7 +23,6 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
-	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 )
 
 // Watch knows which nodes are being drained, for the MyDeployments
@@ -39,7 +38,7 @@ import (
 // or stops draining enqueues the opted-in MyDeployments with pods on it.
 type Watch struct {
 	reader client.Reader // the manager's cache: MyDeployments
-	pods   *podwatch.Index
+	pods   optin.OwnedPods
 	config *rest.Config
 	// mayWatch asks the API server whether the manager may list and watch Nodes.
 	mayWatch func(context.Context) (bool, error)
