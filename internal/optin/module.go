@@ -145,13 +145,18 @@ type Observer interface {
 // through its module's watch in watches (by module name); s is not
 // modified.
 func (s Set) Observe(watches map[string]Watch) Set {
-	out := Set{Options: s.Options, specs: slices.Clone(s.specs)}
-	for i, sp := range out.specs {
-		if o, ok := sp.(Observer); ok {
-			out.specs[i] = o.Observe(watches[sp.Module()])
+	cloned := false // most objects opt into no Observer: no copy for them
+	for i, sp := range s.specs {
+		o, ok := sp.(Observer)
+		if !ok {
+			continue
 		}
+		if !cloned {
+			s.specs, cloned = slices.Clone(s.specs), true // s is a copy; its specs are not yet
+		}
+		s.specs[i] = o.Observe(watches[sp.Module()])
 	}
-	return out
+	return s
 }
 
 // TransientRetry is the backoff between two tries of something a
@@ -162,8 +167,19 @@ func TransientRetry() wait.Backoff {
 	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 5 * time.Second}
 }
 
-// ParseBool reads a "true" or "false" annotation value; anything else is
-// an error.
-func ParseBool(v string) (bool, error) {
-	return parseBool(v)
+// ParseSwitch reads md's annotation key as an on/off opt-in: on for
+// "true"; off for "false" or no annotation; any other value is an error
+// naming key (the respect-pdb and config-rollout modules).
+func ParseSwitch(md *appsv1beta1.MyDeployment, key string) (on bool, errs field.ErrorList) {
+	v, ok := md.Annotations[key]
+	if !ok {
+		return false, nil
+	}
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, field.ErrorList{field.NotSupported(Path(key), v, []string{"true", "false"})}
 }

@@ -110,13 +110,3 @@ func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 // their errors are reported (modules.Annotations has every opt-in's).
 var Annotations = []string{appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
 	appsv1beta1.AnalysisAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
-
-func parseBool(v string) (bool, error) {
-	switch v {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, fmt.Errorf("%q is neither true nor false", v)
-}

@@ -28,16 +28,8 @@ func (module) Keys() []string { return []string{appsv1beta1.RolloutOnConfigChang
 // Parse reads RolloutOnConfigChangeAnnotation: "true" opts in, "false"
 // does not, any other value is refused. Either strategy may opt in.
 func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) {
-	v, ok := md.Annotations[appsv1beta1.RolloutOnConfigChangeAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	b, err := optin.ParseBool(v)
-	switch {
-	case err != nil:
-		return nil, field.ErrorList{field.NotSupported(optin.Path(appsv1beta1.RolloutOnConfigChangeAnnotation), v, []string{"true", "false"})}
-	case !b:
-		return nil, nil
+	if on, errs := optin.ParseSwitch(md, appsv1beta1.RolloutOnConfigChangeAnnotation); !on {
+		return nil, errs
 	}
 	return onConfigChange{}, nil
 }

@@ -27,16 +27,8 @@ func (module) Keys() []string { return []string{appsv1beta1.RespectPDBAnnotation
 // Parse reads RespectPDBAnnotation: "true" opts in, "false" does not, any
 // other value is refused.
 func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) {
-	v, ok := md.Annotations[appsv1beta1.RespectPDBAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	b, err := optin.ParseBool(v)
-	switch {
-	case err != nil:
-		return nil, field.ErrorList{field.NotSupported(optin.Path(appsv1beta1.RespectPDBAnnotation), v, []string{"true", "false"})}
-	case !b:
-		return nil, nil
+	if on, errs := optin.ParseSwitch(md, appsv1beta1.RespectPDBAnnotation); !on {
+		return nil, errs
 	}
 	return respectPDB{}, nil
 }
