@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
@@ -266,6 +267,22 @@ func (b *bench) clients() error {
 	dc.QPS, dc.Burst, dc.UserAgent = 2000, 4000, uaDriver
 	if b.driver, err = client.New(dc, client.Options{Scheme: b.scheme}); err != nil {
 		return err
+	}
+	// A CRD's Established comes before discovery serves its group: a
+	// mapper that asks in between says "no matches for kind" (an A/B run
+	// of 2026-11-29 failed so). Wait until the driver's mapper finds
+	// MyDeployment, a fresh mapper each time.
+	gk := schema.GroupKind{Group: appsv1beta1.GroupVersion.Group, Kind: "MyDeployment"}
+	if err := poll(context.Background(), 30*time.Second, 200*time.Millisecond, func() bool {
+		if _, err := b.driver.RESTMapper().RESTMapping(gk, appsv1beta1.GroupVersion.Version); err == nil {
+			return true
+		}
+		if c, err := client.New(dc, client.Options{Scheme: b.scheme}); err == nil {
+			b.driver = c
+		}
+		return false
+	}); err != nil {
+		return fmt.Errorf("the API server does not serve MyDeployments: %w", err)
 	}
 	if b.driverK, err = kubernetes.NewForConfig(dc); err != nil {
 		return err
