@@ -52,7 +52,8 @@ type outcome struct {
 	uncertain atomic.Int32
 	failure   *status.Failure
 	// retryAfter, when positive, is when to try evictions a budget refused
-	// again, to look again at config access denied (configwatch.go), or
+	// again, to look again at a revision an opt-in holds (config access
+	// denied: revision.Input.RetryAfter), or
 	// at a hand-over (handover.go).
 	retryAfter time.Duration
 	// handOver is what a hand-over sync (adopt-from, handover.go) tells

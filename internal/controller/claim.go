@@ -17,9 +17,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
-	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // claimed is what the ownership step of a sync found: the claims of
@@ -44,12 +44,8 @@ type claimed struct {
 	collisionCount  int32
 	// newRevision: the update revision is created or renumbered.
 	newRevision bool
-	// configHold says why, under the config opt-in, no revision can be
-	// recorded now (ReplicaFailure ConfigMissing or ConfigAccessDenied):
-	// the pods are planned as if the template were unchanged.
-	configHold *status.Failure
-	// retryAfter, when positive, is when to look again at config access
-	// denied (configwatch.go).
+	// retryAfter, when positive, is when to look again at a revision an
+	// opt-in holds (revision.Input.RetryAfter: config access denied).
 	retryAfter time.Duration
 	// stepsPending are the pods with an in-place step written and not yet
 	// in the cache, as the freshness record says once the pods are
@@ -121,9 +117,10 @@ func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, o *observati
 // decideRevision finds the update revision (paused: keeps the one in
 // status, so a template change does not roll) and the current one
 // (revision.Decide); a new or renumbered update revision is written by
-// writeClaims. Opted into rollouts on config changes, the template it
-// records carries the hashes of the config observe read (config.go); with a
-// referenced object missing it keeps the update revision status names.
+// writeClaims. The opt-ins that contribute to it (revision.Contributor)
+// may change the template it records (config rollouts: the hashes of the
+// config observe read) or hold it (a referenced object missing): held, it
+// keeps the update revision status names.
 func (r *MyDeploymentReconciler) decideRevision(o *observation, c *claimed) error {
 	md := o.md
 	c.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
@@ -148,23 +145,23 @@ func (c *claimed) keepStatusRevisions(md *appsv1beta1.MyDeployment) {
 // writeClaims when new or renumbered; see decideRevision for config.
 func (r *MyDeploymentReconciler) decideFromTemplate(o *observation, c *claimed) error {
 	md := o.md
-	if c.configHold = o.configHold; c.configHold != nil {
-		if c.configHold.Reason == appsv1beta1.ReasonConfigAccessDenied {
-			// Look again once the watch asks for access again: nothing
-			// else syncs this object when a grant appears.
-			c.retryAfter = r.config.poll
-		}
-		// No revision can say what the pods would read: plan as if the
+	in := revision.Input{Template: &md.Spec.Template}
+	for m := range optin.Each[revision.Contributor](o.optIn) {
+		m.RevisionInput(&in)
+	}
+	if in.Held {
+		// No revision can say what the pods would run: plan as if the
 		// template were unchanged (the update revision status names).
+		c.retryAfter = in.RetryAfter
 		c.keepStatusRevisions(md)
 		return nil
 	}
-	data, err := o.obj.revisionDataOf(md, o.template, o.configValue)
+	data, err := o.obj.revisionDataOf(md, in.Template, in.Key)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
 	owner := r.revisionOwner(md, data)
-	owner.Template = o.template
+	owner.Template = in.Template
 	d, err := revision.Decide(owner, c.revisions, md.Status.CurrentRevision, c.collisionCount)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 )
 
 // rollout-on-config-change against a real API server: a ConfigMap read
@@ -231,7 +232,7 @@ var _ = Describe("Rollout on config change without access to config", Ordered, S
 		startManagerWith(impersonating(managerCfg, serviceAccount), nil, func(r *MyDeploymentReconciler) {
 			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
 			r.Recorder = rec
-			r.config.poll = time.Second // ask again soon: the spec grants access later
+			configWatch(r).Poll = time.Second // ask again soon: the spec grants access later
 		})
 	})
 	AfterAll(func() {
@@ -323,7 +324,7 @@ var _ = Describe("Rollout on config change while the access check fails", Ordere
 			r.Recorder = rec
 			reviews = &flakyReviews{Client: r.Client}
 			reviews.failing.Store(true)
-			r.config.mayRead = mayReadConfig(reviews)
+			configWatch(r).Reviews = reviews
 		})
 	})
 	AfterAll(func() {
@@ -389,4 +390,9 @@ func (f *flakyReviews) Create(ctx context.Context, obj client.Object, opts ...cl
 		return err
 	}
 	return apierrors.NewTimeoutError("injected: the review was made, its reply lost", 1)
+}
+
+// configWatch is the config-rollout module's watch of r.
+func configWatch(r *MyDeploymentReconciler) *configrollout.Watch {
+	return r.watches[configrollout.Name].(*configrollout.Watch)
 }

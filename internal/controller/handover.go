@@ -101,7 +101,7 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observatio
 	switch {
 	case c.update == nil:
 		// Held by the config opt-in before its first revision: its
-		// ReplicaFailure says why (configHold).
+		// ReplicaFailure says why (its module's ReportInput).
 		out.handOver.wait = "waiting for the first revision of the pod template"
 		return nil
 	case denied != "":

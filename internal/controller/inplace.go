@@ -25,16 +25,13 @@ const DefaultInPlaceTimeout = 2 * time.Minute
 
 // inPlaceMemo remembers what is computed from immutable keys: decoded
 // revision templates and whether the pods of one revision can move to
-// another in place (ControllerRevisions never change: keyed by UID), and
-// the hash of a ConfigMap's or Secret's data (keyed by UID and
-// resourceVersion, which never name two different data; see config.go).
+// another in place (ControllerRevisions never change: keyed by UID).
 // Entries never go stale; each map is emptied when it grows past
 // maxInPlaceMemo entries.
 type inPlaceMemo struct {
 	mu        sync.Mutex
 	templates map[types.UID]*corev1.PodTemplateSpec
 	diffs     map[[2]types.UID]inPlaceDiff
-	configs   map[configHashKey]string
 }
 
 type inPlaceDiff struct {

@@ -85,16 +85,13 @@ type MyDeploymentReconciler struct {
 	// plus sweepMargin) have their possible strays listed once (sweep).
 	sweepBefore time.Time
 	// inPlace remembers revision templates and in-place diffs, by
-	// revision UID, and config data hashes, by UID and resourceVersion
-	// (immutable: never stale).
+	// revision UID (immutable: never stale).
 	inPlace inPlaceMemo
 	// watches are the opt-in modules' watches (optin.Watcher: drain's
-	// Nodes), by module; a module without one observes nothing.
+	// Nodes, config rollouts' ConfigMaps and Secrets), by module; a module
+	// without one observes nothing (config rollouts: reads from the API
+	// server, nothing denied).
 	watches map[string]optin.Watch
-	// config watches the ConfigMaps and Secrets of the namespaces with a
-	// MyDeployment that opts into rollouts on config changes (configwatch.go);
-	// nil: read from the API server, nothing denied, no events.
-	config *configWatch
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
@@ -206,13 +203,9 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	b := ctrl.NewControllerManagedBy(mgr)
 	for _, w := range r.watches {
 		// The MyDeployments a module's watch names (drain: those with pods
-		// on a node that starts or stops draining).
+		// on a node that starts or stops draining; config rollouts: those
+		// that read a config object that changed).
 		b = b.WatchesRawSource(source.Channel(w.Events(), &handler.EnqueueRequestForObject{}))
-	}
-	if r.config != nil {
-		// Config changes: the opted-in MyDeployments that read what changed,
-		// and those of a namespace whose watch started or was denied.
-		b = b.WatchesRawSource(source.Channel(r.config.events, &handler.EnqueueRequestForObject{}))
 	}
 	return b.
 		// Spec changes and new objects first; updates that leave the spec

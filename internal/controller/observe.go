@@ -15,12 +15,9 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
-	"github.com/mydeployment-io/mydeployment-operator/internal/configref"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
-	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // observation is what observe read of one MyDeployment: the object, what
@@ -58,20 +55,6 @@ type observation struct {
 	// spec.replicas; optIn the opt-in annotations: parsed once, here.
 	maxSurge, maxUnavailable int32
 	optIn                    optin.Set
-	// config is the config watch of the object's namespace, read only
-	// when optIn.RolloutOnConfigChange (configwatch.go; while it starts,
-	// configOf reads the referenced objects directly); configValue the
-	// hashes of the config the template references, as its revision
-	// records them (configOf; "" if it references none), or configHold
-	// why no revision can be recorded now (ReplicaFailure ConfigMissing or
-	// ConfigAccessDenied). Read once the cache has caught up, and not
-	// while paused (but by a hand-over).
-	config      configView
-	configValue string
-	configHold  *status.Failure
-	// template is the pod template the update revision records: the
-	// spec's, carrying configValue when there is one (configref.WithHash).
-	template *corev1.PodTemplateSpec
 	// analysis is the verdict of the canary step's measurements
 	// (optIn.Analysis, analysis.go); nil when no step is measured. Read
 	// once the cache has caught up.
@@ -117,7 +100,7 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Set, error) {
 // strategy's fenceposts and its opt-ins, parsed once, or (invalid) why
 // the spec can never work; obj is what the controller keeps of md.
 func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *observation {
-	s := &observation{md: md, obj: obj, now: now, template: &md.Spec.Template}
+	s := &observation{md: md, obj: obj, now: now}
 	var err error
 	if s.selector, err = selectorOf(md); err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector
@@ -146,13 +129,9 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if s.invalid != nil {
 		return s, nil
 	}
-	// What the opted-in modules watch (drain: the draining nodes).
+	// What the opted-in modules watch (drain: the draining nodes; config
+	// rollouts: the namespace's config watch, started on first ask).
 	s.optIn = s.optIn.Observe(r.watches)
-	if configrollout.On(s.optIn) {
-		// Still starting, configOf reads around the cache; the watch
-		// enqueues this object again once it knows.
-		s.config = r.config.view(md.Namespace)
-	}
 
 	if err := r.vetStart(ctx, s); err != nil {
 		return s, err
@@ -172,16 +151,12 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 		s.settled, s.retryAfter = false, requeueConflict
 		return s, err
 	}
-	if configrollout.On(s.optIn) && (!md.Spec.Paused || s.optIn.AdoptFrom != "") {
-		// What the update revision records (decideFromTemplate; paused,
-		// none is recorded but by a hand-over).
-		s.configValue, s.configHold, err = r.configOf(ctx, s.config, md)
-		if err != nil {
-			return s, fmt.Errorf("syncing revisions: %w", err)
-		}
-		if s.configValue != "" { // nothing referenced: the template as it is
-			s.template = configref.WithHash(s.template, s.configValue)
-		}
+	// What the opted-in modules read around the cache (config rollouts:
+	// the config the update revision records; paused, none is recorded but
+	// by a hand-over).
+	env := optin.ReadEnv{APIReader: r.APIReader, RecordsRevision: !md.Spec.Paused || s.optIn.AdoptFrom != ""}
+	if s.optIn, err = s.optIn.Read(ctx, md, env); err != nil {
+		return s, err
 	}
 	if s.optIn.Analysis != nil {
 		s.analysis = r.analyze(ctx, s)

@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -68,15 +67,11 @@ const DefaultStatusBatchPeriod = time.Second
 // SetupMyDeployment builds the MyDeployment reconciler with its real
 // collaborators and registers it with mgr, whose cache must have been
 // composed with MyDeploymentCache(opts.Pods). It fails if the revision
-// index, the config index or the controller cannot be registered.
+// index, a module's watch or the controller cannot be registered.
 func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentOptions) (*MyDeploymentReconciler, error) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revision.OwnerIndex,
 		revision.OwnerIndexValues); err != nil {
 		return nil, fmt.Errorf("indexing revisions by owner: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1beta1.MyDeployment{}, configRefIndex,
-		configRefs); err != nil {
-		return nil, fmt.Errorf("indexing MyDeployments by the config they read: %w", err)
 	}
 	recorder := mgr.GetEventRecorder(MyDeploymentControllerName)
 	r := &MyDeploymentReconciler{
@@ -94,21 +89,17 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		objects:           newObjects(freshness.DefaultTimeout),
 		watches:           map[string]optin.Watch{},
 	}
-	meta, err := metadata.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return nil, fmt.Errorf("metadata client: %w", err)
-	}
-	r.config = newConfigWatch(mgr.GetClient(), mgr.GetClient(), meta, mgr.GetLogger())
-	env := optin.WatchEnv{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Pods: opts.Pods, Config: mgr.GetConfig(), Log: mgr.GetLogger()}
+	env := optin.WatchEnv{Reader: mgr.GetClient(), Indexer: mgr.GetFieldIndexer(), Writer: mgr.GetClient(), Pods: opts.Pods,
+		Config: mgr.GetConfig(), Log: mgr.GetLogger()}
 	for _, m := range modules.Watchers {
-		w := m.Watch(env)
+		w, err := m.Watch(ctx, env)
+		if err != nil {
+			return nil, fmt.Errorf("the %s watch: %w", m.Name(), err)
+		}
 		if err := mgr.Add(w); err != nil {
 			return nil, fmt.Errorf("adding the %s watch: %w", m.Name(), err)
 		}
 		r.watches[m.Name()] = w
-	}
-	if err := mgr.Add(r.config); err != nil {
-		return nil, fmt.Errorf("adding the config watch: %w", err)
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }

@@ -47,15 +47,11 @@ func countedOf(o *observation, c *claimed, out *outcome) counted {
 // synced says the sync met no error.
 func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced bool) status.Input {
 	v := countedOf(o, c, out)
-	var configHold *status.Failure
-	if c != nil {
-		configHold = c.configHold
-	}
 	in := status.Input{
 		Object: o.md,
-		// Missing config: the spec's generation is not rolled out, so it
-		// is not observed (no status may call it available).
-		Synced:         synced && configHold == nil,
+		// A held revision (missing config) is not observed either: its
+		// module's ReportInput says so.
+		Synced:         synced,
 		NewRevision:    v.newRevision,
 		CollisionCount: out.collisionCount,
 		LabelSelector:  o.selector.String(),
@@ -115,9 +111,6 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	}
 	for r := range optin.Each[status.Reporter](o.optIn) {
 		r.ReportInput(&in)
-	}
-	if in.Failure == nil && configHold != nil {
-		in.Failure = configHold
 	}
 	return in
 }

@@ -1,6 +1,7 @@
 package optin
 
 import (
+	"context"
 	"iter"
 	"slices"
 	"time"
@@ -93,13 +94,15 @@ func Each[T any](s Set) iter.Seq[T] {
 }
 
 // A Watcher is a Module that watches something beside the object (the
-// drain module: Nodes). The controller builds its Watch once, at setup,
-// runs it in the manager and enqueues what its Events name; a sync reads
-// it through the module's Observer.
+// drain module: Nodes; the config-rollout module: ConfigMaps and Secrets).
+// The controller builds its Watch once, at setup, runs it in the manager
+// and enqueues what its Events name; a sync reads it through the module's
+// Observer.
 type Watcher interface {
 	Module
-	// Watch is the module's watch, built once.
-	Watch(env WatchEnv) Watch
+	// Watch is the module's watch, built once; ctx is the setup's (for
+	// the indexes it adds to the manager's cache).
+	Watch(ctx context.Context, env WatchEnv) (Watch, error)
 }
 
 // A Watch is a module's watch as the manager runs it: started with the
@@ -116,6 +119,10 @@ type Watch interface {
 type WatchEnv struct {
 	// Reader is the manager's cache: MyDeployments, their pods and revisions.
 	Reader client.Reader
+	// Indexer adds indexes of MyDeployments to the manager's cache
+	// (before it starts): the watch's Events find the objects to sync
+	// again with them.
+	Indexer client.FieldIndexer
 	// Writer writes through the API server (access reviews).
 	Writer client.Client
 	// Pods reads the cache's pods by owner (podwatch.Index).
@@ -157,6 +164,47 @@ func (s Set) Observe(watches map[string]Watch) Set {
 		s.specs[i] = o.Observe(watches[sp.Module()])
 	}
 	return s
+}
+
+// A Reader is a Spec that reads, once per sync and only once the cache
+// has caught up with the controller's writes, what its module needs from
+// the API server beside the cache (the config-rollout module: the data of
+// the config the template references). Read returns the Spec the sync's
+// later points see, itself with what it read, and never modifies the one
+// it is called on; an error ends the sync, which is tried again.
+type Reader interface {
+	Spec
+	Read(ctx context.Context, md *appsv1beta1.MyDeployment, env ReadEnv) (Spec, error)
+}
+
+// ReadEnv is what a module's Read may use.
+type ReadEnv struct {
+	// APIReader reads around the cache.
+	APIReader client.Reader
+	// RecordsRevision says the sync may record a new revision of the
+	// template: the object is not paused, or a hand-over records one.
+	RecordsRevision bool
+}
+
+// Read is s with each Reader's spec replaced by what it read; s is not
+// modified. The first error ends it.
+func (s Set) Read(ctx context.Context, md *appsv1beta1.MyDeployment, env ReadEnv) (Set, error) {
+	cloned := false
+	for i, sp := range s.specs {
+		r, ok := sp.(Reader)
+		if !ok {
+			continue
+		}
+		read, err := r.Read(ctx, md, env)
+		if err != nil {
+			return s, err
+		}
+		if !cloned {
+			s.specs, cloned = slices.Clone(s.specs), true
+		}
+		s.specs[i] = read
+	}
+	return s, nil
 }
 
 // TransientRetry is the backoff between two tries of something a

@@ -10,6 +10,7 @@
 package drain
 
 import (
+	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -51,8 +52,8 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 }
 
 // Watch implements optin.Watcher: the Node watch (Watch).
-func (module) Watch(env optin.WatchEnv) optin.Watch {
-	return newWatch(env)
+func (module) Watch(_ context.Context, env optin.WatchEnv) (optin.Watch, error) {
+	return newWatch(env), nil
 }
 
 // Drain is the Spec of an object that opts in; once observed, it holds
