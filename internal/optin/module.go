@@ -152,18 +152,36 @@ type Observer interface {
 // through its module's watch in watches (by module name); s is not
 // modified.
 func (s Set) Observe(watches map[string]Watch) Set {
-	cloned := false // most objects opt into no Observer: no copy for them
-	for i, sp := range s.specs {
+	out, _ := s.replaced(func(sp Spec) (Spec, bool, error) {
 		o, ok := sp.(Observer)
+		if !ok {
+			return nil, false, nil
+		}
+		return o.Observe(watches[sp.Module()]), true, nil
+	})
+	return out
+}
+
+// replaced is s with the spec replace returns for each spec it replaces
+// (ok); s is not modified. The spec list is copied at the first
+// replacement only: most objects opt into no module that replaces its
+// spec. The first error ends it.
+func (s Set) replaced(replace func(Spec) (Spec, bool, error)) (Set, error) {
+	cloned := false
+	for i, sp := range s.specs {
+		next, ok, err := replace(sp)
+		if err != nil {
+			return s, err
+		}
 		if !ok {
 			continue
 		}
 		if !cloned {
 			s.specs, cloned = slices.Clone(s.specs), true // s is a copy; its specs are not yet
 		}
-		s.specs[i] = o.Observe(watches[sp.Module()])
+		s.specs[i] = next
 	}
-	return s
+	return s, nil
 }
 
 // A Reader is a Spec that reads, once per sync and only once the cache
@@ -189,22 +207,14 @@ type ReadEnv struct {
 // Read is s with each Reader's spec replaced by what it read; s is not
 // modified. The first error ends it.
 func (s Set) Read(ctx context.Context, md *appsv1beta1.MyDeployment, env ReadEnv) (Set, error) {
-	cloned := false
-	for i, sp := range s.specs {
+	return s.replaced(func(sp Spec) (Spec, bool, error) {
 		r, ok := sp.(Reader)
 		if !ok {
-			continue
+			return nil, false, nil
 		}
 		read, err := r.Read(ctx, md, env)
-		if err != nil {
-			return s, err
-		}
-		if !cloned {
-			s.specs, cloned = slices.Clone(s.specs), true
-		}
-		s.specs[i] = read
-	}
-	return s, nil
+		return read, err == nil, err
+	})
 }
 
 // TransientRetry is the backoff between two tries of something a
