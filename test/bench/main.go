@@ -68,6 +68,11 @@ type config struct {
 	BindPods bool `json:"bind_pods,omitempty"`
 
 	out, cluster, root, render string
+	// commit is the commit measured (git describe of root), "" to describe
+	// it when the run starts. The scale curve describes it once, before its
+	// first size: each size writes its outputs into the tree, which would
+	// make the next size's describe say "-dirty".
+	commit string
 	// checkpoint: where the run writes its state after each round
 	// (checkpoint.go; "" for none); resume: go on from it; untilRound:
 	// stop once this round is done (0: run every round).
@@ -146,6 +151,7 @@ func parseFlags(args []string) (*config, error) {
 	rounds := fs.Int("rounds", 0, "rounds (0: the preset's): each runs every party once, in an order rotated "+
 		"each round; a scenario's figure is the median over the rounds")
 	parties := fs.String("parties", strings.Join(allParties, ","), "which parties run, in this order (for profiling one of them)")
+	bindPods := fs.Bool("bind-pods", false, "every party's pods name their node, as the scale curve's do (for profiling a size of it)")
 	kwokWorkers := fs.Int("kwok-pod-workers", 0, "kwok's pod workers, the same for every party (0: its default, 4; the scale curve's 16)")
 	scalePods := fs.String("scale-pods", "", "the scale curve: pods at each size, comma-separated (e.g. 2000,10000,30000), "+
 		"one round of raw, deployment and mydeployment at each, --replicas per object; writes scale.json, scale.svg and "+
@@ -199,6 +205,7 @@ func parseFlags(args []string) (*config, error) {
 	if *kwokWorkers > 0 {
 		cfg.KwokPodWork = *kwokWorkers
 	}
+	cfg.BindPods = *bindPods
 	cfg.KwokStages = "hack/kwok/stages.yaml"
 	cfg.RawControllerPods = true
 	for _, p := range strings.Split(*parties, ",") {

@@ -158,7 +158,11 @@ func run(ctx context.Context, cfg *config) (*results, error) {
 		}
 	}
 	// The commit measured is the one at the start: bin/manager was built from it.
-	b := &bench{cfg: cfg, cl: cl, commit: describe(cfg.root), started: started, firstRound: 1}
+	commit := cfg.commit
+	if commit == "" {
+		commit = describe(cfg.root)
+	}
+	b := &bench{cfg: cfg, cl: cl, commit: commit, started: started, firstRound: 1}
 	if cfg.resume {
 		cp, err := loadCheckpoint(cfg.checkpoint, cfg, b.commit)
 		if err != nil {

@@ -144,6 +144,9 @@ func runScale(ctx context.Context, cfg *config) (*scaleResults, error) {
 	settings.BindPods = true // as scaleConfig runs every size
 	sr := &scaleResults{Settings: &settings}
 	work := filepath.Join(cfg.root, "bin", "bench-scale")
+	if cfg.commit == "" {
+		cfg.commit = describe(cfg.root) // before the first size's outputs change the tree
+	}
 	for _, pods := range cfg.ScalePods {
 		c := scaleConfig(cfg, pods, work)
 		logf("scale: %d pods (%d objects x %d replicas, %d nodes of %d pods), outputs in %s", c.Objects*c.Replicas,
