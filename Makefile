@@ -306,7 +306,7 @@ BENCH_SCALE_ARGS ?=
 BENCH_SCALE_OUT ?= $(if $(filter 2000$(comma)10000$(comma)30000,$(BENCH_SCALE_PODS)),docs/benchmarks,bin/bench-scale-out)
 comma := ,
 .PHONY: bench-scale
-bench-scale: build kwok-tools ## Benchmark how time, controller CPU and RSS grow with pods (2,000 / 10,000 / 30,000; the last needs more than 2 cores: docs/benchmarks) against Deployment.
+bench-scale: build kwok-tools ## Benchmark how time, controller CPU and RSS grow with pods (2,000 / 10,000 / 30,000 pods, bound to their nodes; about 100 minutes on 2 cores) against Deployment.
 	go run ./test/bench --size full --scale-pods $(BENCH_SCALE_PODS) --cluster $(BENCH_CLUSTER) --out $(BENCH_SCALE_OUT) $(BENCH_SCALE_ARGS)
 
 # The smoke run of make test: tiny size, its own cluster, outputs in a temp dir.
