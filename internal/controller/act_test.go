@@ -25,6 +25,8 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -455,6 +457,7 @@ func runActSequence(t *testing.T, tc actCase) []write {
 		WithStatusSubresource(&appsv1beta1.MyDeployment{}).Build(), log}
 	r := &MyDeploymentReconciler{Client: cl, APIReader: cl, Pods: pods, Revisions: &revision.Store{Client: cl},
 		Recorder: events.NewFakeRecorder(1000), objects: newObjects(0)}
+	parts := map[string]optin.Part{updatemode.Name: &updatemode.Memo{}} // kept across the syncs, as the manager keeps it
 	log.take()
 	var all []write
 	for step := 1; ; step++ {
@@ -475,7 +478,7 @@ func runActSequence(t *testing.T, tc actCase) []write {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := decide(o, c, &r.inPlace, r.inPlaceTimeout())
+		p, err := decide(o, c, parts, r.inPlaceTimeout())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -394,5 +394,5 @@ func (f *flakyReviews) Create(ctx context.Context, obj client.Object, opts ...cl
 
 // configWatch is the config-rollout module's watch of r.
 func configWatch(r *MyDeploymentReconciler) *configrollout.Watch {
-	return r.watches[configrollout.Name].(*configrollout.Watch)
+	return r.parts[configrollout.Name].(*configrollout.Watch)
 }

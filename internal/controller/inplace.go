@@ -16,106 +16,11 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
-	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
 // DefaultInPlaceTimeout is how long an in-place update may take, from its
 // start until the pod runs the new template, before the pod is replaced.
 const DefaultInPlaceTimeout = 2 * time.Minute
-
-// inPlaceMemo remembers what is computed from immutable keys: decoded
-// revision templates and whether the pods of one revision can move to
-// another in place (ControllerRevisions never change: keyed by UID).
-// Entries never go stale; each map is emptied when it grows past
-// maxInPlaceMemo entries.
-type inPlaceMemo struct {
-	mu        sync.Mutex
-	templates map[types.UID]*corev1.PodTemplateSpec
-	diffs     map[[2]types.UID]inPlaceDiff
-}
-
-type inPlaceDiff struct {
-	change *inplace.Change
-	err    error
-}
-
-const maxInPlaceMemo = 4096
-
-// template is rev's pod template, decoded once; callers must not modify it.
-func (m *inPlaceMemo) template(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
-	if rev.UID == "" {
-		// Not created yet (the update revision this sync writes): no key.
-		t, err := revision.Template(rev)
-		if err != nil {
-			return nil, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
-		}
-		return t, nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if t, ok := m.templates[rev.UID]; ok {
-		return t, nil
-	}
-	t, err := revision.Template(rev)
-	if err != nil {
-		return nil, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
-	}
-	if m.templates == nil || len(m.templates) >= maxInPlaceMemo {
-		m.templates = map[types.UID]*corev1.PodTemplateSpec{}
-	}
-	m.templates[rev.UID] = t
-	return t, nil
-}
-
-// diff is inplace.Diff from from's template to to's, computed once; fresh
-// reports whether it was computed by this call.
-func (m *inPlaceMemo) diff(from, to *appsv1.ControllerRevision) (change *inplace.Change, fresh bool, err error) {
-	compute := func() (d inPlaceDiff, err error) {
-		a, err := m.template(from)
-		if err != nil {
-			return d, err
-		}
-		b, err := m.template(to)
-		if err != nil {
-			return d, err
-		}
-		d.change, d.err = inplace.Diff(a, b)
-		return d, nil
-	}
-	if from.UID == "" || to.UID == "" {
-		// A revision not created yet: computed every time, never kept
-		// (fresh only once it exists, so its event is not repeated).
-		d, err := compute()
-		if err != nil {
-			return nil, false, err
-		}
-		return d.change, false, d.err
-	}
-	key := [2]types.UID{from.UID, to.UID}
-	m.mu.Lock()
-	d, ok := m.diffs[key]
-	m.mu.Unlock()
-	if ok {
-		return d.change, false, d.err
-	}
-	d, err = compute()
-	if err != nil {
-		return nil, false, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.diffs == nil || len(m.diffs) >= maxInPlaceMemo {
-		m.diffs = map[[2]types.UID]inPlaceDiff{}
-	}
-	m.diffs[key] = d
-	return d.change, true, d.err
-}
-
-// change is diff's change alone, for the planner (rollout.StepsInput.Diff).
-func (m *inPlaceMemo) change(from, to *appsv1.ControllerRevision) (*inplace.Change, error) {
-	c, _, err := m.diff(from, to)
-	return c, err
-}
 
 // inPlaceTimeout is how long an in-place update may take (DefaultInPlaceTimeout if unset).
 func (r *MyDeploymentReconciler) inPlaceTimeout() time.Duration {

@@ -84,14 +84,12 @@ type MyDeploymentReconciler struct {
 	// sweepBefore: MyDeployments created before it (the controller's setup
 	// plus sweepMargin) have their possible strays listed once (sweep).
 	sweepBefore time.Time
-	// inPlace remembers revision templates and in-place diffs, by
-	// revision UID (immutable: never stale).
-	inPlace inPlaceMemo
-	// watches are the opt-in modules' watches (optin.Watcher: drain's
-	// Nodes, config rollouts' ConfigMaps and Secrets), by module; a module
-	// without one observes nothing (config rollouts: reads from the API
-	// server, nothing denied).
-	watches map[string]optin.Watch
+	// parts are the opt-in modules' long-lived parts (optin.Builder), by
+	// module: drain's watch of Nodes, config rollouts' of ConfigMaps and
+	// Secrets, update-mode's memo of revision templates and in-place
+	// diffs. A module without one observes nothing (config rollouts: reads
+	// from the API server, nothing denied; update mode: a memo per sync).
+	parts map[string]optin.Part
 }
 
 // +kubebuilder:rbac:groups=apps.mydeployment.io,resources=mydeployments,verbs=get;list;watch;patch
@@ -201,11 +199,13 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	r.PodIndex.NotifyLeaves(r.noteStray)
 	r.sweepBefore = time.Now().Add(sweepMargin)
 	b := ctrl.NewControllerManagedBy(mgr)
-	for _, w := range r.watches {
+	for _, p := range r.parts {
 		// The MyDeployments a module's watch names (drain: those with pods
 		// on a node that starts or stops draining; config rollouts: those
 		// that read a config object that changed).
-		b = b.WatchesRawSource(source.Channel(w.Events(), &handler.EnqueueRequestForObject{}))
+		if w, ok := p.(optin.Watch); ok {
+			b = b.WatchesRawSource(source.Channel(w.Events(), &handler.EnqueueRequestForObject{}))
+		}
 	}
 	return b.
 		// Spec changes and new objects first; updates that leave the spec

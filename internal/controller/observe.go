@@ -131,7 +131,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	}
 	// What the opted-in modules watch (drain: the draining nodes; config
 	// rollouts: the namespace's config watch, started on first ask).
-	s.optIn = s.optIn.Observe(r.watches)
+	s.optIn = s.optIn.Observe(r.parts)
 
 	if err := r.vetStart(ctx, s); err != nil {
 		return s, err

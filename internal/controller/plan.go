@@ -84,12 +84,14 @@ type syncPlan struct {
 
 // decide computes the plan of a sync from its observation and claims
 // alone: no client, no recorder, no clock (o.now is the sync's), and the
-// freshness record only as the claims read it (c.stepsPending). memo
-// holds what is computed from immutable revisions (templates, in-place
+// freshness record only as the claims read it (c.stepsPending). parts are
+// the modules' long-lived parts, of which decide reads update-mode's memo
+// of what is computed from immutable revisions (templates, in-place
 // diffs); timeout bounds an in-place update. Its one error is the
 // in-place steps' (a template that cannot be decoded), and the plan comes
 // back with it (what status says of an abort).
-func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration) (*syncPlan, error) {
+func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout time.Duration) (*syncPlan, error) {
+	memo := updatemode.MemoOf(parts)
 	current := c.update.Name
 	if c.current != nil {
 		current = c.current.Name
@@ -108,7 +110,7 @@ func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration
 	}
 	if p.inPlace {
 		var refused []rollout.InPlaceRefusal
-		in.InPlace, refused = rollout.InPlaceRevisions(c.pods, c.revisions, p.towards, memo.diff)
+		in.InPlace, refused = rollout.InPlaceRevisions(c.pods, c.revisions, p.towards, memo.Diff)
 		for _, x := range refused {
 			p.events = append(p.events, planEvent{related: p.towards, eventType: corev1.EventTypeNormal,
 				reason: appsv1beta1.EventInPlaceUpdate, action: "Rollout",
@@ -119,7 +121,7 @@ func decide(o *observation, c *claimed, memo *inPlaceMemo, timeout time.Duration
 	p.annotate(o)
 	var stepsErr error
 	p.steps, p.inPlaceAfter, stepsErr = rollout.Steps(rollout.StepsInput{Pods: c.pods, Revisions: c.revisions,
-		Towards: p.towards, Plan: p.Plan, Template: memo.template, Diff: memo.change,
+		Towards: p.towards, Plan: p.Plan, Template: memo.Template, Diff: memo.Change,
 		Pending: c.stepsPending, Now: o.now, Timeout: timeout})
 	p.truncate = truncation(o.md, c)
 	return p, stepsErr

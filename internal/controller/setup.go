@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
@@ -67,7 +68,7 @@ const DefaultStatusBatchPeriod = time.Second
 // SetupMyDeployment builds the MyDeployment reconciler with its real
 // collaborators and registers it with mgr, whose cache must have been
 // composed with MyDeploymentCache(opts.Pods). It fails if the revision
-// index, a module's watch or the controller cannot be registered.
+// index, a module's part or the controller cannot be registered.
 func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentOptions) (*MyDeploymentReconciler, error) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revision.OwnerIndex,
 		revision.OwnerIndexValues); err != nil {
@@ -87,19 +88,21 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		StatusBatchPeriod: opts.StatusBatchPeriod,
 		InPlaceTimeout:    opts.InPlaceTimeout,
 		objects:           newObjects(freshness.DefaultTimeout),
-		watches:           map[string]optin.Watch{},
+		parts:             map[string]optin.Part{},
 	}
-	env := optin.WatchEnv{Reader: mgr.GetClient(), Indexer: mgr.GetFieldIndexer(), Writer: mgr.GetClient(), Pods: opts.Pods,
+	env := optin.BuildEnv{Reader: mgr.GetClient(), Indexer: mgr.GetFieldIndexer(), Writer: mgr.GetClient(), Pods: opts.Pods,
 		Config: mgr.GetConfig(), Log: mgr.GetLogger()}
-	for _, m := range modules.Watchers {
-		w, err := m.Watch(ctx, env)
+	for _, m := range modules.Builders {
+		p, err := m.Build(ctx, env)
 		if err != nil {
-			return nil, fmt.Errorf("the %s watch: %w", m.Name(), err)
+			return nil, fmt.Errorf("the %s module: %w", m.Name(), err)
 		}
-		if err := mgr.Add(w); err != nil {
-			return nil, fmt.Errorf("adding the %s watch: %w", m.Name(), err)
+		if run, ok := p.(manager.Runnable); ok {
+			if err := mgr.Add(run); err != nil {
+				return nil, fmt.Errorf("adding the %s module's watch: %w", m.Name(), err)
+			}
 		}
-		r.watches[m.Name()] = w
+		r.parts[m.Name()] = p
 	}
 	return r, r.SetupWithManager(ctx, mgr)
 }

@@ -28,7 +28,7 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, o *observation) (*cla
 	if c.update == nil {
 		return c, nil, unacted, nil // paused before its first revision: nothing to run yet
 	}
-	p, err := decide(o, c, &r.inPlace, r.inPlaceTimeout())
+	p, err := decide(o, c, r.parts, r.inPlaceTimeout())
 	if err != nil {
 		return c, p, unacted, err
 	}

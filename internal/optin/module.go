@@ -93,21 +93,28 @@ func Each[T any](s Set) iter.Seq[T] {
 	}
 }
 
-// A Watcher is a Module that watches something beside the object (the
-// drain module: Nodes; the config-rollout module: ConfigMaps and Secrets).
-// The controller builds its Watch once, at setup, runs it in the manager
-// and enqueues what its Events name; a sync reads it through the module's
-// Observer.
-type Watcher interface {
+// A Builder is a Module with a long-lived part (a Part), built once at
+// setup and kept for the manager's life: the drain module's Node watch,
+// the config-rollout module's config watch, the update-mode module's memo
+// of in-place diffs.
+type Builder interface {
 	Module
-	// Watch is the module's watch, built once; ctx is the setup's (for
-	// the indexes it adds to the manager's cache).
-	Watch(ctx context.Context, env WatchEnv) (Watch, error)
+	// Build makes the module's part; ctx is the setup's (for the indexes
+	// it adds to the manager's cache).
+	Build(ctx context.Context, env BuildEnv) (Part, error)
 }
 
-// A Watch is a module's watch as the manager runs it: started with the
-// leader (or with every replica), and a source of MyDeployments to sync
-// again.
+// A Part is a module's long-lived part (Builder). The controller runs a
+// Part that is a manager.Runnable in the manager, and enqueues what a
+// Watch's Events name; a sync hands each module's part to its Observer
+// specs (Set.Observe), and a part every object needs, opted in or not (the
+// update-mode module's memo: a pod made with the in-place gate steps on
+// after its object opts out), is read through its package's accessor.
+type Part any
+
+// A Watch is a Part that watches something beside the object: run by the
+// manager (with the leader, or with every replica), and a source of
+// MyDeployments to sync again.
 type Watch interface {
 	manager.Runnable
 	manager.LeaderElectionRunnable
@@ -115,12 +122,12 @@ type Watch interface {
 	Events() <-chan event.GenericEvent
 }
 
-// WatchEnv is what a module's watch may use.
-type WatchEnv struct {
+// BuildEnv is what a module's Build may use.
+type BuildEnv struct {
 	// Reader is the manager's cache: MyDeployments, their pods and revisions.
 	Reader client.Reader
 	// Indexer adds indexes of MyDeployments to the manager's cache
-	// (before it starts): the watch's Events find the objects to sync
+	// (before it starts): a watch's Events find the objects to sync
 	// again with them.
 	Indexer client.FieldIndexer
 	// Writer writes through the API server (access reviews).
@@ -138,26 +145,25 @@ type OwnedPods interface {
 	Owned(owner types.UID) ([]*corev1.Pod, error)
 }
 
-// An Observer is a Spec that reads its module's Watch once per sync,
+// An Observer is a Spec that reads its module's Part once per sync,
 // before the plan (the draining nodes): Observe returns the Spec the sync's
 // later points see, itself with what it read, and never modifies the one
-// it is called on. w is nil when the controller runs no watch of its
+// it is called on. p is nil when the controller runs no part of its
 // module (a reconciler built without one).
 type Observer interface {
 	Spec
-	Observe(w Watch) Spec
+	Observe(p Part) Spec
 }
 
 // Observe is s with each Observer's spec replaced by what it observed
-// through its module's watch in watches (by module name); s is not
-// modified.
-func (s Set) Observe(watches map[string]Watch) Set {
+// through its module's part in parts (by module name); s is not modified.
+func (s Set) Observe(parts map[string]Part) Set {
 	out, _ := s.replaced(func(sp Spec) (Spec, bool, error) {
 		o, ok := sp.(Observer)
 		if !ok {
 			return nil, false, nil
 		}
-		return o.Observe(watches[sp.Module()]), true, nil
+		return o.Observe(parts[sp.Module()]), true, nil
 	})
 	return out
 }

@@ -37,7 +37,7 @@ import (
 const Name = "rollout-on-config-change"
 
 // Module is the config-rollout module.
-var Module optin.Watcher = module{}
+var Module optin.Builder = module{}
 
 type module struct{}
 
@@ -54,9 +54,9 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 	return &Config{namespace: md.Namespace}, nil
 }
 
-// Watch implements optin.Watcher: the config watch (Watch), and the index
+// Build implements optin.Builder: the module's part is the config watch (Watch), and the index
 // of MyDeployments by the config they read that its events use.
-func (module) Watch(ctx context.Context, env optin.WatchEnv) (optin.Watch, error) {
+func (module) Build(ctx context.Context, env optin.BuildEnv) (optin.Part, error) {
 	if err := env.Indexer.IndexField(ctx, &appsv1beta1.MyDeployment{}, refIndex, Refs); err != nil {
 		return nil, fmt.Errorf("indexing MyDeployments by the config they read: %w", err)
 	}
@@ -90,8 +90,8 @@ func On(s optin.Set) bool {
 // started if it was never asked for. While it starts, Read reads what the
 // template references around the cache, and the watch enqueues the object
 // again once it knows.
-func (c *Config) Observe(w optin.Watch) optin.Spec {
-	cw, _ := w.(*Watch)
+func (c *Config) Observe(p optin.Part) optin.Spec {
+	cw, _ := p.(*Watch)
 	return &Config{namespace: c.namespace, watch: cw, view: cw.view(c.namespace)}
 }
 

@@ -106,7 +106,7 @@ var (
 	_ optin.Watch                    = &Watch{}
 )
 
-func newWatch(env optin.WatchEnv) (*Watch, error) {
+func newWatch(env optin.BuildEnv) (*Watch, error) {
 	meta, err := metadata.NewForConfig(env.Config)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)

@@ -27,7 +27,7 @@ import (
 const Name = "drain"
 
 // Module is the drain module.
-var Module optin.Watcher = module{}
+var Module optin.Builder = module{}
 
 type module struct{}
 
@@ -51,8 +51,8 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 	return &Drain{}, nil
 }
 
-// Watch implements optin.Watcher: the Node watch (Watch).
-func (module) Watch(_ context.Context, env optin.WatchEnv) (optin.Watch, error) {
+// Build implements optin.Builder: the module's part is the Node watch (Watch).
+func (module) Build(_ context.Context, env optin.BuildEnv) (optin.Part, error) {
 	return newWatch(env), nil
 }
 
@@ -72,10 +72,10 @@ func On(s optin.Set) bool {
 // Module implements optin.Spec.
 func (*Drain) Module() string { return Name }
 
-// Observe implements optin.Observer: what w (a *Watch; nil: no watch, no
+// Observe implements optin.Observer: what p (a *Watch; nil: no watch, no
 // drain seen) knows now.
-func (d *Drain) Observe(w optin.Watch) optin.Spec {
-	nw, _ := w.(*Watch)
+func (d *Drain) Observe(p optin.Part) optin.Spec {
+	nw, _ := p.(*Watch)
 	nodes, denied := nw.snapshot()
 	return &Drain{nodes: nodes, denied: denied}
 }

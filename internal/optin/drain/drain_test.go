@@ -31,7 +31,7 @@ func TestObserveDenied(t *testing.T) {
 		t.Fatalf("parse: %v, %v", spec, errs)
 	}
 	parsed := optin.NewSet(optin.Options{}, spec)
-	seen := parsed.Observe(map[string]optin.Watch{Name: w, "other": nil})
+	seen := parsed.Observe(map[string]optin.Part{Name: w, "other": nil})
 	if !On(seen) || !On(parsed) {
 		t.Fatal("observing lost the opt-in")
 	}

@@ -75,7 +75,7 @@ var (
 	_ optin.Watch                    = &Watch{}
 )
 
-func newWatch(env optin.WatchEnv) *Watch {
+func newWatch(env optin.BuildEnv) *Watch {
 	return &Watch{reader: env.Reader, pods: env.Pods, config: env.Config, mayWatch: mayWatchNodes(env.Writer), poll: nodePoll,
 		log: env.Log.WithName("nodes"), events: make(chan event.GenericEvent, 1024), wakeup: make(chan struct{}, 1)}
 }

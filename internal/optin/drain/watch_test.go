@@ -108,7 +108,7 @@ func watchOf(more ...client.Object) *Watch {
 	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
 		Annotations: map[string]string{appsv1beta1.DrainAnnotation: appsv1beta1.DrainSurgeFirst}}}
 	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(append(more, opted)...).Build()
-	return newWatch(optin.WatchEnv{Reader: cl, Writer: cl, Pods: podwatch.NewIndex(), Log: logr.Discard()})
+	return newWatch(optin.BuildEnv{Reader: cl, Writer: cl, Pods: podwatch.NewIndex(), Log: logr.Discard()})
 }
 
 func TestNodeDraining(t *testing.T) {

@@ -38,16 +38,16 @@ var Annotations = func() []string {
 	return append(keys, optin.Annotations...)
 }()
 
-// Watchers are the modules of All that watch something beside the object
-// (optin.Watcher), in All's order.
-var Watchers = func() []optin.Watcher {
-	var ws []optin.Watcher
+// Builders are the modules of All with a long-lived part (optin.Builder:
+// a watch beside the object, a memo), in All's order.
+var Builders = func() []optin.Builder {
+	var bs []optin.Builder
 	for _, m := range All {
-		if w, ok := m.(optin.Watcher); ok {
-			ws = append(ws, w)
+		if b, ok := m.(optin.Builder); ok {
+			bs = append(bs, b)
 		}
 	}
-	return ws
+	return bs
 }()
 
 // Parse reads md's opt-ins: each module's Spec, and the Options of the

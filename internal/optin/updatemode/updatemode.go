@@ -6,6 +6,8 @@
 package updatemode
 
 import (
+	"context"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -17,7 +19,7 @@ import (
 const Name = "update-mode"
 
 // Module is the update-mode module.
-var Module optin.Module = module{}
+var Module optin.Builder = module{}
 
 type module struct{}
 
@@ -42,6 +44,24 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 			"InPlaceIfPossible needs spec.strategy.type RollingUpdate: Recreate promises that no pod of the old template runs beside one of the new")}
 	}
 	return inPlace{}, nil
+}
+
+// Build implements optin.Builder: the module's part is the controller's
+// Memo of decoded templates and in-place diffs, read for every object
+// (MemoOf), since a pod made with the in-place gate steps on after its
+// object opts out.
+func (module) Build(context.Context, optin.BuildEnv) (optin.Part, error) {
+	return &Memo{}, nil
+}
+
+// MemoOf is the Memo among a controller's parts (by module name), a new
+// one when it has none (a reconciler built without its parts: it keeps
+// what it computes for the sync that asked only).
+func MemoOf(parts map[string]optin.Part) *Memo {
+	if m, ok := parts[Name].(*Memo); ok {
+		return m
+	}
+	return &Memo{}
 }
 
 // inPlace is the Spec of an object that opts in.
