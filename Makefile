@@ -660,7 +660,7 @@ images: opm grpc-health-probe catalog local-registry ## Build every image withou
 
 .PHONY: local-registry
 local-registry: ## Start the local image registry in the background (idempotent; blobs and manifests kept in bin/local/registry).
-	@LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh up
+	@LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) hack/local-registry.sh up
 
 .PHONY: local-registry-down
 local-registry-down: ## Stop the local image registry (what it holds stays on disk).

@@ -11,6 +11,16 @@
 # LOCAL_REGISTRY_DIR (default bin/local/registry), its pid file
 # bin/local/registry.pid and its log bin/local/registry.log. The binary is
 # bin/local-registry (built here when missing or older than its source).
+#
+# As root it also serves HTTPS on LOCAL_REGISTRY_TLS (default
+# 127.0.51.1:443), the same store, with a certificate for the names it
+# stands in for (LOCAL_REGISTRY_TLS_NAMES, default quay.io and the
+# IMAGE_TAG_BASE host) from a CA of its own kept in bin/local/registry-tls
+# (ca.crt). A client that pulls over HTTPS only (operator-sdk run bundle on
+# the host) reaches it through hack/registry-host.sh, which gives one
+# command those names and that CA; containerd on the real node pulls from
+# the plain-HTTP address through its mirrors. LOCAL_REGISTRY_TLS= (empty)
+# turns it off.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -19,6 +29,10 @@ DIR=${LOCAL_REGISTRY_DIR:-$ROOT/bin/local/registry}
 PIDFILE=$ROOT/bin/local/registry.pid
 LOG=$ROOT/bin/local/registry.log
 BINARY=$ROOT/bin/local-registry
+TLS_DIR=$ROOT/bin/local/registry-tls
+if [ "$(id -u)" = 0 ]; then TLS_ADDR=${LOCAL_REGISTRY_TLS-127.0.51.1:443}; else TLS_ADDR=${LOCAL_REGISTRY_TLS:-}; fi
+TAG_HOST=${IMAGE_TAG_BASE:-mydeployment.io/mydeployment-operator}
+TLS_NAMES=${LOCAL_REGISTRY_TLS_NAMES:-quay.io ${TAG_HOST%%/*}}
 mkdir -p "$ROOT/bin/local"
 
 # ours: the pid in the pid file, if that process is alive and is our registry
@@ -32,7 +46,11 @@ ours() {
   echo "$pid"
 }
 
-answers() { curl -fs -o /dev/null --max-time 2 "http://$ADDR/v2/"; }
+answers() {
+  curl -fs -o /dev/null --max-time 2 "http://$ADDR/v2/" || return 1
+  [ -z "$TLS_ADDR" ] || curl -fs -o /dev/null --max-time 2 --cacert "$TLS_DIR/ca.crt" \
+    --resolve "${TLS_NAMES%% *}:${TLS_ADDR##*:}:${TLS_ADDR%:*}" "https://${TLS_NAMES%% *}:${TLS_ADDR##*:}/v2/"
+}
 
 case ${1:?usage: $0 up|down|running} in
 running) ours >/dev/null && answers ;;
@@ -48,10 +66,12 @@ up)
     CGO_ENABLED=0 go build -o "$BINARY" ./hack/registry
   fi
   # setsid: its own session, so the make that started it can end.
-  setsid "$BINARY" -addr "$ADDR" -dir "$DIR" >>"$LOG" 2>&1 </dev/null &
+  tls=()
+  [ -z "$TLS_ADDR" ] || tls=(-tls-addr "$TLS_ADDR" -tls-dir "$TLS_DIR" -tls-names "${TLS_NAMES// /,}")
+  setsid "$BINARY" -addr "$ADDR" -dir "$DIR" "${tls[@]}" >>"$LOG" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
   for _ in $(seq 1 100); do
-    if answers; then echo "local registry: started at $ADDR (pid $(cat "$PIDFILE")), store $DIR"; exit 0; fi
+    if answers; then echo "local registry: started at $ADDR${TLS_ADDR:+ and https://$TLS_ADDR as ${TLS_NAMES// /, }} (pid $(cat "$PIDFILE")), store $DIR"; exit 0; fi
     if ! ours >/dev/null; then break; fi
     sleep 0.1
   done

@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -40,6 +41,9 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:5001", "address to listen on (plain HTTP)")
 	dir := flag.String("dir", "", "directory holding the blobs and manifests")
+	tlsAddr := flag.String("tls-addr", "", "also serve HTTPS here (e.g. 127.0.51.1:443), the same store")
+	tlsDir := flag.String("tls-dir", "", "where the CA (ca.crt: what clients trust) and the serving pair are kept, made the first time (default DIR/../registry-tls)")
+	tlsNames := flag.String("tls-names", "", "comma-separated names the serving certificate is for (the hosts this registry stands in for)")
 	flag.Parse()
 	logger := log.New(os.Stderr, "", log.LstdFlags)
 	if *dir == "" {
@@ -54,6 +58,29 @@ func main() {
 		logger.Fatal(err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	var tlsSrv *http.Server
+	if *tlsAddr != "" {
+		d := *tlsDir
+		if d == "" {
+			d = filepath.Join(filepath.Dir(filepath.Clean(*dir)), "registry-tls")
+		}
+		cert, err := serving(d, strings.FieldsFunc(*tlsNames, func(r rune) bool { return r == ',' || r == ' ' }))
+		if err != nil {
+			logger.Fatalf("-tls-addr: %v", err)
+		}
+		tln, err := net.Listen("tcp", *tlsAddr)
+		if err != nil {
+			logger.Fatal(err)
+		}
+		tlsSrv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+			TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+		logger.Printf("serving HTTPS on %s as %s (CA %s)", tln.Addr(), *tlsNames, filepath.Join(d, caCertFile))
+		go func() {
+			if err := tlsSrv.ServeTLS(tln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Fatal(err)
+			}
+		}()
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -61,6 +88,9 @@ func main() {
 		logger.Printf("got %v, stopping", sig)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		if tlsSrv != nil {
+			_ = tlsSrv.Shutdown(ctx)
+		}
 		_ = srv.Shutdown(ctx)
 	}()
 	logger.Printf("serving on %s, storing in %s", ln.Addr(), *dir)
