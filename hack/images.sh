@@ -9,7 +9,10 @@
 #   bundles of the releases in catalog/releases/commits, each from its
 #              commit's bundle/ and bundle.Dockerfile (git archive: no
 #              network, but the clone must have the commit), named as the
-#              release's catalog entry names it
+#              release's catalog entry names it, and the manager image that
+#              bundle's CSV names (its relatedImages), from the commit's
+#              sources and Dockerfile (the static binary cached in
+#              bin/release-manager/<commit>/): OLM runs it on a real node
 #   catalog    CATALOG_IMG    catalog.Dockerfile on dist/catalog (make catalog)
 #              in its serving form: opm serve /configs, as an OLM v0
 #              CatalogSource runs it; OLM v1 reads /configs
@@ -104,6 +107,21 @@ while read -r v commit; do
   rm -rf "$dir" && mkdir -p "$dir"
   git archive "$commit" bundle bundle.Dockerfile | tar -x -C "$dir"
   specs+=("$name,file=$dir/bundle.Dockerfile,context=$dir")
+  # Its manager, as the release's `make docker-build` built it: the static
+  # binary at dist/manager-linux-ARCH of the commit's tree, its Dockerfile.
+  mgr=$(sed -n 's/^- image: "\{0,1\}\([^"@]*\)"\{0,1\}$/\1/p' "$record" | grep -v -- '-bundle:' | head -1)
+  [ -n "$mgr" ] || { echo "images: $record names no manager image (relatedImages)" >&2; exit 1; }
+  cached=bin/release-manager/$commit/manager-linux-$ARCH
+  if [ ! -x "$cached" ]; then
+    src=$dir/src && mkdir -p "$src" "$(dirname "$cached")"
+    git archive "$commit" | tar -x -C "$src"
+    (cd "$src" && GOARCH=$ARCH go build -trimpath -ldflags="-s -w" -o "$ROOT/$cached.tmp" ./cmd)
+    mv "$cached.tmp" "$cached"
+    rm -rf "$src"
+  fi
+  mkdir -p "$dir/manager/dist" && cp "$cached" "$dir/manager/dist/manager-linux-$ARCH"
+  git show "$commit:Dockerfile" >"$dir/manager/Dockerfile"
+  specs+=("$mgr,file=$dir/manager/Dockerfile,context=$dir/manager,$a")
 done <catalog/releases/commits
 
 specs+=(

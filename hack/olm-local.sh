@@ -9,9 +9,15 @@
 #      `hack/tools.sh olm` and hack/realnode/cp, and the opm image its
 #      catalog-operator runs in bundle-unpack Jobs (--opmImage: `opm alpha
 #      bundle extract`), quay.io/operator-framework/opm:OPM_VERSION (the
-#      version hack/tools/opm/go.mod pins) from hack/opm.Dockerfile, both
-#      pushed to LOCAL_REGISTRY, which real-0's containerd mirrors quay.io
-#      to; their digests go to bin/local/olm-images.txt;
+#      version hack/tools/opm/go.mod pins; also tagged latest, the index
+#      image `operator-sdk run bundle` runs by default) from
+#      hack/opm.Dockerfile with hack/realnode/sh as its /bin/sh, and
+#      hack/realnode/sh alone as the init image of run bundle's registry
+#      pods, registry.access.redhat.com/ubi9/ubi:9.8 (operator-sdk's
+#      default, read from its module; a stand-in: ubi9 cannot be built
+#      here), all pushed to LOCAL_REGISTRY, which real-0's containerd
+#      mirrors quay.io and registry.access.redhat.com to; their digests go
+#      to bin/local/olm-images.txt;
 #   2. OLM's manifests from the module, rendered as its release renders the
 #      crds.yaml and olm.yaml it publishes (helm template of deploy/chart with
 #      deploy/upstream/values.yaml), applied server-side, with OLM's image
@@ -52,6 +58,11 @@ RV=$(awk -v m="$R" '$1==m && $2 ~ /^v[0-9]/ {print $2; exit}' hack/tools/opm/go.
 REGDIR=$(cd hack/tools/opm && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$R")
 OPM_IMAGE=quay.io/operator-framework/opm:$RV
 OPMCTX=dist/opm
+SDK=github.com/operator-framework/operator-sdk
+SDKDIR=$(cd hack/tools/operator-sdk && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$SDK")
+INIT_IMAGE=$(sed -n 's/^[[:space:]]*DefaultInitImage = "\(.*\)"$/\1/p' "$SDKDIR/internal/olm/fbcutil/util.go")
+[ -n "$INIT_IMAGE" ] || { echo "olm-local: no DefaultInitImage in $SDK's internal/olm/fbcutil/util.go" >&2; exit 1; }
+SHCTX=dist/realnode-sh
 OUT=bin/local/olm
 start=$SECONDS
 say() { printf '[%3ds] olm-local: %s\n' $((SECONDS - start)) "$*"; }
@@ -60,7 +71,7 @@ say() { printf '[%3ds] olm-local: %s\n' $((SECONDS - start)) "$*"; }
 # ARCH: they go into the image as they are), renamed as OLM's Dockerfile
 # copies them; cp built here the same way. opm and grpc_health_probe as
 # hack/tools.sh built them, for the opm image.
-rm -rf "$CTX" "$OPMCTX" && mkdir -p "$CTX/tmp" "$OPMCTX/tmp" "$OUT"
+rm -rf "$CTX" "$OPMCTX" "$SHCTX" && mkdir -p "$CTX/tmp" "$OPMCTX/tmp" "$SHCTX" "$OUT"
 static() {
   local b=$1 info want
   [ -x "$b" ] || { echo "olm-local: $b missing: hack/tools.sh builds it" >&2; exit 1; }
@@ -78,13 +89,17 @@ for b in opm grpc_health_probe; do
   static "bin/$b"
   cp -L "bin/$b" "$OPMCTX/$b"
 done
+CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -buildvcs=false -trimpath -ldflags="-s -w" -o "$OPMCTX/sh" ./hack/realnode/sh
+cp "$OPMCTX/sh" "$SHCTX/sh"
 cp "$REGDIR/nsswitch.conf" "$OPMCTX/nsswitch.conf"
 go run ./hack/images -registry "$LOCAL_REGISTRY" -arch "$ARCH" -out bin/local/olm-images.txt \
-  "$IMAGE,file=hack/olm.Dockerfile,context=$CTX" "$OPM_IMAGE,file=hack/opm.Dockerfile,context=$OPMCTX"
+  "$IMAGE,file=hack/olm.Dockerfile,context=$CTX" "$OPM_IMAGE,file=hack/opm.Dockerfile,context=$OPMCTX" \
+  "${OPM_IMAGE%:*}:latest,file=hack/opm.Dockerfile,context=$OPMCTX" \
+  "$INIT_IMAGE,file=hack/realnode/sh/Dockerfile,context=$SHCTX"
 digest=$(awk -v i="$IMAGE" '$1 == i {print $2}' bin/local/olm-images.txt)
 opm_digest=$(awk -v i="$OPM_IMAGE" '$1 == i {print $2}' bin/local/olm-images.txt)
 if [ -z "$digest" ] || [ -z "$opm_digest" ]; then echo "olm-local: no digest for $IMAGE or $OPM_IMAGE in bin/local/olm-images.txt" >&2; exit 1; fi
-say "$IMAGE@$digest and $OPM_IMAGE@$opm_digest pushed to $LOCAL_REGISTRY"
+say "$IMAGE@$digest, $OPM_IMAGE@$opm_digest (also :latest) and $INIT_IMAGE (a stand-in: hack/realnode/sh) pushed to $LOCAL_REGISTRY"
 
 # 2. OLM's manifests as its release makes them (scripts/package_release.sh):
 # the chart in deploy/chart, its version set to the release's, rendered by

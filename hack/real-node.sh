@@ -38,7 +38,8 @@
 # pods and to the host, NodePorts on the bridge's address only (never on
 # this host's own address, where other clusters listen). Pods get no DNS.
 # containerd pulls only through hosts.toml mirrors:
-# quay.io, the IMAGE_TAG_BASE host (mydeployment.io) and LOCAL_REGISTRY itself
+# quay.io, registry.access.redhat.com, the IMAGE_TAG_BASE host
+# (mydeployment.io) and LOCAL_REGISTRY itself
 # go to LOCAL_REGISTRY (default 127.0.0.1:5001, plain HTTP); any other pull
 # fails at once (its proxy is a closed local port).
 set -euo pipefail
@@ -59,7 +60,9 @@ NFT_TABLE=mydeployment_real_node
 CNI_NETWORK=mydeployment-$NODE
 LOCAL_REGISTRY=${LOCAL_REGISTRY:-127.0.0.1:5001}
 IMAGE_TAG_BASE=${IMAGE_TAG_BASE:-mydeployment.io/mydeployment-operator}
-MIRRORED="quay.io ${IMAGE_TAG_BASE%%/*} $LOCAL_REGISTRY"
+# registry.access.redhat.com: only operator-sdk run bundle's init image,
+# which hack/olm-local.sh pushes (a stand-in; see hack/realnode/sh/Dockerfile).
+MIRRORED="quay.io registry.access.redhat.com ${IMAGE_TAG_BASE%%/*} $LOCAL_REGISTRY"
 PAUSE_IMAGE=mydeployment.io/realnode/pause:v1
 NETTOOL_IMAGE=mydeployment.io/realnode/nettool:v1
 # Ports away from the control plane's (kwokctl counts down from 32767) and
