@@ -1,6 +1,7 @@
 package application
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -615,6 +616,66 @@ var _ = Describe("Application", func() {
 		By("the policy goes: the Service is created on a retry")
 		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
 		childOf(app, &corev1.Service{})
+	})
+
+	It("keeps reporting a child the API server could not write (a webhook it could not call) as it stands, and writes it once it can", func() {
+		app := minimal(ns, "unwritten")
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(readyCondition(app), timeout, interval).Should(HaveField("Reason", appsv1beta1.ReasonDeploymentNotAvailable))
+		Eventually(func() int64 { return getApp(app).Status.ObservedGeneration }, timeout, interval).Should(Equal(int64(1)))
+		// Each condition but for the generation it was last looked at with.
+		conditions := func() []string {
+			var out []string
+			for _, c := range getApp(app).Status.Conditions {
+				out = append(out, fmt.Sprintf("%s=%s %s %q since %s", c.Type, c.Status, c.Reason, c.Message, c.LastTransitionTime.UTC()))
+			}
+			return out
+		}
+		Eventually(conditions, timeout, interval).Should(ContainElements(
+			HavePrefix("Available=False MinimumReplicasUnavailable"), HavePrefix("Progressing=True RevisionUpdated")),
+			"the MyDeployment's own conditions mirrored: nothing more to change until its pod is Ready")
+		before := conditions()
+
+		By("a webhook on MyDeployments in the namespace that the API server cannot call, as during an operator upgrade under OLM")
+		hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "unreachable-" + ns},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name: "unreachable.mydeployment.io",
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{
+					URL: ptr.To("https://127.0.0.1:1/validate"), // nothing listens: connection refused
+				},
+				Rules: []admissionregistrationv1.RuleWithOperations{{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{appsv1beta1.GroupVersion.Group},
+						APIVersions: []string{appsv1beta1.GroupVersion.Version}, Resources: []string{"mydeployments"}},
+				}},
+				NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+				FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+				AdmissionReviewVersions: []string{"v1"},
+				TimeoutSeconds:          ptr.To(int32(2)),
+			}},
+		}
+		Expect(k8sClient.Create(ctx, hook)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(ctx, hook) })
+		Eventually(func() error { // it takes effect asynchronously
+			md := childOf(app, &appsv1beta1.MyDeployment{})
+			return k8sClient.Update(ctx, md, client.DryRunAll)
+		}, timeout, interval).Should(MatchError(ContainSubstring("failed calling webhook")))
+
+		By("a spec change: the MyDeployment's write fails, and the status still reports it as it stands")
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Deployment.MinReadySeconds = 2 })
+		Eventually(reasons(app), timeout, interval).Should(ContainElement(And(
+			ContainSubstring(appsv1beta1.EventChildApplyFailed), ContainSubstring("failed calling webhook"))))
+		Consistently(conditions, "2s", interval).
+			Should(Equal(before), "Ready, Available and Progressing unchanged, lastTransitionTime too: nothing of the Application changed")
+		Expect(getApp(app).Status.ObservedGeneration).To(Equal(int64(1)), "the change is not written yet")
+		Expect(childOf(app, &appsv1beta1.MyDeployment{}).Spec.MinReadySeconds).To(BeZero())
+
+		By("the webhook goes: the retry writes the change")
+		Expect(k8sClient.Delete(ctx, hook)).To(Succeed())
+		Eventually(func() int32 { return childOf(app, &appsv1beta1.MyDeployment{}).Spec.MinReadySeconds }, timeout, interval).Should(Equal(int32(2)))
+		Eventually(func() int64 { return getApp(app).Status.ObservedGeneration }, timeout, interval).Should(Equal(int64(2)))
 	})
 
 	// After the route test: it installs the Gateway API CRDs while the

@@ -3,6 +3,7 @@ package application
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,8 +50,18 @@ type outcome struct {
 	// crdAbsent: the spec asks for the child and its kind is not served
 	// (the Gateway API CRDs, for an HTTPRoute).
 	crdAbsent bool
-	// err: the API server refused a read or a write.
+	// err: the API server refused a read or a write, or could not make it.
 	err error
+	// unwritten: err is no refusal but a write the API server could not
+	// make (a webhook it could not call, a timeout, throttling: unwritable)
+	// to a child that exists. The child stands as it was read (present,
+	// live), so the status goes on reporting it and Ready does not turn on
+	// the write; the write is retried with backoff, and observedGeneration
+	// waits for it. Closes the race of an operator upgrade under OLM: its
+	// new webhook certificate reaches the API server before the new pods
+	// serve it, and every Application went Ready=False (ChildApplyFailed)
+	// and back while nothing of it changed.
+	unwritten bool
 	// stale: a write guarded by the resourceVersion read met a newer
 	// child (our cache behind it, or someone's edit); synced again.
 	stale bool
@@ -118,6 +129,8 @@ func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application
 	if err != nil {
 		out.err = fmt.Errorf("applying %s %s: %w", c.kind.name, name, err)
 		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
+		out.present = exists && unwritable(err)
+		out.unwritten = out.present
 		return out
 	}
 	before := c.live.DeepCopyObject().(client.Object)
@@ -298,4 +311,19 @@ func (r *Reconciler) handOffReplicas(ctx context.Context, app *appsv1beta1.Appli
 		return fmt.Errorf("handing MyDeployment %s's replicas to its HPA: %w", app.Name, err)
 	}
 	return nil
+}
+
+// unwritable reports whether err is a write the API server could not make,
+// not one it refused: a webhook it could not call (InternalError), a
+// timeout, throttling, a server unavailable, or no answer at all. Refusals
+// (invalid, forbidden by a policy or a quota, a conflict, a missing
+// object) are what the spec or the cluster must change for.
+func unwritable(err error) bool {
+	switch {
+	case apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err),
+		apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err), apierrors.IsUnexpectedServerError(err):
+		return true
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status) // no answer: the connection failed
 }

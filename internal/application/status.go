@@ -71,7 +71,7 @@ func childProblems(app *appsv1beta1.Application, obs observed) readiness {
 		case o.notOwned:
 			r.add(appsv1beta1.ReasonChildNotOwned,
 				fmt.Sprintf("%s %s exists and is not controlled by this Application; it is left alone", o.kind.name, app.Name+o.kind.suffix))
-		case o.err != nil:
+		case o.err != nil && !o.unwritten:
 			r.add(appsv1beta1.ReasonChildApplyFailed, o.err.Error())
 		case o.crdAbsent:
 			r.add(appsv1beta1.ReasonRouteCRDAbsent, fmt.Sprintf("%s %s: the Gateway API CRDs are not installed "+
@@ -96,7 +96,7 @@ func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.Appli
 		st.LabelSelector = sel.String()
 	}
 	ready := childProblems(app, obs)
-	if len(ready.problems) == 0 {
+	if len(ready.problems) == 0 && !slices.ContainsFunc(obs.outcomes[:], func(o outcome) bool { return o.unwritten }) {
 		st.ObservedGeneration = app.Generation
 	}
 	mirrorDeployment(app, obs.outcomes[kindMyDeployment], &st, &ready)
