@@ -126,7 +126,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules test-krew fuzz test-e2e test-install test-real test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules and dashboards, the krew manifest, bounded fuzzing, e2e, dist/install.yaml, the operator on a real kubelet node, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
+test: manifests generate fmt vet test-unit test-rules test-krew fuzz test-e2e test-install test-real test-runbundle test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules and dashboards, the krew manifest, bounded fuzzing, e2e, dist/install.yaml, the operator on a real kubelet node, operator-sdk run bundle and bundle-upgrade through OLM on it, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
 
 # envtest's kube-apiserver may take over its default 20 s to start on a loaded
 # 2-core machine (seen: every suite's BeforeSuite failing at load 9).
@@ -206,6 +206,27 @@ test-real: build plugin kwok-tools real-node-tools ## Run the operator and its w
 	  KUBECONFIG=$(LOCALBIN)/$(REAL_CLUSTER)/kubeconfig OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) IMG=$(IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) \
 	  PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/real/ -count=1 -v -ginkgo.v -timeout 25m || rc=$$?; \
 	hack/local-cluster.sh down $(REAL_CLUSTER) || rc=1; \
+	[ $$registry_was_up = 1 ] || LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh down; exit $$rc
+
+# The run bundle e2e: README's `operator-sdk run bundle` of the previous
+# release, then `run bundle-upgrade` to this one, on real pods: a throwaway
+# local cluster with the real node real-0, OLM v0 on it as real pods (make
+# olm-local), every image in the local registry (make images, as root: it
+# serves HTTPS under the images' own names too); operator-sdk on the host
+# through hack/registry-host.sh (those names and the registry's CA for that
+# one command). Workloads left in flight by the previous release (a held
+# canary, an in-place update, an Application) on real-0 keep every UID and
+# restart count. The cluster goes at the end, and the registry if this
+# started it.
+RUNBUNDLE_CLUSTER ?= mydeployment-runbundle
+.PHONY: test-runbundle
+test-runbundle: build plugin operator-sdk kwok-tools real-node-tools ## Run README's operator-sdk run bundle (previous release) and run bundle-upgrade (this one) on real pods, OLM v0 running on the real node real-0, workloads in flight kept.
+	@registry_was_up=0; LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh running && registry_was_up=1; \
+	rc=0; $(MAKE) --no-print-directory images olm-local LOCAL_CLUSTER=$(RUNBUNDLE_CLUSTER) LOCAL_KUBECONFIG=$(LOCALBIN)/$(RUNBUNDLE_CLUSTER)/kubeconfig && \
+	  KUBECONFIG=$(LOCALBIN)/$(RUNBUNDLE_CLUSTER)/kubeconfig VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) \
+	  TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) PATH="$(LOCALBIN):$$PATH" \
+	  go test ./test/e2e/runbundle/ -count=1 -v -ginkgo.v -timeout 25m || rc=$$?; \
+	hack/local-cluster.sh down $(RUNBUNDLE_CLUSTER) || rc=1; \
 	[ $$registry_was_up = 1 ] || LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh down; exit $$rc
 
 # The OLM e2e: OLM's olm and catalog operators on a local cluster of their

@@ -3,7 +3,7 @@
 // operator and checked under the new one. The OLM v0 and OLM v1 suites
 // (test/e2e/olm, test/e2e/olmv1) both drive it:
 //
-//	w := inflight.Create(ns, pluginPath) // old operator running
+//	w := inflight.Create(ns, pluginPath) // old operator running (CreateWith: other images)
 //	w.WaitSettled()                      // the canary held at its pause
 //	w.StartInPlace()                     // partway through an in-place update
 //	w.Snapshot()
@@ -49,9 +49,22 @@ const (
 const (
 	inPlaceReplicas = 5
 	inPlaceMinReady = 15 // seconds
-	oldImage        = "nginx:1.27"
-	newImage        = "nginx:1.28"
 )
+
+// Images are what the workloads run: Old at first, New after a template
+// change, both serving on Port.
+type Images struct {
+	Old, New string
+	Port     int
+	// InPlaceMinReady is how long (seconds) each pod updated in place waits
+	// to count as available: 15 if 0. Longer keeps the update under way
+	// through a slower upgrade.
+	InPlaceMinReady int
+}
+
+// Fake are the images of the suites on kwok's fake nodes, where nothing is
+// pulled or run.
+var Fake = Images{Old: "nginx:1.27", New: "nginx:1.28", Port: 80}
 
 // kinds are every kind whose objects the upgrade must leave as they are.
 const kinds = "pods,controllerrevisions,mydeployments,applications,services,ingresses,horizontalpodautoscalers,poddisruptionbudgets"
@@ -62,11 +75,13 @@ type Workloads struct {
 	// Plugin is bin/kubectl-mydeployment.
 	Plugin string
 
-	uids    map[string]string // kind/name -> uid
-	readyAt string            // when the Application last became Ready
+	images   Images
+	uids     map[string]string // kind/name -> uid
+	restarts map[string]string // pod name -> its containers' restart counts
+	readyAt  string            // when the Application last became Ready
 }
 
-func md(name, annotations, spec string) string {
+func md(name, annotations, spec, image string) string {
 	return fmt.Sprintf(`apiVersion: apps.mydeployment.io/v1beta1
 kind: MyDeployment
 metadata:
@@ -79,20 +94,27 @@ spec:
     spec: {containers: [{name: web, image: %[4]s}]}
 %[3]s
 ---
-`, name, annotations, spec, oldImage)
+`, name, annotations, spec, image)
 }
 
 // Create applies the workloads into namespace ns (it must exist and be
-// served by the operator).
+// served by the operator), running the Fake images.
 func Create(ns, plugin string) *Workloads {
 	GinkgoHelper()
-	w := &Workloads{Namespace: ns, Plugin: plugin}
+	return CreateWith(ns, plugin, Fake)
+}
+
+// CreateWith is Create with the images img (a real node's: images it can
+// pull and run).
+func CreateWith(ns, plugin string, img Images) *Workloads {
+	GinkgoHelper()
+	w := &Workloads{Namespace: ns, Plugin: plugin, images: img}
 	By("creating workloads in " + ns + ": a plain MyDeployment, a canary, one to update in place, one behind a PodDisruptionBudget, an Application")
-	yaml := md(Plain, "", "  replicas: 2") +
-		md(Canary, `apps.mydeployment.io/canary-steps: "1, pause, 100%"`, "  replicas: 3") +
+	yaml := md(Plain, "", "  replicas: 2", img.Old) +
+		md(Canary, `apps.mydeployment.io/canary-steps: "1, pause, 100%"`, "  replicas: 3", img.Old) +
 		md(InPlace, `apps.mydeployment.io/update-mode: InPlaceIfPossible`, fmt.Sprintf(
-			"  replicas: %d\n  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", inPlaceReplicas)) +
-		md(Guarded, `apps.mydeployment.io/respect-pdb: "true"`, "  replicas: 2") +
+			"  replicas: %d\n  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", inPlaceReplicas), img.Old) +
+		md(Guarded, `apps.mydeployment.io/respect-pdb: "true"`, "  replicas: 2", img.Old) +
 		fmt.Sprintf(`apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: %[1]s}
@@ -104,13 +126,13 @@ metadata: {name: %[2]s}
 spec:
   deployment:
     image: %[3]s
-    port: 80
+    port: %[4]d
   service: {}
   ingress:
     rules: [{host: shop.example.com}]
   autoscaling: {minReplicas: 1, maxReplicas: 3}
   disruptionBudget: {maxUnavailable: 1}
-`, Guarded, App, oldImage)
+`, Guarded, App, img.Old, img.Port)
 	out, err := utils.KubectlStdin(yaml, "-n", ns, "apply", "-f", "-")
 	Expect(err).NotTo(HaveOccurred(), out)
 	return w
@@ -169,19 +191,26 @@ func (w *Workloads) WaitSettled() {
 
 	By("a new template for the canary: one pod moves, then it waits for a promote")
 	w.kubectl("patch", "md", Canary, "--type=json", "-p",
-		`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+newImage+`"}]`)
+		`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+w.images.New+`"}]`)
 	Eventually(w.progressing(Canary), time.Minute, time.Second).Should(Equal("CanaryPaused: step 2 of 3: paused until promote"))
 	Expect(w.available(Canary)()).To(HavePrefix("1/3/3 "))
+}
+
+func (w *Workloads) minReady() int {
+	if w.images.InPlaceMinReady > 0 {
+		return w.images.InPlaceMinReady
+	}
+	return inPlaceMinReady
 }
 
 // StartInPlace changes the in-place workload's image and waits until the
 // update is under way: a pod started, not all of them done.
 func (w *Workloads) StartInPlace() {
 	GinkgoHelper()
-	By(fmt.Sprintf("an image change updating %d pods in place, one at a time, each available %d s after its restart", inPlaceReplicas, inPlaceMinReady))
+	By(fmt.Sprintf("an image change updating %d pods in place, one at a time, each available %d s after its restart", inPlaceReplicas, w.minReady()))
 	w.kubectl("patch", "md", InPlace, "--type=json", "-p", fmt.Sprintf(
 		`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"%s"},{"op":"add","path":"/spec/minReadySeconds","value":%d}]`,
-		newImage, inPlaceMinReady))
+		w.images.New, w.minReady()))
 	Eventually(w.get("{.status.updatedReplicas}", "md", InPlace), time.Minute, 200*time.Millisecond).
 		ShouldNot(BeElementOf("", "0"), "the first pod is on its way")
 }
@@ -198,10 +227,25 @@ func (w *Workloads) uidsNow() map[string]string {
 	return uids
 }
 
-// Snapshot records every object's UID and when the Application became Ready.
+// restartsNow lists every pod's containers' restart counts, "0 0" for two
+// containers that never restarted.
+func (w *Workloads) restartsNow() map[string]string {
+	GinkgoHelper()
+	out := w.kubectl("get", "pods", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.containerStatuses[*].restartCount}{"\n"}{end}`)
+	restarts := map[string]string{}
+	for _, l := range utils.GetNonEmptyLines(out) {
+		pod, counts, _ := strings.Cut(l, "=")
+		restarts[pod] = counts
+	}
+	return restarts
+}
+
+// Snapshot records every object's UID, every container's restart count and
+// when the Application became Ready.
 func (w *Workloads) Snapshot() {
 	GinkgoHelper()
 	w.uids = w.uidsNow()
+	w.restarts = w.restartsNow()
 	w.readyAt = w.get(`{.status.conditions[?(@.type=="Ready")].lastTransitionTime}`, "mdapp", App)()
 	Expect(w.readyAt).NotTo(BeEmpty())
 	By(fmt.Sprintf("%d objects recorded in %s before the upgrade", len(w.uids), w.Namespace))
@@ -241,24 +285,25 @@ func (w *Workloads) inPlacePods() (all, moved int) {
 	GinkgoHelper()
 	images := strings.Fields(w.kubectl("get", "pods", "-l", "app="+InPlace, "-o", "jsonpath={.items[*].spec.containers[0].image}"))
 	for _, img := range images {
-		if img == newImage {
+		if img == w.images.New {
 			moved++
 		}
 	}
 	return len(images), moved
 }
 
-// ExpectUnderWay checks, between the old manager's stop and the new one's
-// start, that the in-place update is still under way: what the new
-// manager is then to finish.
+// ExpectUnderWay checks that the in-place update is still under way: some
+// pods moved, not all. Between the old manager's stop and the new one's
+// start (test-olm, test-olmv1) it is what the new manager is to finish;
+// while OLM holds an upgrade (test-runbundle) it is what holds it.
 func (w *Workloads) ExpectUnderWay() {
 	GinkgoHelper()
 	all, moved := w.inPlacePods()
 	updated := w.get("{.status.updatedReplicas}", "md", InPlace)()
-	By(fmt.Sprintf("the old manager stopped with the in-place update under way: %d of %d pods on %s, status.updatedReplicas %s", moved, all, newImage, updated))
+	By(fmt.Sprintf("the in-place update is under way: %d of %d pods on %s, status.updatedReplicas %s", moved, all, w.images.New, updated))
 	Expect(all).To(Equal(inPlaceReplicas))
 	Expect(moved).To(BeNumerically("<", inPlaceReplicas),
-		"the in-place update finished before the upgrade landed: nothing was in flight (raise inPlaceMinReady)")
+		"the in-place update finished before the upgrade landed: nothing was in flight (raise Images.InPlaceMinReady)")
 	Expect(updated).NotTo(BeElementOf("", "0"), "the in-place update had started")
 }
 
@@ -269,8 +314,8 @@ func (w *Workloads) ExpectUnderWay() {
 // Ready since before the upgrade.
 func (w *Workloads) ExpectKept() {
 	GinkgoHelper()
-	By("the new manager finishes the in-place update in place")
-	Eventually(w.settledAt(InPlace, inPlaceReplicas), 3*time.Minute, time.Second).Should(Equal("settled"))
+	By("the in-place update finishes in place")
+	Eventually(w.settledAt(InPlace, inPlaceReplicas), 5*time.Minute, time.Second).Should(Equal("settled"))
 
 	By("every pod, ControllerRevision and child kept its UID; the upgrade made no revision")
 	Expect(w.changes()).To(BeEmpty(), "objects the upgrade created, deleted or re-created")
@@ -278,6 +323,17 @@ func (w *Workloads) ExpectKept() {
 	Expect([]int{all, moved}).To(Equal([]int{inPlaceReplicas, inPlaceReplicas}), "every pod runs the new image")
 	restarts := strings.Fields(w.kubectl("get", "pods", "-l", "app="+InPlace, "-o", "jsonpath={.items[*].status.containerStatuses[0].restartCount}"))
 	Expect(restarts).To(HaveEach("1"), "each container restarted once, in its pod")
+	inPlace := map[string]bool{}
+	for _, p := range strings.Fields(w.kubectl("get", "pods", "-l", "app="+InPlace, "-o", "jsonpath={.items[*].metadata.name}")) {
+		inPlace[p] = true
+	}
+	var restarted []string
+	for pod, now := range w.restartsNow() {
+		if was, ok := w.restarts[pod]; ok && !inPlace[pod] && now != was {
+			restarted = append(restarted, fmt.Sprintf("%s: restarts %s, were %s", pod, now, was))
+		}
+	}
+	Expect(restarted).To(BeEmpty(), "containers the upgrade restarted (those updated in place aside)")
 	for name, n := range map[string]int{Plain: 2, Guarded: 2, App: 1} {
 		Expect(w.settledAt(name, n)()).To(Equal("settled"), name)
 	}
@@ -306,11 +362,23 @@ func (w *Workloads) ExpectGoesOn() {
 
 	By("a rollout of the guarded workload goes through its PodDisruptionBudget")
 	w.kubectl("patch", "md", Guarded, "--type=json", "-p",
-		`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+newImage+`"}]`)
+		`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+w.images.New+`"}]`)
 	Eventually(w.settledAt(Guarded, 2), 2*time.Minute, time.Second).Should(Equal("settled"))
 	Eventually(func() string {
 		return w.get(`{.items[*].message}`, "events", "--field-selector", "reason=Evicted,involvedObject.name="+Guarded)()
 	}, time.Minute, time.Second).ShouldNot(BeEmpty(), "an Evicted event: pods went through the Eviction API")
-	evicted := w.kubectl("get", "pods", "-l", "app="+Guarded, "-o", "jsonpath={.items[*].spec.containers[0].image}")
-	Expect(strings.Fields(evicted)).To(HaveEach(newImage))
+	// The pods that stay: on a real node an evicted pod is listed until its
+	// containers stop (deletionTimestamp set).
+	images := func() []string {
+		var staying []string
+		out := w.kubectl("get", "pods", "-l", "app="+Guarded, "-o",
+			`jsonpath={range .items[*]}{.spec.containers[0].image} {.metadata.deletionTimestamp}{"\n"}{end}`)
+		for _, l := range utils.GetNonEmptyLines(out) {
+			if f := strings.Fields(l); len(f) == 1 {
+				staying = append(staying, f[0])
+			}
+		}
+		return staying
+	}
+	Eventually(images, time.Minute, time.Second).Should(And(HaveLen(2), HaveEach(w.images.New)))
 }
