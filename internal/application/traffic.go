@@ -14,6 +14,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 )
 
 // Canary traffic. While the Application's MyDeployment runs a canary
@@ -59,7 +60,7 @@ func TrafficSplit(md *appsv1beta1.MyDeployment) *Split {
 	if md == nil {
 		return nil
 	}
-	steps, err := optin.ParseCanarySteps(md.Annotations[appsv1beta1.CanaryStepsAnnotation])
+	steps, err := canary.ParseSteps(md.Annotations[appsv1beta1.CanaryStepsAnnotation])
 	cur, upd := md.Status.CurrentRevision, md.Status.UpdateRevision
 	if err != nil || cur == "" || cur == upd {
 		return nil
@@ -73,7 +74,7 @@ func TrafficSplit(md *appsv1beta1.MyDeployment) *Split {
 		split.Aborted = true
 		return split
 	}
-	if st := rec.CanaryStep; st != nil && st.Revision == upd && st.Index >= len(steps) {
+	if st := canary.Recorded(md); st != nil && st.Revision == upd && st.Index >= len(steps) {
 		return nil
 	}
 	return split

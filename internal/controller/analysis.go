@@ -10,6 +10,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -27,7 +28,7 @@ import (
 // rollout is under way at a step and neither aborted nor paused; ok is
 // false when there is nothing to measure.
 func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool) {
-	c := o.Canary
+	c := canary.Of(o)
 	if c == nil || o.Analysis == nil || md.Spec.Paused {
 		return analysis.Key{}, false
 	}

@@ -12,13 +12,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 )
 
 // canaryStep reads the step md's controller recorded.
-func canaryStep(md *appsv1beta1.MyDeployment) optin.CanaryState {
-	st, err := optin.ParseCanaryState(get(md).Annotations[appsv1beta1.CanaryStepAnnotation])
+func canaryStep(md *appsv1beta1.MyDeployment) rollout.CanaryState {
+	st, err := canary.ParseState(get(md).Annotations[appsv1beta1.CanaryStepAnnotation])
 	Expect(err).NotTo(HaveOccurred())
 	return st
 }
@@ -54,7 +55,7 @@ var _ = Describe("Beyond Deployment: canary steps", Ordered, ContinueOnFailure, 
 		Eventually(progressing(md), timeout, interval).Should(Equal(
 			appsv1beta1.ReasonCanaryPaused + ": step 4 of 5: paused until promote"))
 		updateRev := get(md).Status.UpdateRevision
-		Expect(canaryStep(md)).To(Equal(optin.CanaryState{Revision: updateRev, Index: 3}))
+		Expect(canaryStep(md)).To(Equal(rollout.CanaryState{Revision: updateRev, Index: 3}))
 		Expect(get(md).Status.CurrentRevision).To(Equal(oldRev))
 		Expect(podsOfRevision(md, oldRev)).To(Equal(5))
 

@@ -247,7 +247,7 @@ func analysisGate(o *observation) *rollout.AnalysisGate {
 	}
 	g := &rollout.AnalysisGate{}
 	if v := o.analysis; v != nil && v.Phase == analysis.Passed {
-		g.Passed = optin.CanaryState{Revision: v.Key.Revision, Index: v.Key.Step}
+		g.Passed = rollout.CanaryState{Revision: v.Key.Revision, Index: v.Key.Step}
 	}
 	return g
 }

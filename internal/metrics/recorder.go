@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -91,18 +91,18 @@ func inputsOf(o Observation, complete bool) gaugeInputs {
 // canaryProgress is the step (from 1) md's canary rollout is at, 0 when
 // none is under way, and how many steps its annotation lists. The step is
 // the controller's record (CanaryStepAnnotation) for the update revision,
-// while that revision is not yet the current one; an annotation optin
-// refuses counts as none.
+// while that revision is not yet the current one; steps the canary module
+// refuses count as none.
 func canaryProgress(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentStatus) (step, steps int) {
 	v, ok := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
 	if !ok {
 		return 0, 0
 	}
-	list, err := optin.ParseCanarySteps(v)
+	list, err := canary.ParseSteps(v)
 	if err != nil {
 		return 0, 0
 	}
-	at := optin.RecordsOf(md).CanaryStep
+	at := canary.Recorded(md)
 	if at == nil || at.Revision != st.UpdateRevision || st.CurrentRevision == st.UpdateRevision || at.Index >= len(list) {
 		return 0, len(list)
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -343,7 +343,7 @@ func TestCanaryAbortsAndDrains(t *testing.T) {
 		appsv1beta1.UpdateModeAnnotation: appsv1beta1.UpdateModeInPlaceIfPossible}
 	at := func(step int) map[string]string {
 		a := maps.Clone(steps)
-		a[appsv1beta1.CanaryStepAnnotation] = optin.CanaryState{Revision: "web-2", Index: step - 1}.String()
+		a[appsv1beta1.CanaryStepAnnotation] = rollout.CanaryState{Revision: "web-2", Index: step - 1}.String()
 		return a
 	}
 	aborted := appsv1.DeploymentCondition{Type: appsv1beta1.ConditionProgressing, Status: corev1.ConditionFalse,

@@ -105,7 +105,7 @@ func TestAnalysisNeedsCanarySteps(t *testing.T) {
 		t.Fatalf("errors %v, analysis %+v", errs, o.Analysis)
 	}
 	md.Annotations[appsv1beta1.CanaryStepsAnnotation] = "1, 50%, 100%"
-	if o, errs = ParseRest(md); len(errs) != 0 || o.Analysis == nil || o.Canary == nil {
+	if o, errs = ParseRest(md); len(errs) != 0 || o.Analysis == nil {
 		t.Fatalf("errors %v, analysis %+v", errs, o.Analysis)
 	}
 }

@@ -24,9 +24,6 @@ import (
 // modules yet (internal/optin/modules has the others). The zero value is
 // plain Deployment behaviour.
 type Options struct {
-	// Canary is the canary step list and where the rollout is in it
-	// (CanaryStepsAnnotation); nil when the annotation is absent.
-	Canary *Canary
 	// Analysis gates each canary step on metric queries
 	// (AnalysisAnnotation); nil when the annotation is absent.
 	Analysis *Analysis
@@ -87,18 +84,15 @@ func Path(annotation string) *field.Path {
 
 // ParseRest reads md's opt-in annotations that no module owns yet: call
 // modules.Parse, which calls it after the modules. Each value that can
-// never work is an error naming its annotation: canary steps that parseCanary refuses, an analysis ParseAnalysis refuses or without canary steps,
-// an adopt-from other than Deployment/<name>, an adopt-revisions that is not a
-// JSON object of hashes to revision names. The Options returned hold what
-// could be parsed.
+// never work is an error naming its annotation: an analysis ParseAnalysis
+// refuses or without canary steps, an adopt-from other than
+// Deployment/<name>, an adopt-revisions that is not a JSON object of hashes
+// to revision names. The Options returned hold what could be parsed.
 func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 	var (
 		o    Options
 		errs field.ErrorList
 	)
-	canary, canaryErrs := parseCanary(md)
-	o.Canary = canary
-	errs = append(errs, canaryErrs...)
 	_, hasSteps := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
 	o.Analysis, errs = parseAnalysis(md, hasSteps, errs)
 	o.AdoptFrom, errs = parseAdoptFrom(md, errs)
@@ -108,5 +102,4 @@ func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 
 // Annotations are the opt-in annotations ParseRest reads, in the order
 // their errors are reported (modules.Annotations has every opt-in's).
-var Annotations = []string{appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation, appsv1beta1.CanaryPromoteAnnotation,
-	appsv1beta1.AnalysisAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
+var Annotations = []string{appsv1beta1.AnalysisAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}

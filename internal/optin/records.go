@@ -8,12 +8,12 @@ import (
 
 // Records are what the controller keeps on a MyDeployment, in annotations
 // of its own, to survive a restart: the update revision's number, what the
-// pods were last sized for, the canary step under way and the abort record.
-// RecordsOf reads them once; the controller, the planner, the plugin, the
-// metrics and the Application's traffic read them here and never the
-// annotations themselves, so each record has one reading. A record that
-// cannot be read counts as absent (Parse reports an unreadable canary
-// step, the one record a user may write by hand).
+// pods were last sized for and the abort record. RecordsOf reads them
+// once; the controller, the planner, the plugin, the metrics and the
+// Application's traffic read them here and never the annotations
+// themselves, so each record has one reading. A record that cannot be
+// read counts as absent. The canary step under way is the canary module's
+// record (canary.Recorded, internal/optin/canary), read there.
 type Records struct {
 	// RevisionText is RevisionAnnotation as written ("" when absent), as
 	// Deployment's deployment.kubernetes.io/revision; Revision is its
@@ -24,9 +24,6 @@ type Records struct {
 	// (DesiredReplicasAnnotation, MaxReplicasAnnotation); nil without a
 	// valid DesiredReplicasAnnotation.
 	SizedFor *Size
-	// CanaryStep is where the canary rollout is (CanaryStepAnnotation);
-	// nil when absent or unreadable.
-	CanaryStep *CanaryState
 	// Aborted is the revision the abort record names
 	// (AbortedRevisionAnnotation); AbortRecorded says the annotation is
 	// there, whatever it names.
@@ -64,11 +61,6 @@ func RecordsOf(md *appsv1beta1.MyDeployment) Records {
 		r.Revision = n
 	}
 	r.SizedFor = sizedFor(a)
-	if v, ok := a[appsv1beta1.CanaryStepAnnotation]; ok {
-		if st, err := ParseCanaryState(v); err == nil {
-			r.CanaryStep = &st
-		}
-	}
 	r.Aborted, r.AbortRecorded = a[appsv1beta1.AbortedRevisionAnnotation]
 	return r
 }

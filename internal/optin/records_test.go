@@ -12,7 +12,6 @@ import (
 // Each record reads as its writer wrote it, and one it cannot read counts
 // as absent, whatever the other records say.
 func TestRecordsOf(t *testing.T) {
-	step := CanaryState{Revision: "web-7d9c", Index: 1}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
@@ -23,15 +22,13 @@ func TestRecordsOf(t *testing.T) {
 			appsv1beta1.RevisionAnnotation:        "4",
 			appsv1beta1.DesiredReplicasAnnotation: "10",
 			appsv1beta1.MaxReplicasAnnotation:     "13",
-			appsv1beta1.CanaryStepAnnotation:      step.String(),
 			appsv1beta1.AbortedRevisionAnnotation: "web-7d9c",
 		}, Records{RevisionText: "4", Revision: 4, SizedFor: &Size{Replicas: 10, MaxReplicas: 13},
-			CanaryStep: &step, Aborted: "web-7d9c", AbortRecorded: true}},
+			Aborted: "web-7d9c", AbortRecorded: true}},
 		{"unreadable", map[string]string{
 			appsv1beta1.RevisionAnnotation:        "four",
 			appsv1beta1.DesiredReplicasAnnotation: "-1",
 			appsv1beta1.MaxReplicasAnnotation:     "13",
-			appsv1beta1.CanaryStepAnnotation:      "step 2",
 		}, Records{RevisionText: "four"}},
 		{"a size without its maximum, an empty abort record", map[string]string{
 			appsv1beta1.DesiredReplicasAnnotation: "3",

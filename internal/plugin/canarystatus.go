@@ -22,11 +22,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 )
 
-// canaryStatus is rolloutStatus for a canary rollout under way (optin's
-// CanaryStepsAnnotation, the controller's record naming the update
+// canaryStatus is rolloutStatus for a canary rollout under way
+// (CanaryStepsAnnotation, the controller's record naming the update
 // revision), once the spec is observed and the deadline not exceeded: the
 // step it is at and how many pods are updated; done, as at a partition's
 // hold, when the controller says it is paused until a promote
@@ -34,17 +33,17 @@ import (
 // step is written yet. ok is false when no
 // canary rollout is under way: the other messages apply.
 func canaryStatus(md *appsv1beta1.MyDeployment) (msg string, done, ok bool) {
-	o, errs := modules.Parse(md)
-	if len(errs) > 0 || o.Canary == nil || !canaryUnderWay(md, o.Canary.State, len(o.Canary.Steps)) {
+	c, errs := canaryOf(md)
+	if len(errs) > 0 || c == nil || !canaryUnderWay(md, c.State, len(c.Steps)) {
 		return "", false, false
 	}
-	at := o.Canary.State.Describe(o.Canary.Steps)
+	at := c.State.Describe(c.Steps)
 	st := md.Status
-	step := o.Canary.Steps[o.Canary.State.Index]
-	if o.Canary.Promote.Ends(o.Canary.State) {
+	step := c.Steps[c.State.Index]
+	if c.Promote.Ends(c.State) {
 		// Promoted, and the controller has not acted on it yet: not paused
 		// (so 'rollout promote' then 'rollout status' waits for the rollout).
-		at = fmt.Sprintf("step %d of %d: promoted", o.Canary.State.Index+1, len(o.Canary.Steps))
+		at = fmt.Sprintf("step %d of %d: promoted", c.State.Index+1, len(c.Steps))
 	} else if step.Pause && step.Duration == 0 && pausedAt(md, at) {
 		return fmt.Sprintf("canary paused at %s: %d of %d pods updated ('rollout promote %s' goes on)\n",
 			at, st.UpdatedReplicas, desired(md), md.Name) + analysisLine(md), true, true

@@ -24,11 +24,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 func newPromoteCommand(f *factory, o *Options) *cobra.Command {
@@ -71,16 +73,16 @@ func newPromoteCommand(f *factory, o *Options) *cobra.Command {
 // annotation already says so. Canary annotations optin refuses are an
 // error with its message.
 func (t *target) promoteCanary(ctx context.Context, out io.Writer, md *appsv1beta1.MyDeployment, full bool) error {
-	o, errs := modules.Parse(md)
-	if len(errs) > 0 || o.Canary == nil {
+	c, errs := canaryOf(md)
+	if len(errs) > 0 || c == nil {
 		return fmt.Errorf("cannot promote mydeployment %q: %v", md.Name, errs.ToAggregate())
 	}
-	steps, st := o.Canary.Steps, o.Canary.State
+	steps, st := c.Steps, c.State
 	if !canaryUnderWay(md, st, len(steps)) {
 		fmt.Fprintf(out, "%s has no canary step to promote\n", resourceString(md.Name))
 		return nil
 	}
-	p := optin.CanaryPromote{Revision: st.Revision, Index: st.Index, Full: full}
+	p := rollout.CanaryPromote{Revision: st.Revision, Index: st.Index, Full: full}
 	if md.Annotations[appsv1beta1.CanaryPromoteAnnotation] == p.String() {
 		fmt.Fprintf(out, "%s already promoted (%s)\n", resourceString(md.Name), p)
 		return nil
@@ -101,9 +103,23 @@ func (t *target) promoteCanary(ctx context.Context, out io.Writer, md *appsv1bet
 	return nil
 }
 
+// canaryOf is md's canary as the canary module parses it (canary.Of of
+// modules.Parse): nil without canary steps, and nil with md's errors when
+// any of its opt-ins does not parse.
+func canaryOf(md *appsv1beta1.MyDeployment) (*rollout.Canary, field.ErrorList) {
+	o, errs := modules.Parse(md)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if c := canary.Of(o); c != nil {
+		return &c.Canary, nil
+	}
+	return nil, nil
+}
+
 // canaryUnderWay says md's status shows a rollout under way to the
 // revision st, the controller's record, names, at one of n steps.
-func canaryUnderWay(md *appsv1beta1.MyDeployment, st optin.CanaryState, n int) bool {
+func canaryUnderWay(md *appsv1beta1.MyDeployment, st rollout.CanaryState, n int) bool {
 	s := md.Status
 	return st.Revision != "" && st.Revision == s.UpdateRevision && s.CurrentRevision != "" &&
 		s.CurrentRevision != s.UpdateRevision && st.Index < n

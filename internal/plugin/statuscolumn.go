@@ -105,11 +105,11 @@ func abortedRevision(md *appsv1beta1.MyDeployment) string {
 // canaryStep is the step (from 1) of n md's canary rollout is at, if one
 // is under way.
 func canaryStep(md *appsv1beta1.MyDeployment) (step, n int, ok bool) {
-	o, errs := modules.Parse(md)
-	if len(errs) > 0 || o.Canary == nil || !canaryUnderWay(md, o.Canary.State, len(o.Canary.Steps)) {
+	c, errs := canaryOf(md)
+	if len(errs) > 0 || c == nil || !canaryUnderWay(md, c.State, len(c.Steps)) {
 		return 0, 0, false
 	}
-	return o.Canary.State.Index + 1, len(o.Canary.Steps), true
+	return c.State.Index + 1, len(c.Steps), true
 }
 
 // rolloutComplete is kubectl rollout status' verdict of done for a

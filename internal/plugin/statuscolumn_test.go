@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // goldenStatus is get's table with one MyDeployment in each state STATUS
@@ -95,7 +95,7 @@ var _ = Describe("get's STATUS column", func() {
 		rolled(paused, 4, 1, 4, false, cond(appsv1beta1.ConditionProgressing, corev1.ConditionUnknown, appsv1beta1.ReasonPaused))
 		rolled(md("d-held", appsv1beta1.PartitionAnnotation, "3"), 4, 1, 4, false, available(appsv1beta1.ReasonPartitionAvailable))
 		rolled(md("e-canary", appsv1beta1.CanaryStepsAnnotation, "1, pause, 100%",
-			appsv1beta1.CanaryStepAnnotation, optin.CanaryState{Revision: "e-canary-2", Index: 1}.String()),
+			appsv1beta1.CanaryStepAnnotation, rollout.CanaryState{Revision: "e-canary-2", Index: 1}.String()),
 			4, 1, 4, false, available(appsv1beta1.ReasonCanaryPaused))
 		rolled(md("f-aborted", appsv1beta1.RevisionAnnotation, "3", appsv1beta1.AbortedRevisionAnnotation, "f-aborted-2"),
 			4, 0, 4, false, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted))

@@ -1,10 +1,115 @@
 package rollout
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
+
+// Canary is the planner's canary input (Input.Canary): the step list
+// (CanaryStepsAnnotation), the controller's record of where the rollout
+// is (CanaryStepAnnotation) and the last promote (CanaryPromoteAnnotation),
+// each the zero value when absent. The canary module
+// (internal/optin/canary) parses the annotations into it.
+type Canary struct {
+	Steps   []CanaryStep
+	State   CanaryState
+	Promote CanaryPromote
+}
+
+// CanaryStep is one step of a canary: a size (Pause false) or a pause.
+type CanaryStep struct {
+	// Size is how many pods the step moves to the update revision: a count
+	// or a percentage of spec.replicas, rounded up (Size.Pods).
+	Size PodCount
+	// Pause: the step waits, for Duration, or for a promote when Duration is 0.
+	Pause    bool
+	Duration time.Duration
+}
+
+// String is the step as the annotation spells it.
+func (s CanaryStep) String() string {
+	switch {
+	case s.Pause && s.Duration > 0:
+		return "pause " + s.Duration.String()
+	case s.Pause:
+		return "pause"
+	}
+	return s.Size.String()
+}
+
+// CanaryState is where a canary rollout is: the step under way (Index,
+// from 0; len(steps) once every step is done) of the rollout to Revision,
+// and when a timed pause at Index began (zero otherwise).
+type CanaryState struct {
+	Revision string
+	Index    int
+	PausedAt time.Time
+}
+
+// CanaryStateRecord is CanaryStepAnnotation's JSON: the step counts from
+// 1. CanaryState.String writes it; the canary module reads it.
+type CanaryStateRecord struct {
+	Revision string `json:"revision"`
+	Step     int    `json:"step"`
+	PausedAt string `json:"pausedAt,omitempty"`
+}
+
+// String is st as CanaryStepAnnotation holds it.
+func (st CanaryState) String() string {
+	w := CanaryStateRecord{Revision: st.Revision, Step: st.Index + 1}
+	if !st.PausedAt.IsZero() {
+		w.PausedAt = st.PausedAt.UTC().Format(time.RFC3339)
+	}
+	b, _ := json.Marshal(w) // strings and an int: cannot fail
+	return string(b)
+}
+
+// Describe says where st is in steps, as the Progressing condition and the
+// plugin show it: "step 3 of 7: 25%", "step 2 of 7: paused 30s, until
+// 2026-11-27T22:01:40Z", "step 4 of 7: paused until promote", "all 7
+// steps done".
+func (st CanaryState) Describe(steps []CanaryStep) string {
+	n := len(steps)
+	if st.Index >= n {
+		return fmt.Sprintf("all %d steps done", n)
+	}
+	at := fmt.Sprintf("step %d of %d: ", st.Index+1, n)
+	switch s := steps[st.Index]; {
+	case s.Pause && s.Duration == 0:
+		return at + "paused until promote"
+	case s.Pause && st.PausedAt.IsZero():
+		return at + "pause " + s.Duration.String()
+	case s.Pause:
+		return at + "paused " + s.Duration.String() + ", until " + st.PausedAt.Add(s.Duration).UTC().Format(time.RFC3339)
+	default:
+		return at + s.String()
+	}
+}
+
+// CanaryPromote is a promote (CanaryPromoteAnnotation): end the step Index
+// of the rollout to Revision, or every remaining one (Full).
+type CanaryPromote struct {
+	Revision string
+	Index    int
+	Full     bool
+}
+
+// String is p as CanaryPromoteAnnotation holds it: "<revision>/<step>"
+// (the step counts from 1) or "<revision>/full".
+func (p CanaryPromote) String() string {
+	if p.Full {
+		return p.Revision + "/full"
+	}
+	return p.Revision + "/" + strconv.Itoa(p.Index+1)
+}
+
+// Ends says p ends the step st is at: it names st's revision, and st's
+// step or every step.
+func (p CanaryPromote) Ends(st CanaryState) bool {
+	return p.Revision != "" && p.Revision == st.Revision && (p.Full || p.Index == st.Index)
+}
 
 // Canary steps (RollingUpdate, Input.Canary set, CurrentRevision neither
 // empty nor UpdateRevision) are a partition the planner lowers step by
@@ -37,15 +142,15 @@ type CanaryProgress struct {
 	// (CanaryStepAnnotation) before it carries out the plan when Record
 	// says it differs from Input.Canary.State, since the pods move
 	// towards it.
-	State  optin.CanaryState
+	State  CanaryState
 	Record bool
 	// NewStep says State names a step the record did not (its event).
 	NewStep bool
 	// Paused says State is at a pause step.
 	Paused bool
 	// Held is the pods the step holds on the current revision (the
-	// rolling step's partition); Message is State described (optin's
-	// CanaryState.Describe).
+	// rolling step's partition); Message is State described
+	// (CanaryState.Describe).
 	Held    int32
 	Message string
 	// Analyzing says State's step is done but for its analysis
@@ -61,12 +166,12 @@ type CanaryProgress struct {
 // reaches the planner as Input.Aborted.
 type AnalysisGate struct {
 	// Passed names the step whose analysis passed; zero when none has.
-	Passed optin.CanaryState
+	Passed CanaryState
 }
 
 // Ends says g lets the step st is at end: nil (no analysis) always does,
 // otherwise only a pass of that step of that revision.
-func (g *AnalysisGate) Ends(st optin.CanaryState) bool {
+func (g *AnalysisGate) Ends(st CanaryState) bool {
 	return g == nil || g.Passed.Revision != "" && g.Passed.Revision == st.Revision && g.Passed.Index == st.Index
 }
 
@@ -82,13 +187,13 @@ func (s podSet) canaryStep(in Input) *CanaryProgress {
 		if c.State.Revision == in.UpdateRevision && c.State.Index < len(c.Steps) {
 			// Every pod got there (a step of all pods, or a size that
 			// rounds up to all): the record says so.
-			return canaryProgress(c, optin.CanaryState{Revision: c.State.Revision, Index: len(c.Steps)}, replicas, 0)
+			return canaryProgress(c, CanaryState{Revision: c.State.Revision, Index: len(c.Steps)}, replicas, 0)
 		}
 		return nil
 	}
 	st := c.State
 	if st.Revision != in.UpdateRevision || st.Index < 0 {
-		st = optin.CanaryState{Revision: in.UpdateRevision} // a new template starts at the first step
+		st = CanaryState{Revision: in.UpdateRevision} // a new template starts at the first step
 	}
 	_, keep := s.splitDoomed(s.updated)
 	available := int32(s.available(keep))
@@ -97,7 +202,7 @@ func (s podSet) canaryStep(in Input) *CanaryProgress {
 		step := c.Steps[st.Index]
 		switch {
 		case c.Promote.Ends(st) && c.Promote.Full:
-			st = optin.CanaryState{Revision: st.Revision, Index: len(c.Steps)}
+			st = CanaryState{Revision: st.Revision, Index: len(c.Steps)}
 			continue
 		case c.Promote.Ends(st):
 		case !step.Pause && available < step.Size.Pods(replicas):
@@ -119,13 +224,13 @@ func (s podSet) canaryStep(in Input) *CanaryProgress {
 				return p
 			}
 		}
-		st = optin.CanaryState{Revision: st.Revision, Index: st.Index + 1}
+		st = CanaryState{Revision: st.Revision, Index: st.Index + 1}
 	}
 	return canaryProgress(c, st, replicas, 0)
 }
 
 // canaryProgress is the progress of a rollout at st, compared with the record.
-func canaryProgress(c *optin.Canary, st optin.CanaryState, replicas int32, wait time.Duration) *CanaryProgress {
+func canaryProgress(c *Canary, st CanaryState, replicas int32, wait time.Duration) *CanaryProgress {
 	rec := c.State
 	newStep := rec.Revision != st.Revision || rec.Index != st.Index
 	return &CanaryProgress{
@@ -142,7 +247,7 @@ func canaryProgress(c *optin.Canary, st optin.CanaryState, replicas int32, wait 
 // canaryHeld is what step i holds of replicas: replicas less the size of
 // the last size step up to i, all of them before any, none once every
 // step is done.
-func canaryHeld(steps []optin.CanaryStep, i int, replicas int32) int32 {
+func canaryHeld(steps []CanaryStep, i int, replicas int32) int32 {
 	if i >= len(steps) {
 		return 0
 	}

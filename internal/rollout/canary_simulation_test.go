@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // e2eSteps are the steps of the e2e: a pod, a timed pause, half,
@@ -29,12 +27,12 @@ type canaryRun struct {
 func newCanaryRun(t *testing.T, ready readiness, f fence, replicas int32, steps string) *canaryRun {
 	t.Helper()
 	in := scaledInput(t, f, replicas)
-	list, err := optin.ParseCanarySteps(steps)
+	list, err := parseSteps(steps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in.CurrentRevision, in.Revisions, in.MinReadySeconds = revOld, []string{revOld}, 0
-	in.Canary = &optin.Canary{Steps: list}
+	in.Canary = &Canary{Steps: list}
 	return &canaryRun{t: t, c: newCluster(t, ready, int(replicas), revOld), in: in}
 }
 
@@ -106,7 +104,7 @@ func TestCanarySimulation(t *testing.T) {
 							t.Fatalf("the pause did not hold: %s at step %d", describe(p), p.Canary.State.Index+1)
 						}
 					}
-					r.in = promoted(r.in, optin.CanaryPromote{Revision: revNew, Index: 3})
+					r.in = promoted(r.in, CanaryPromote{Revision: revNew, Index: 3})
 					r.until("converged", func(Plan) bool { return r.c.converged(r.in) })
 					r.step()
 					assertStepsInOrder(t, r.seen, 5)
@@ -137,13 +135,13 @@ func TestCanaryPromoteFullSimulation(t *testing.T) {
 		t.Run(f.String(), func(t *testing.T) {
 			r := newCanaryRun(t, readinessPatterns[1], f, 10, e2eSteps)
 			r.step()
-			r.in = promoted(r.in, optin.CanaryPromote{Revision: revNew, Full: true})
+			r.in = promoted(r.in, CanaryPromote{Revision: revNew, Full: true})
 			r.until("converged", func(Plan) bool { return r.c.converged(r.in) })
 			r.step()
 			assertStepsInOrder(t, r.seen, 5)
 
 			r = newCanaryRun(t, readinessPatterns[0], f, 10, "pause, 50%, pause, 100%")
-			r.in = promoted(r.in, optin.CanaryPromote{Revision: revNew, Index: 0})
+			r.in = promoted(r.in, CanaryPromote{Revision: revNew, Index: 0})
 			p := r.until("step 3, paused until promote", r.atStep(2))
 			for range 5 {
 				if p = r.step(); p.Canary.State.Index != 2 {

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,25 +14,54 @@ import (
 // canarySteps is the example list.
 const canarySteps = "1, pause 30s, 25%, pause, 50%, pause 5m, 100%"
 
+// parseSteps reads a step list as the annotation spells it, for the
+// planner's tables: sizes, "pause" and "pause <duration>". The canary
+// module's parse (internal/optin/canary), which imports this package, is
+// the one that refuses lists; its tests hold what it refuses.
+func parseSteps(v string) ([]CanaryStep, error) {
+	var steps []CanaryStep
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "pause" {
+			steps = append(steps, CanaryStep{Pause: true})
+			continue
+		}
+		if d, ok := strings.CutPrefix(item, "pause "); ok {
+			dur, err := time.ParseDuration(strings.TrimSpace(d))
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, CanaryStep{Pause: true, Duration: dur})
+			continue
+		}
+		c, err := optin.ParsePodCount(item)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: %w", item, err)
+		}
+		steps = append(steps, CanaryStep{Size: c})
+	}
+	return steps, nil
+}
+
 // stepped is a RollingUpdate of replicas from revOld to revNew under the
 // canary steps, the record at step index of revNew (another rollout's
 // when index is negative), maxSurge 1, maxUnavailable 0.
 func stepped(t testing.TB, steps string, replicas int32, index int, ps ...[]*corev1.Pod) Input {
 	t.Helper()
-	list, err := optin.ParseCanarySteps(steps)
+	list, err := parseSteps(steps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := optin.CanaryState{Revision: revNew, Index: index}
+	st := CanaryState{Revision: revNew, Index: index}
 	if index < 0 {
-		st = optin.CanaryState{Revision: revOld, Index: 6}
+		st = CanaryState{Revision: revOld, Index: 6}
 	}
 	return Input{Replicas: replicas, MaxSurge: 1, MaxUnavailable: 0, UpdateRevision: revNew,
 		CurrentRevision: revOld, Revisions: []string{revOld}, Pods: join(ps...), Now: t0,
-		Canary: &optin.Canary{Steps: list, State: st}}
+		Canary: &Canary{Steps: list, State: st}}
 }
 
-func promoted(in Input, p optin.CanaryPromote) Input {
+func promoted(in Input, p CanaryPromote) Input {
 	c := *in.Canary
 	c.Promote = p
 	in.Canary = &c
@@ -71,15 +102,15 @@ func TestComputeCanary(t *testing.T) {
 		{name: "a bare pause holds", in: stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
 			index: 3, held: 7, message: "step 4 of 7: paused until promote"},
 		{name: "a stale promote (step 2) does not end it", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
-			optin.CanaryPromote{Revision: revNew, Index: 1}), index: 3, held: 7},
+			CanaryPromote{Revision: revNew, Index: 1}), index: 3, held: 7},
 		{name: "another rollout's promote does not end it", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
-			optin.CanaryPromote{Revision: revOld2, Index: 3}), index: 3, held: 7},
+			CanaryPromote{Revision: revOld2, Index: 3}), index: 3, held: 7},
 		{name: "promoted: step 5, 50%", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
-			optin.CanaryPromote{Revision: revNew, Index: 3}), index: 4, record: true, isNew: true, held: 5, create: 1},
+			CanaryPromote{Revision: revNew, Index: 3}), index: 4, record: true, isNew: true, held: 5, create: 1},
 		{name: "promoted in full: nothing held", in: promoted(stepped(t, canarySteps, 10, 3, pods("old", revOld, 7), pods("new", revNew, 3)),
-			optin.CanaryPromote{Revision: revNew, Full: true}), index: 7, record: true, isNew: true, held: 0, create: 1, message: "all 7 steps done"},
+			CanaryPromote{Revision: revNew, Full: true}), index: 7, record: true, isNew: true, held: 0, create: 1, message: "all 7 steps done"},
 		{name: "a promote of a size step ends it before its pods are available", in: promoted(stepped(t, canarySteps, 10, 0, pods("old", revOld, 10)),
-			optin.CanaryPromote{Revision: revNew, Index: 0}), index: 1, record: true, isNew: true, held: 9, create: 1, wantPausedSince: t0,
+			CanaryPromote{Revision: revNew, Index: 0}), index: 1, record: true, isNew: true, held: 9, create: 1, wantPausedSince: t0,
 			requeue: 30 * time.Second},
 		{name: "scaled to 20 at 50%: 10 pods held, the fraction kept", in: stepped(t, canarySteps, 20, 5, pods("old", revOld, 5), pods("new", revNew, 5)),
 			index: 5, held: 10, create: 10, wantPausedSince: t0, record: true, requeue: 5 * time.Minute},
@@ -151,7 +182,7 @@ func checkCanary(t testing.TB, in Input, c *CanaryProgress) {
 		}
 	}
 	for i := from; i < min(c.State.Index, len(steps)) && !complete && in.Analysis != nil; i++ {
-		at := optin.CanaryState{Revision: in.UpdateRevision, Index: i}
+		at := CanaryState{Revision: in.UpdateRevision, Index: i}
 		if !in.Analysis.Ends(at) && !(promote.Revision == in.UpdateRevision && (promote.Full || promote.Index == i)) {
 			t.Fatalf("step %d ended without its analysis passing (passed: %+v) or a promote", i+1, in.Analysis.Passed)
 		}
@@ -165,7 +196,7 @@ func checkCanary(t testing.TB, in Input, c *CanaryProgress) {
 	}
 }
 
-func analysed(in Input, passed optin.CanaryState) Input {
+func analysed(in Input, passed CanaryState) Input {
 	in.Analysis = &AnalysisGate{Passed: passed}
 	return in
 }
@@ -174,7 +205,7 @@ func analysed(in Input, passed optin.CanaryState) Input {
 // (or whose pause ran its time) ends only once the analysis passed that
 // very step; a promote ends it anyway.
 func TestComputeCanaryAnalysis(t *testing.T) {
-	at := func(i int) optin.CanaryState { return optin.CanaryState{Revision: revNew, Index: i} }
+	at := func(i int) CanaryState { return CanaryState{Revision: revNew, Index: i} }
 	for _, tc := range []struct {
 		name      string
 		in        Input
@@ -184,13 +215,13 @@ func TestComputeCanaryAnalysis(t *testing.T) {
 		message   string
 	}{
 		{name: "step 1's pod is available: it holds for its analysis",
-			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), optin.CanaryState{}),
+			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), CanaryState{}),
 			index: 0, analyzing: true, message: "step 1 of 7: 1, waiting for its analysis"},
 		{name: "step 1 passed: the pause begins",
 			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), at(0)),
 			index: 1},
 		{name: "a pass of another revision's step 1 ends nothing",
-			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), optin.CanaryState{Revision: revOld2}),
+			in:    analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), CanaryState{Revision: revOld2}),
 			index: 0, analyzing: true},
 		{name: "a pass of step 1 does not end the timed pause after it",
 			in:    analysed(pausedSince(stepped(t, canarySteps, 10, 1, pods("old", revOld, 9), pods("new", revNew, 1)), t0.Add(-time.Minute)), at(0)),
@@ -202,8 +233,8 @@ func TestComputeCanaryAnalysis(t *testing.T) {
 			in:    analysed(stepped(t, canarySteps, 10, 2, pods("old", revOld, 9), pods("new", revNew, 1)), at(2)),
 			index: 2, create: 1},
 		{name: "a promote ends a step its analysis did not pass",
-			in: promoted(analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), optin.CanaryState{}),
-				optin.CanaryPromote{Revision: revNew, Index: 0}),
+			in: promoted(analysed(stepped(t, canarySteps, 10, 0, pods("old", revOld, 9), pods("new", revNew, 1)), CanaryState{}),
+				CanaryPromote{Revision: revNew, Index: 0}),
 			index: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,5 +248,26 @@ func TestComputeCanaryAnalysis(t *testing.T) {
 				t.Fatalf("message %q, want %q", c.Message, tc.message)
 			}
 		})
+	}
+}
+
+func TestCanaryDescribe(t *testing.T) {
+	steps, err := parseSteps("1, pause 30s, 25%, pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 27, 22, 1, 10, 0, time.UTC)
+	for _, tc := range []struct {
+		st   CanaryState
+		want string
+	}{
+		{CanaryState{Index: 0}, "step 1 of 4: 1"},
+		{CanaryState{Index: 1, PausedAt: at}, "step 2 of 4: paused 30s, until 2026-11-27T22:01:40Z"},
+		{CanaryState{Index: 3}, "step 4 of 4: paused until promote"},
+		{CanaryState{Index: 4}, "all 4 steps done"},
+	} {
+		if got := tc.st.Describe(steps); got != tc.want {
+			t.Fatalf("%+v: %q, want %q", tc.st, got, tc.want)
+		}
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // fuzzPodBytes is how many fuzz bytes describe one pod.
@@ -211,12 +209,12 @@ func checkFuzzed(t testing.TB, in Input) {
 // fuzzCanary is the canary steps, recorded at step index (of the
 // update revision or, by bit 0 of b, another), a timed pause begun 20s
 // before t0 (bit 1), and a promote of that step, the next or all (bits 2-3).
-func fuzzCanary(index int, b uint8) *optin.Canary {
-	steps, err := optin.ParseCanarySteps(canarySteps)
+func fuzzCanary(index int, b uint8) *Canary {
+	steps, err := parseSteps(canarySteps)
 	if err != nil {
 		panic(err)
 	}
-	c := &optin.Canary{Steps: steps, State: optin.CanaryState{Revision: revNew, Index: index}}
+	c := &Canary{Steps: steps, State: CanaryState{Revision: revNew, Index: index}}
 	if b&1 != 0 {
 		c.State.Revision = revOld
 	}
@@ -225,11 +223,11 @@ func fuzzCanary(index int, b uint8) *optin.Canary {
 	}
 	switch b >> 2 & 3 {
 	case 1:
-		c.Promote = optin.CanaryPromote{Revision: revNew, Index: index}
+		c.Promote = CanaryPromote{Revision: revNew, Index: index}
 	case 2:
-		c.Promote = optin.CanaryPromote{Revision: revNew, Index: index + 1}
+		c.Promote = CanaryPromote{Revision: revNew, Index: index + 1}
 	case 3:
-		c.Promote = optin.CanaryPromote{Revision: revNew, Full: true}
+		c.Promote = CanaryPromote{Revision: revNew, Full: true}
 	}
 	return c
 }

@@ -67,7 +67,6 @@ func NewInputOf(md *appsv1beta1.MyDeployment, parsed Parsed, currentRevision, up
 		UpdateRevision:  updateRevision,
 		Revisions:       olderRevisions(revisions, updateRevision),
 		SizedFor:        SizedForOf(md),
-		Canary:          parsed.OptIn.Canary,
 		CurrentRevision: currentRevision,
 		MaxBurst:        DefaultMaxBurst,
 		Pods:            pods,

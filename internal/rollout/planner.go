@@ -33,6 +33,10 @@ const (
 // reads.
 type Size = optin.Size
 
+// PodCount is a count of pods or a percentage of spec.replicas, as a
+// partition and a canary step's size say it (optin.ParsePodCount).
+type PodCount = optin.PodCount
+
 // Input is everything the planner needs.
 type Input struct {
 	// Replicas is the desired number of pods; negative counts as 0.
@@ -78,10 +82,11 @@ type Input struct {
 	// partition holds only the old pods that exist.
 	CurrentRevision string
 	// Canary is the canary step list, the record of the step under way
-	// and the last promote (optin's Canary); nil without canary steps.
+	// and the last promote (the canary module's PlanInput); nil without
+	// canary steps.
 	// A canary rollout sets the partition step by step (canary.go) and
 	// Partition is then ignored.
-	Canary *optin.Canary
+	Canary *Canary
 	// Analysis gates the canary steps on metric analysis (canary.go);
 	// nil without it (every step ends as the step list says).
 	Analysis *AnalysisGate

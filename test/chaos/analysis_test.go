@@ -12,7 +12,8 @@ import (
 	"time"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // Canary analysis (issue 45) as a random change: a canary whose analysis
@@ -158,7 +159,7 @@ func (e *env) holdWhileDown(ctx context.Context, d *tracked, p *chaosPrometheus)
 		if err != nil {
 			continue // an API fault: look again
 		}
-		now, _ := optin.ParseCanaryState(md.Annotations[appsv1beta1.CanaryStepAnnotation])
+		now, _ := canary.ParseState(md.Annotations[appsv1beta1.CanaryStepAnnotation])
 		if now.Index > st.Index || md.Status.CurrentRevision == st.Revision {
 			return fmt.Errorf("analysis down: promoted from step %d to %d (current %s) on missing data",
 				st.Index+1, now.Index+1, md.Status.CurrentRevision)
@@ -169,11 +170,11 @@ func (e *env) holdWhileDown(ctx context.Context, d *tracked, p *chaosPrometheus)
 
 // waitStep waits until d's canary record names its update revision at a
 // step from index on (not done), and returns it.
-func (e *env) waitStep(ctx context.Context, d *tracked, index int) (optin.CanaryState, error) {
+func (e *env) waitStep(ctx context.Context, d *tracked, index int) (rollout.CanaryState, error) {
 	deadline := time.Now().Add(e.changeTimeout)
 	for time.Now().Before(deadline) {
 		if md, err := e.get(ctx, d); err == nil {
-			st, err := optin.ParseCanaryState(md.Annotations[appsv1beta1.CanaryStepAnnotation])
+			st, err := canary.ParseState(md.Annotations[appsv1beta1.CanaryStepAnnotation])
 			if err == nil && st.Revision == md.Status.UpdateRevision && st.Index >= index && st.Index < 3 &&
 				md.Status.CurrentRevision != st.Revision {
 				return st, nil
@@ -181,9 +182,9 @@ func (e *env) waitStep(ctx context.Context, d *tracked, index int) (optin.Canary
 		}
 		select {
 		case <-ctx.Done():
-			return optin.CanaryState{}, ctx.Err()
+			return rollout.CanaryState{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return optin.CanaryState{}, fmt.Errorf("no canary step %d+ of %s/%s within %v", index+1, d.ns, d.name, e.changeTimeout)
+	return rollout.CanaryState{}, fmt.Errorf("no canary step %d+ of %s/%s within %v", index+1, d.ns, d.name, e.changeTimeout)
 }

@@ -10,6 +10,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
@@ -26,6 +27,7 @@ var All = []optin.Module{
 	drain.Module,
 	abort.Module,
 	configrollout.Module,
+	canary.Module,
 }
 
 // Annotations are the keys every opt-in owns: the modules' in All's order,

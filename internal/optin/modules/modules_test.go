@@ -12,6 +12,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
@@ -43,6 +44,7 @@ func TestParse(t *testing.T) {
 		inPlace     bool
 		drain       bool
 		config      bool
+		canarySteps int    // how many canary steps; 0 for none
 		err         string // substring of the only error; "" for none
 	}{
 		{name: "no annotations"},
@@ -84,6 +86,17 @@ func TestParse(t *testing.T) {
 		{name: "rollout-on-config-change upper case", annotations: map[string]string{appsv1beta1.RolloutOnConfigChangeAnnotation: "True"},
 			err: "apps.mydeployment.io/rollout-on-config-change"},
 		{name: "respect-pdb unknown", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "yes"}, err: `metadata.annotations[apps.mydeployment.io/respect-pdb]: Unsupported value: "yes"`},
+		{name: "canary steps", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, pause 30s, 25%, pause, 100%"}, canarySteps: 5},
+		{name: "canary steps decreasing", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "50%, pause, 25%"},
+			err: `metadata.annotations[apps.mydeployment.io/canary-steps]: Invalid value: "50%, pause, 25%": step 3 "25%" is smaller than step 1 "50%"`},
+		{name: "canary steps with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%"}, err: "canary steps need spec.strategy.type RollingUpdate"},
+		{name: "canary steps with a partition", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%", appsv1beta1.PartitionAnnotation: "2"},
+			partition: "2", pods10: 2, err: "canary steps cannot be set together with apps.mydeployment.io/partition"},
+		{name: "canary step record not the controller's", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%", appsv1beta1.CanaryStepAnnotation: "2"},
+			err: "metadata.annotations[apps.mydeployment.io/canary-step]: Invalid value"},
+		{name: "canary promote not the plugin's", annotations: map[string]string{appsv1beta1.CanaryPromoteAnnotation: "now"},
+			err: "metadata.annotations[apps.mydeployment.io/canary-promote]: Invalid value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, errs := Parse(md(tc.strategy, tc.annotations))
@@ -115,6 +128,13 @@ func TestParse(t *testing.T) {
 			if on := drain.On(o); on != tc.drain {
 				t.Errorf("drain %v, want %v", on, tc.drain)
 			}
+			n := 0
+			if c := canary.Of(o); c != nil {
+				n = len(c.Steps)
+			}
+			if n != tc.canarySteps {
+				t.Errorf("canary steps %d, want %d", n, tc.canarySteps)
+			}
 		})
 	}
 }
@@ -144,17 +164,54 @@ func TestAnnotations(t *testing.T) {
 	}
 }
 
+// TestErrorOrder: errors come in All's order, each module's in its own,
+// then ParseRest's; the keys in that order too (the canary module, last of
+// All, before the analysis, as when ParseRest read canary steps first).
+func TestErrorOrder(t *testing.T) {
+	_, errs := Parse(md("", map[string]string{
+		appsv1beta1.AdoptFromAnnotation:     "web",
+		appsv1beta1.AnalysisAnnotation:      "{",
+		appsv1beta1.CanaryStepsAnnotation:   "3, 2",
+		appsv1beta1.CanaryStepAnnotation:    "2",
+		appsv1beta1.DrainAnnotation:         "Evict",
+		appsv1beta1.PartitionAnnotation:     "half",
+		appsv1beta1.CanaryPromoteAnnotation: "now",
+	}))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Field)
+	}
+	want := []string{appsv1beta1.PartitionAnnotation, appsv1beta1.DrainAnnotation, appsv1beta1.CanaryStepAnnotation,
+		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.CanaryStepsAnnotation, appsv1beta1.AnalysisAnnotation, appsv1beta1.AdoptFromAnnotation}
+	for i, k := range want {
+		want[i] = optin.Path(k).String()
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors on\n%q, want\n%q", got, want)
+	}
+	keys := []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
+		appsv1beta1.DrainAnnotation, appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation,
+		appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation,
+		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.AnalysisAnnotation, appsv1beta1.AdoptFromAnnotation,
+		appsv1beta1.AdoptRevisionsAnnotation}
+	if !slices.Equal(Annotations, keys) {
+		t.Errorf("keys\n%q, want\n%q", Annotations, keys)
+	}
+}
+
 // TestPlannerInput: what the planner gets of a parsed object's opt-ins
 // (rollout.Planner): a percentage partition resolved against spec.replicas,
-// respect-pdb; nothing without them.
+// respect-pdb, canary steps; nothing without them.
 func TestPlannerInput(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
 		partition   int32
 		respectPDB  bool
+		canarySteps int
 	}{
 		{name: "none"},
+		{name: "canary steps", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, pause, 100%"}, canarySteps: 3},
 		{name: "a percent partition, respect-pdb", annotations: map[string]string{
 			appsv1beta1.PartitionAnnotation: "75%", appsv1beta1.RespectPDBAnnotation: "true"}, partition: 8, respectPDB: true},
 		{name: "a count partition beyond replicas holds them all", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "12"}, partition: 10},
@@ -173,6 +230,13 @@ func TestPlannerInput(t *testing.T) {
 			}
 			if in.Partition != tc.partition || in.RespectPDB != tc.respectPDB {
 				t.Errorf("partition %d, respectPDB %v; want %d, %v", in.Partition, in.RespectPDB, tc.partition, tc.respectPDB)
+			}
+			steps := 0
+			if in.Canary != nil {
+				steps = len(in.Canary.Steps)
+			}
+			if steps != tc.canarySteps {
+				t.Errorf("canary steps %d, want %d", steps, tc.canarySteps)
 			}
 		})
 	}
