@@ -102,8 +102,17 @@ func standinPath(t *testing.T, names ...string) string {
 func runSh(t *testing.T, env []string, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = newShell().run(args, env, strings.NewReader(stdin), &out, &errb)
+	code = newShell().run(args, withCoverDir(t, env), strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// withCoverDir gives the stand-ins (this test binary, run again) a
+// GOCOVERDIR: built with -cover (make test-unit's -coverprofile), a binary
+// without one writes "warning: GOCOVERDIR not set" to the stderr the tests
+// compare.
+func withCoverDir(t *testing.T, env []string) []string {
+	t.Helper()
+	return append(env, "GOCOVERDIR="+t.TempDir())
 }
 
 func gz(t *testing.T, data string) []byte {
@@ -436,7 +445,7 @@ func TestBinary(t *testing.T) {
 func startSh(t *testing.T, mode, script string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command(shBinary(t), "-c", script)
-	cmd.Env = []string{"PATH=" + standinPath(t, "opm"), "STANDIN_MODE=" + mode}
+	cmd.Env = withCoverDir(t, []string{"PATH=" + standinPath(t, "opm"), "STANDIN_MODE=" + mode})
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
