@@ -675,9 +675,13 @@ LOCAL_REGISTRY_DIR ?= $(LOCALBIN)/local/registry
 TESTWEB_IMG_BASE ?= $(patsubst ./%,%,$(dir $(IMAGE_TAG_BASE)))mydeployment-testweb
 
 .PHONY: images
-images: opm grpc-health-probe catalog local-registry ## Build every image without Docker and push it to the local registry; names and digests in bin/local/images.txt.
+images: opm grpc-health-probe catalog local-registry scorecard-test-tool ## Build every image without Docker and push it to the local registry; names and digests in bin/local/images.txt.
 	VERSION=$(VERSION) GOARCH=$(GOARCH) IMG=$(IMG) BUNDLE_IMG=$(BUNDLE_IMG) CATALOG_IMG=$(CATALOG_IMG) \
 	  SCORECARD_IMG=$(SCORECARD_IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/images.sh
+
+.PHONY: scorecard-test-tool
+scorecard-test-tool: ## Build operator-sdk's scorecard-test (bin/scorecard-test) if necessary.
+	@hack/tools.sh scorecard-test
 
 .PHONY: local-registry
 local-registry: ## Start the local image registry in the background (idempotent; blobs and manifests kept in bin/local/registry).

@@ -17,6 +17,11 @@
 #              in its serving form: opm serve /configs, as an OLM v0
 #              CatalogSource runs it; OLM v1 reads /configs
 #   scorecard  SCORECARD_IMG  scorecard.Dockerfile, test/scorecard's binary
+#   operator-sdk's scorecard-test, as bundle/tests/scorecard/config.yaml
+#              names it (quay.io/operator-framework/scorecard-test:TAG):
+#              hack/scorecard-test.Dockerfile on bin/scorecard-test
+#              (hack/tools.sh scorecard-test), for operator-sdk scorecard
+#              on a real node
 #   testweb    TESTWEB_IMG_BASE:v1 and :v2, test/testweb/Dockerfile
 #
 #   the manager the CSV names, linux/amd64 (CSV_ARCH), by digest only, when
@@ -75,8 +80,9 @@ for v in v1 v2; do
 done
 
 # opm and grpc_health_probe (hack/tools.sh) go into the catalog image as
-# built: they must be static linux binaries of ARCH.
-for b in bin/opm bin/grpc_health_probe; do
+# built, scorecard-test into its image: they must be static linux binaries
+# of ARCH.
+for b in bin/opm bin/grpc_health_probe bin/scorecard-test; do
   info=$(go version -m "$b")
   for want in GOOS=linux "GOARCH=$ARCH" CGO_ENABLED=0; do
     grep -q "build[[:space:]]*$want\$" <<<"$info" || { echo "images: $b is not a $want build (hack/tools.sh builds for this host)" >&2; exit 1; }
@@ -124,7 +130,12 @@ while read -r v commit; do
   specs+=("$mgr,file=$dir/manager/Dockerfile,context=$dir/manager,$a")
 done <catalog/releases/commits
 
+scorecard_test=$(sed -n 's|^ *image: \(quay.io/operator-framework/scorecard-test:.*\)$|\1|p' bundle/tests/scorecard/config.yaml | sort -u)
+[ "$(wc -l <<<"$scorecard_test")" = 1 ] && [ -n "$scorecard_test" ] || { echo "images: bundle/tests/scorecard/config.yaml names no one scorecard-test image: '$scorecard_test'" >&2; exit 1; }
+rm -rf dist/scorecard-test && mkdir -p dist/scorecard-test && cp -L bin/scorecard-test dist/scorecard-test/scorecard-test
+
 specs+=(
+  "$scorecard_test,file=hack/scorecard-test.Dockerfile,context=dist/scorecard-test"
   "$CATALOG_IMG,file=catalog.Dockerfile,opm=bin/opm,grpc-health-probe=bin/grpc_health_probe"
   "$SCORECARD_IMG,file=scorecard.Dockerfile,$a"
   "$TESTWEB_IMG_BASE:v1,file=test/testweb/Dockerfile,$a,arg=VERSION=v1"

@@ -33,6 +33,9 @@
 // ended, with that child's status (128+N if the child died of signal N),
 // and at once with 128+N if it runs none.
 //
+// Run as tar (argv[0]), it is tar.go's tar: x or t, z, v, f FILE, C DIR, for
+// the init container of `operator-sdk scorecard`'s test pods.
+//
 // It is not a general shell: no job control, no interactive mode, no traps
 // on signals (trap handles EXIT and ERR only), and as PID 1 it does not reap
 // orphaned grandchildren (opm serve forks none). Use it for short scripts like
@@ -47,6 +50,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -67,6 +71,9 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 
 func main() {
+	if filepath.Base(os.Args[0]) == "tar" {
+		os.Exit(tarMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	s := newShell()
 	s.forwardSignals()
 	os.Exit(s.run(os.Args[1:], nil, os.Stdin, os.Stdout, os.Stderr))
