@@ -216,11 +216,13 @@ test-real: build plugin kwok-tools real-node-tools ## Run the operator and its w
 # through hack/registry-host.sh (those names and the registry's CA for that
 # one command). Workloads left in flight by the previous release (a held
 # canary, an in-place update, an Application) on real-0 keep every UID and
-# restart count. The cluster goes at the end, and the registry if this
-# started it.
+# restart count. Then `operator-sdk scorecard bundle` against the cluster:
+# the built-in basic and OLM tests (operator-sdk's scorecard-test image,
+# built from its source) and ours, in pods on real-0. The cluster goes at
+# the end, and the registry if this started it.
 RUNBUNDLE_CLUSTER ?= mydeployment-runbundle
 .PHONY: test-runbundle
-test-runbundle: build plugin operator-sdk kwok-tools real-node-tools ## Run README's operator-sdk run bundle (previous release) and run bundle-upgrade (this one) on real pods, OLM v0 running on the real node real-0, workloads in flight kept.
+test-runbundle: build plugin operator-sdk kwok-tools real-node-tools ## Run README's operator-sdk run bundle (previous release) and run bundle-upgrade (this one) on real pods, OLM v0 running on the real node real-0, workloads in flight kept; then operator-sdk scorecard in the cluster.
 	@registry_was_up=0; LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh running && registry_was_up=1; \
 	rc=0; $(MAKE) --no-print-directory images olm-local LOCAL_CLUSTER=$(RUNBUNDLE_CLUSTER) LOCAL_KUBECONFIG=$(LOCALBIN)/$(RUNBUNDLE_CLUSTER)/kubeconfig && \
 	  KUBECONFIG=$(LOCALBIN)/$(RUNBUNDLE_CLUSTER)/kubeconfig VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) \
