@@ -81,6 +81,7 @@ var externalFlags = map[string]string{
 	"cache-enforce-integrity":     "opm serve",
 	"index-image":                 "operator-sdk run bundle",
 	"decompression-image":         "operator-sdk run bundle",
+	"untar-image":                 "operator-sdk scorecard",
 	"use-image-digests":           "operator-sdk generate bundle",
 	"preserve-digests":            "skopeo copy",
 	"insecure":                    "crane copy",
