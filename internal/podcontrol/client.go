@@ -64,7 +64,10 @@ func (c *podWrites) Create(ctx context.Context, obj client.Object, opts ...clien
 	if err != nil {
 		return err
 	}
-	created.DeepCopyInto(pod)
+	// created is the reply just decoded, referenced by nothing else: pod
+	// takes it over rather than a deep copy of it (one fewer copy of every
+	// pod the manager creates).
+	*pod = *created
 	return nil
 }
 
