@@ -7,15 +7,15 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // Canary analysis (AnalysisAnnotation): observe measures the step the
-// canary record names (analyze: the I/O, through internal/analysis, only
+// canary record names (analyze: the I/O, through internal/optin/analysis, only
 // when an interval is due), keeping the step's measurements in the
 // object (object.analysis); decide reads only the verdict: a pass of the
 // step lets the planner end it (analysisGate, in plan.go with the rest of
