@@ -24,12 +24,18 @@ import (
 // the abort record, then every pod back to the current revision), and
 // the plan requeues for the next measurement (syncPlan.analysisAfter).
 
+// analyzed says o opts into canary analysis (the analysis module's spec:
+// the controller's other files ask here).
+func analyzed(o optin.Set) bool {
+	return analysis.Of(o) != nil
+}
+
 // analysisKey is the step md's canary record names, while a canary
 // rollout is under way at a step and neither aborted nor paused; ok is
 // false when there is nothing to measure.
 func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool) {
 	c := canary.Of(o)
-	if c == nil || o.Analysis == nil || md.Spec.Paused {
+	if c == nil || !analyzed(o) || md.Spec.Paused {
 		return analysis.Key{}, false
 	}
 	st := c.State
@@ -55,9 +61,9 @@ func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) *a
 	}
 	md := s.md
 	expand := func(query string) string {
-		return optin.AnalysisQuery{Query: query}.Expand(key.Revision, md.Namespace, md.Name)
+		return analysis.Query{Query: query}.Expand(key.Revision, md.Namespace, md.Name)
 	}
-	run, v, taken := analysis.Measure(ctx, q, s.optIn.Analysis, s.obj.analysis, key, expand, s.now)
+	run, v, taken := analysis.Measure(ctx, q, analysis.Of(s.optIn), s.obj.analysis, key, expand, s.now)
 	s.obj.analysis = run
 	for _, m := range taken {
 		r.Metrics.AnalysisMeasured(md, m.Query, string(m.Result), m.Value)

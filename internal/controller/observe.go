@@ -56,7 +56,7 @@ type observation struct {
 	maxSurge, maxUnavailable int32
 	optIn                    optin.Set
 	// analysis is the verdict of the canary step's measurements
-	// (optIn.Analysis, analysis.go); nil when no step is measured. Read
+	// (the analysis module, analysis.go); nil when no step is measured. Read
 	// once the cache has caught up.
 	analysis *analysis.Verdict
 }
@@ -158,7 +158,7 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if s.optIn, err = s.optIn.Read(ctx, md, env); err != nil {
 		return s, err
 	}
-	if s.optIn.Analysis != nil {
+	if analyzed(s.optIn) {
 		s.analysis = r.analyze(ctx, s)
 	}
 	return s, nil

@@ -242,7 +242,7 @@ const maxLoggedPods = 20
 // analysisGate is the planner's Input.Analysis: nil without analysis, the
 // step the verdict passed otherwise.
 func analysisGate(o *observation) *rollout.AnalysisGate {
-	if o.optIn.Analysis == nil {
+	if !analyzed(o.optIn) {
 		return nil
 	}
 	g := &rollout.AnalysisGate{}

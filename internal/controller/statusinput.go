@@ -96,7 +96,7 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	if aborted || !out.planned && recordedAbort(o, v.update, v.newRevision) {
 		in.Aborted = in.UpdateRevision
 	}
-	if in.AnalysisOptIn, in.Analysis = o.optIn.Analysis != nil, analysisStatus(o); p != nil {
+	if in.AnalysisOptIn, in.Analysis = analyzed(o.optIn), analysisStatus(o); p != nil {
 		in.AbortedBy = p.analysisFailure
 	}
 	// Without a plan of this sync, nothing says the analysis passed.

@@ -1,4 +1,4 @@
-package optin
+package analysis
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 const okQuery = `{"name":"success-rate","query":"ratio{revision=\"{{revision}}\"}","threshold":">= 0.99"}`
@@ -17,13 +18,13 @@ func analysisValue(fields string) string {
 	return `{"prometheus":"http://prometheus:9090"` + fields + `,"queries":[` + okQuery + `]}`
 }
 
-func TestParseAnalysis(t *testing.T) {
+func TestParseValue(t *testing.T) {
 	for _, tc := range []struct {
 		name, value, err string
 		check            func(*Analysis) bool
 	}{
 		{name: "defaults", value: analysisValue(""), check: func(a *Analysis) bool {
-			return a.Interval == DefaultAnalysisInterval && a.Count == 1 && a.FailureLimit == 0 &&
+			return a.Interval == DefaultInterval && a.Count == 1 && a.FailureLimit == 0 &&
 				a.Queries[0].Threshold == Threshold{Op: ">=", Value: 0.99}
 		}},
 		{name: "every field", value: `{"prometheus":"https://p.monitoring:9090/prom","interval":"2s","count":3,"failureLimit":1,"queries":[` +
@@ -61,7 +62,7 @@ func TestParseAnalysis(t *testing.T) {
 			err: `"Inf" is not a finite number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := ParseAnalysis(tc.value)
+			a, err := ParseValue(tc.value)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)
@@ -99,13 +100,48 @@ func TestAnalysisNeedsCanarySteps(t *testing.T) {
 	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
 		appsv1beta1.AnalysisAnnotation: analysisValue(""),
 	}}}
-	o, errs := ParseRest(md)
+	spec, errs := Module.Parse(md)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), appsv1beta1.AnalysisAnnotation) ||
-		!strings.Contains(errs[0].Error(), "analysis needs "+appsv1beta1.CanaryStepsAnnotation) || o.Analysis != nil {
-		t.Fatalf("errors %v, analysis %+v", errs, o.Analysis)
+		!strings.Contains(errs[0].Error(), "analysis needs "+appsv1beta1.CanaryStepsAnnotation) || spec != nil {
+		t.Fatalf("errors %v, analysis %+v", errs, spec)
 	}
 	md.Annotations[appsv1beta1.CanaryStepsAnnotation] = "1, 50%, 100%"
-	if o, errs = ParseRest(md); len(errs) != 0 || o.Analysis == nil {
-		t.Fatalf("errors %v, analysis %+v", errs, o.Analysis)
+	if spec, errs = Module.Parse(md); len(errs) != 0 || spec == nil {
+		t.Fatalf("errors %v, analysis %+v", errs, spec)
+	}
+	if a := Of(optin.NewSet(optin.Options{}, spec)); a == nil || a.Count != 1 || len(a.Queries) != 1 {
+		t.Fatalf("Of: %+v", a)
+	}
+	if Of(optin.NewSet(optin.Options{})) != nil {
+		t.Fatal("Of an object without analysis is not nil")
+	}
+}
+
+// TestParseErrors: an annotation Parse refuses is one error naming it,
+// and no Spec; without the annotation, neither.
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		err         string
+	}{
+		{name: "none", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%"}},
+		{name: "not json", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%", appsv1beta1.AnalysisAnnotation: "{"},
+			err: `metadata.annotations[apps.mydeployment.io/analysis]: Invalid value: "{": must be a JSON object`},
+		{name: "invalid without steps", annotations: map[string]string{appsv1beta1.AnalysisAnnotation: "{"},
+			err: `metadata.annotations[apps.mydeployment.io/analysis]: Invalid value: "{"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, errs := Module.Parse(&appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}})
+			if spec != nil {
+				t.Errorf("spec %+v, want none", spec)
+			}
+			switch {
+			case tc.err == "" && len(errs) > 0:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.err != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err)):
+				t.Fatalf("errors %v, want one containing %q", errs, tc.err)
+			}
+		})
 	}
 }

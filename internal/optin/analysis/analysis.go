@@ -1,4 +1,12 @@
-package optin
+// Package analysis is the canary analysis opt-in (AnalysisAnnotation): each
+// canary step ends only once Prometheus says the step's pods are healthy,
+// and a failed measurement aborts the rollout to the current revision. The
+// module parses the annotation (Module, Parse); the controller measures the
+// step under way with it (Measure: Prometheus is asked for each query's
+// value when an interval is due, the step's measurements are kept in a Run,
+// and a Verdict says what they add up to), and the planner reads only the
+// verdict.
+package analysis
 
 import (
 	"bytes"
@@ -15,22 +23,67 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
-// Analysis is a parsed AnalysisAnnotation: the Prometheus to ask, the
-// queries whose thresholds gate each canary step, how often to measure,
-// how many successful measurements of every query end a step, and how
-// many failed ones of a query are tolerated before the rollout aborts.
+// Name is the module's name in an optin.Set.
+const Name = "analysis"
+
+// Module is the analysis module.
+var Module optin.Module = module{}
+
+type module struct{}
+
+func (module) Name() string { return Name }
+
+func (module) Keys() []string { return []string{appsv1beta1.AnalysisAnnotation} }
+
+// Parse reads AnalysisAnnotation: nil without it. Refused, with an error
+// naming it: a value ParseValue refuses, and an analysis without canary
+// steps (CanaryStepsAnnotation absent: the analysis gates canary steps,
+// without them it would never run). With an error there is no Spec.
+func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) {
+	v, ok := md.Annotations[appsv1beta1.AnalysisAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	a, err := ParseValue(v)
+	_, hasSteps := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
+	switch {
+	case err != nil:
+		return nil, field.ErrorList{field.Invalid(optin.Path(appsv1beta1.AnalysisAnnotation), v, err.Error())}
+	case !hasSteps:
+		return nil, field.ErrorList{field.Forbidden(optin.Path(appsv1beta1.AnalysisAnnotation),
+			"analysis needs "+appsv1beta1.CanaryStepsAnnotation+": it gates canary steps")}
+	}
+	return a, nil
+}
+
+// Analysis is the Spec of an object that opts in: its AnalysisAnnotation
+// parsed, the Prometheus to ask, the queries whose thresholds gate each
+// canary step, how often to measure, how many successful measurements of
+// every query end a step, and how many failed ones of a query are
+// tolerated before the rollout aborts.
 type Analysis struct {
 	Prometheus   string
 	Interval     time.Duration
 	Count        int
 	FailureLimit int
-	Queries      []AnalysisQuery
+	Queries      []Query
 }
 
-// AnalysisQuery is one named PromQL query and the threshold its value must meet.
-type AnalysisQuery struct {
+// Of is the analysis s opts into; nil without one (or with an annotation
+// Parse refuses).
+func Of(s optin.Set) *Analysis {
+	a, _ := optin.Get[*Analysis](s, Name)
+	return a
+}
+
+// Module implements optin.Spec.
+func (*Analysis) Module() string { return Name }
+
+// Query is one named PromQL query and the threshold its value must meet.
+type Query struct {
 	Name      string
 	Query     string
 	Threshold Threshold
@@ -66,20 +119,20 @@ func (t Threshold) Met(v float64) bool {
 // Expand is q's query with its placeholders filled: {{revision}} the
 // update revision's RevisionLabel value, {{namespace}} and {{name}} the
 // MyDeployment's.
-func (q AnalysisQuery) Expand(revision, namespace, name string) string {
+func (q Query) Expand(revision, namespace, name string) string {
 	return strings.NewReplacer("{{revision}}", revision, "{{namespace}}", namespace, "{{name}}", name).Replace(q.Query)
 }
 
 // Defaults and bounds of AnalysisAnnotation.
 const (
-	DefaultAnalysisInterval = 30 * time.Second
-	minAnalysisInterval     = time.Second
-	maxAnalysisQueries      = 10
-	maxAnalysisCount        = 100
+	DefaultInterval = 30 * time.Second
+	minInterval     = time.Second
+	maxQueries      = 10
+	maxCount        = 100
 )
 
-// analysisWire is AnalysisAnnotation's JSON.
-type analysisWire struct {
+// wire is AnalysisAnnotation's JSON.
+type wire struct {
 	Prometheus   string `json:"prometheus"`
 	Interval     string `json:"interval,omitempty"`
 	Count        *int   `json:"count,omitempty"`
@@ -96,7 +149,7 @@ var (
 	thresholdRe = regexp.MustCompile(`^(>=|<=|>|<)\s*(\S+)$`)
 )
 
-// ParseAnalysis parses an AnalysisAnnotation value. The error names the
+// ParseValue parses an AnalysisAnnotation value. The error names the
 // field that is wrong and why: JSON that is not an object of the known
 // fields, a prometheus that is not an http(s) URL, an interval under 1s,
 // a count outside 1..100 (default 1), a negative failureLimit (default 0),
@@ -104,27 +157,27 @@ var (
 // repeated, an empty query or one with a placeholder other than
 // {{revision}}, {{namespace}} and {{name}}, a threshold that is not
 // ">= x", "<= x", "> x" or "< x" with x a finite number.
-func ParseAnalysis(v string) (*Analysis, error) {
-	var w analysisWire
+func ParseValue(v string) (*Analysis, error) {
+	var w wire
 	dec := json.NewDecoder(bytes.NewReader([]byte(v)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf(`must be a JSON object like {"prometheus":"http://prometheus:9090","interval":"30s","count":3,"queries":[{"name":"success-rate","query":"...","threshold":">= 0.99"}]}: %w`, err)
 	}
-	a := &Analysis{Prometheus: w.Prometheus, Interval: DefaultAnalysisInterval, Count: 1}
+	a := &Analysis{Prometheus: w.Prometheus, Interval: DefaultInterval, Count: 1}
 	if u, err := url.Parse(w.Prometheus); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf(`prometheus %q: must be an http or https URL, like "http://prometheus.monitoring:9090"`, w.Prometheus)
 	}
 	if w.Interval != "" {
 		d, err := time.ParseDuration(w.Interval)
-		if err != nil || d < minAnalysisInterval {
+		if err != nil || d < minInterval {
 			return nil, fmt.Errorf(`interval %q: must be a duration of at least 1s, like "30s"`, w.Interval)
 		}
 		a.Interval = d
 	}
 	if w.Count != nil {
-		if *w.Count < 1 || *w.Count > maxAnalysisCount {
-			return nil, fmt.Errorf("count %d: must be from 1 to %d", *w.Count, maxAnalysisCount)
+		if *w.Count < 1 || *w.Count > maxCount {
+			return nil, fmt.Errorf("count %d: must be from 1 to %d", *w.Count, maxCount)
 		}
 		a.Count = *w.Count
 	}
@@ -134,12 +187,12 @@ func ParseAnalysis(v string) (*Analysis, error) {
 		}
 		a.FailureLimit = *w.FailureLimit
 	}
-	if len(w.Queries) == 0 || len(w.Queries) > maxAnalysisQueries {
-		return nil, fmt.Errorf("queries: must list from 1 to %d queries, not %d", maxAnalysisQueries, len(w.Queries))
+	if len(w.Queries) == 0 || len(w.Queries) > maxQueries {
+		return nil, fmt.Errorf("queries: must list from 1 to %d queries, not %d", maxQueries, len(w.Queries))
 	}
 	seen := map[string]bool{}
 	for i, q := range w.Queries {
-		parsed, err := parseAnalysisQuery(q.Name, q.Query, q.Threshold, seen)
+		parsed, err := parseQuery(q.Name, q.Query, q.Threshold, seen)
 		if err != nil {
 			return nil, fmt.Errorf("queries[%d]: %w", i, err)
 		}
@@ -148,53 +201,34 @@ func ParseAnalysis(v string) (*Analysis, error) {
 	return a, nil
 }
 
-// parseAnalysisQuery checks one query of the annotation; seen holds the
+// parseQuery checks one query of the annotation; seen holds the
 // names of the queries before it.
-func parseAnalysisQuery(name, query, threshold string, seen map[string]bool) (AnalysisQuery, error) {
+func parseQuery(name, query, threshold string, seen map[string]bool) (Query, error) {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return AnalysisQuery{}, fmt.Errorf("name %q: %s", name, strings.Join(errs, "; "))
+		return Query{}, fmt.Errorf("name %q: %s", name, strings.Join(errs, "; "))
 	}
 	if seen[name] {
-		return AnalysisQuery{}, fmt.Errorf("name %q: names must be unique", name)
+		return Query{}, fmt.Errorf("name %q: names must be unique", name)
 	}
 	seen[name] = true
 	if strings.TrimSpace(query) == "" {
-		return AnalysisQuery{}, fmt.Errorf("query: must not be empty")
+		return Query{}, fmt.Errorf("query: must not be empty")
 	}
 	for _, m := range placeholder.FindAllStringSubmatch(query, -1) {
 		if m[1] != "revision" && m[1] != "namespace" && m[1] != "name" {
-			return AnalysisQuery{}, fmt.Errorf("query: unknown placeholder %q: only {{revision}}, {{namespace}} and {{name}}", m[0])
+			return Query{}, fmt.Errorf("query: unknown placeholder %q: only {{revision}}, {{namespace}} and {{name}}", m[0])
 		}
 	}
 	m := thresholdRe.FindStringSubmatch(strings.TrimSpace(threshold))
 	if m == nil {
-		return AnalysisQuery{}, fmt.Errorf(`threshold %q: must be ">= x", "<= x", "> x" or "< x", like ">= 0.99"`, threshold)
+		return Query{}, fmt.Errorf(`threshold %q: must be ">= x", "<= x", "> x" or "< x", like ">= 0.99"`, threshold)
 	}
 	x, err := strconv.ParseFloat(m[2], 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-		return AnalysisQuery{}, fmt.Errorf("threshold %q: %q is not a finite number", threshold, m[2])
+		return Query{}, fmt.Errorf("threshold %q: %q is not a finite number", threshold, m[2])
 	}
-	q := AnalysisQuery{Name: name, Query: placeholder.ReplaceAllStringFunc(query, func(s string) string {
+	q := Query{Name: name, Query: placeholder.ReplaceAllStringFunc(query, func(s string) string {
 		return "{{" + placeholder.FindStringSubmatch(s)[1] + "}}" // "{{ revision }}" as "{{revision}}"
 	}), Threshold: Threshold{Op: m[1], Value: x}}
 	return q, nil
-}
-
-// parseAnalysis reads AnalysisAnnotation, appending to errs an error naming
-// it when it cannot be parsed or when md has no canary steps (the analysis
-// gates canary steps: without them it would never run).
-func parseAnalysis(md *appsv1beta1.MyDeployment, canary bool, errs field.ErrorList) (*Analysis, field.ErrorList) {
-	v, ok := md.Annotations[appsv1beta1.AnalysisAnnotation]
-	if !ok {
-		return nil, errs
-	}
-	a, err := ParseAnalysis(v)
-	switch {
-	case err != nil:
-		return nil, append(errs, field.Invalid(Path(appsv1beta1.AnalysisAnnotation), v, err.Error()))
-	case !canary:
-		return nil, append(errs, field.Forbidden(Path(appsv1beta1.AnalysisAnnotation),
-			"analysis needs "+appsv1beta1.CanaryStepsAnnotation+": it gates canary steps"))
-	}
-	return a, errs
 }
