@@ -168,6 +168,19 @@ func (s Set) Observe(parts map[string]Part) Set {
 	return out
 }
 
+// With is s with sp in place of the spec of sp's module; s is not
+// modified, nor changed when it does not opt into sp's module. It is for
+// what the controller itself observes for a module beside the module's
+// points: the canary analysis' verdict, measured with the controller's
+// memory of the object (the step's run) until that memory is the
+// module's.
+func (s Set) With(sp Spec) Set {
+	out, _ := s.replaced(func(old Spec) (Spec, bool, error) {
+		return sp, old.Module() == sp.Module(), nil
+	})
+	return out
+}
+
 // replaced is s with the spec replace returns for each spec it replaces
 // (ok); s is not modified. The spec list is copied at the first
 // replacement only: most objects opt into no module that replaces its

@@ -24,6 +24,8 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // Name is the module's name in an optin.Set.
@@ -64,12 +66,18 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 // canary step, how often to measure, how many successful measurements of
 // every query end a step, and how many failed ones of a query are
 // tolerated before the rollout aborts.
+// Judged by the controller (Judged), it holds the verdict of the canary
+// step's measurements of the sync, which its later points read.
 type Analysis struct {
 	Prometheus   string
 	Interval     time.Duration
 	Count        int
 	FailureLimit int
 	Queries      []Query
+	// judged: the controller measured (Judged), and verdict is what the
+	// measurements of the step under way say (nil: no step measured).
+	judged  bool
+	verdict *Verdict
 }
 
 // Of is the analysis s opts into; nil without one (or with an annotation
@@ -81,6 +89,64 @@ func Of(s optin.Set) *Analysis {
 
 // Module implements optin.Spec.
 func (*Analysis) Module() string { return Name }
+
+// Judged is a with v, the verdict of the canary step's measurements the
+// controller took this sync (Measure; nil: there was no step to
+// measure); a is not modified.
+func (a *Analysis) Judged(v *Verdict) *Analysis {
+	out := *a
+	out.judged, out.verdict = true, v
+	return &out
+}
+
+// Verdict is the verdict a was judged with; nil for a nil a, a spec not
+// judged, or no step measured.
+func (a *Analysis) Verdict() *Verdict {
+	if a == nil {
+		return nil
+	}
+	return a.verdict
+}
+
+// PlanInput implements rollout.Planner: once judged, a canary step ends
+// only on a pass of that very step (rollout.AnalysisGate; no verdict, or
+// one that did not pass, holds the step). A spec only parsed, that no
+// controller judged (the scorecard's simulation of the planner, which
+// measures nothing), gates nothing.
+func (a *Analysis) PlanInput(in *rollout.Input) {
+	if !a.judged {
+		return
+	}
+	g := &rollout.AnalysisGate{}
+	if v := a.verdict; v != nil && v.Phase == Passed {
+		g.Passed = rollout.CanaryState{Revision: v.Key.Revision, Index: v.Key.Step}
+	}
+	in.Analysis = g
+}
+
+// reasons are the Analysis condition's reason of each phase.
+var reasons = map[Phase]string{
+	Running: appsv1beta1.ReasonAnalysisRunning, Passed: appsv1beta1.ReasonAnalysisPassed,
+	Inconclusive: appsv1beta1.ReasonAnalysisInconclusive, Failed: appsv1beta1.ReasonAnalysisFailed,
+}
+
+// ReportInput implements status.Reporter: the object opts in; the
+// Analysis condition says what this sync measured (nothing: it stays as
+// it is); and the update revision does not become current while the
+// plan waits for the step's analysis, nor without a plan of this sync
+// (Planned nil: nothing says the analysis passed).
+func (a *Analysis) ReportInput(in *status.Input) {
+	in.AnalysisOptIn = true
+	if v := a.verdict; v != nil {
+		in.Analysis = &status.Analysis{Reason: reasons[v.Phase], Message: v.Message}
+	}
+	in.AnalysisHolds = in.Planned == nil || in.Canary != nil && in.Canary.Analyzing
+}
+
+var (
+	_ rollout.Planner = (*Analysis)(nil)
+	_ status.Reporter = (*Analysis)(nil)
+)
 
 // Query is one named PromQL query and the threshold its value must meet.
 type Query struct {

@@ -2,14 +2,18 @@ package analysis
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 const okQuery = `{"name":"success-rate","query":"ratio{revision=\"{{revision}}\"}","threshold":">= 0.99"}`
@@ -143,5 +147,78 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("errors %v, want one containing %q", errs, tc.err)
 			}
 		})
+	}
+}
+
+// TestPoints: what the planner and the status get of an analysis: a spec
+// only parsed gates nothing (the planner's callers that measure nothing),
+// a judged one holds every step but the one whose analysis passed; the
+// status says the object opts in, the verdict as the Analysis condition's
+// reason and message, and holds the update revision without a plan or
+// while the plan waits for the analysis.
+func TestPoints(t *testing.T) {
+	parsed, err := ParseValue(analysisValue(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := Key{Revision: "web-2", Step: 1}
+	passed := &Verdict{Key: key, Phase: Passed, Message: "passed"}
+	for _, tc := range []struct {
+		name   string
+		spec   *Analysis
+		gate   *rollout.AnalysisGate
+		reason string
+	}{
+		{name: "parsed only", spec: parsed},
+		{name: "no step measured", spec: parsed.Judged(nil), gate: &rollout.AnalysisGate{}},
+		{name: "running", spec: parsed.Judged(&Verdict{Key: key, Phase: Running}), gate: &rollout.AnalysisGate{},
+			reason: appsv1beta1.ReasonAnalysisRunning},
+		{name: "inconclusive", spec: parsed.Judged(&Verdict{Key: key, Phase: Inconclusive}), gate: &rollout.AnalysisGate{},
+			reason: appsv1beta1.ReasonAnalysisInconclusive},
+		{name: "failed", spec: parsed.Judged(&Verdict{Key: key, Phase: Failed}), gate: &rollout.AnalysisGate{},
+			reason: appsv1beta1.ReasonAnalysisFailed},
+		{name: "passed", spec: parsed.Judged(passed), gate: &rollout.AnalysisGate{Passed: rollout.CanaryState{Revision: "web-2", Index: 1}},
+			reason: appsv1beta1.ReasonAnalysisPassed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in rollout.Input
+			tc.spec.PlanInput(&in)
+			if !reflect.DeepEqual(in.Analysis, tc.gate) {
+				t.Errorf("gate %+v, want %+v", in.Analysis, tc.gate)
+			}
+			var st status.Input
+			tc.spec.ReportInput(&st)
+			reason := ""
+			if st.Analysis != nil {
+				reason = st.Analysis.Reason
+			}
+			if !st.AnalysisOptIn || reason != tc.reason {
+				t.Errorf("opt-in %v, reason %q; want true, %q", st.AnalysisOptIn, reason, tc.reason)
+			}
+		})
+	}
+	if parsed.judged || parsed.Verdict() != nil || parsed.Judged(passed).Verdict() != passed || (*Analysis)(nil).Verdict() != nil {
+		t.Error("Judged modified the spec, or Verdict is not the one judged")
+	}
+	spec := parsed.Judged(passed)
+	for _, tc := range []struct {
+		name    string
+		planned bool
+		canary  *rollout.CanaryProgress
+		holds   bool
+	}{
+		{name: "no plan", holds: true},
+		{name: "a plan without a canary step", planned: true},
+		{name: "a plan at a step done", planned: true, canary: &rollout.CanaryProgress{}},
+		{name: "a plan waiting for the analysis", planned: true, canary: &rollout.CanaryProgress{Analyzing: true}, holds: true},
+	} {
+		in := status.Input{Canary: tc.canary}
+		if tc.planned {
+			in.Planned = ptr.To[int32](2)
+		}
+		spec.ReportInput(&in)
+		if in.AnalysisHolds != tc.holds || in.Analysis == nil || in.Analysis.Message != "passed" {
+			t.Errorf("%s: holds %v, analysis %+v; want %v", tc.name, in.AnalysisHolds, in.Analysis, tc.holds)
+		}
 	}
 }

@@ -216,7 +216,8 @@ func TestErrorOrder(t *testing.T) {
 
 // TestPlannerInput: what the planner gets of a parsed object's opt-ins
 // (rollout.Planner): a percentage partition resolved against spec.replicas,
-// respect-pdb, canary steps; nothing without them.
+// respect-pdb, canary steps; nothing without them, and no analysis gate
+// from an analysis only parsed (the controller judges it first).
 func TestPlannerInput(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -227,6 +228,8 @@ func TestPlannerInput(t *testing.T) {
 	}{
 		{name: "none"},
 		{name: "canary steps", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, pause, 100%"}, canarySteps: 3},
+		{name: "canary steps with analysis, parsed only", annotations: map[string]string{
+			appsv1beta1.CanaryStepsAnnotation: "1, pause, 100%", appsv1beta1.AnalysisAnnotation: analysisValue}, canarySteps: 3},
 		{name: "a percent partition, respect-pdb", annotations: map[string]string{
 			appsv1beta1.PartitionAnnotation: "75%", appsv1beta1.RespectPDBAnnotation: "true"}, partition: 8, respectPDB: true},
 		{name: "a count partition beyond replicas holds them all", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "12"}, partition: 10},
@@ -252,6 +255,9 @@ func TestPlannerInput(t *testing.T) {
 			}
 			if steps != tc.canarySteps {
 				t.Errorf("canary steps %d, want %d", steps, tc.canarySteps)
+			}
+			if in.Analysis != nil {
+				t.Errorf("an analysis no controller judged gates the steps: %+v", in.Analysis)
 			}
 		})
 	}
