@@ -16,15 +16,16 @@ import (
 
 // Canary analysis (AnalysisAnnotation, the analysis module): observe
 // measures the step the canary record names (analyze: the I/O, through
-// internal/optin/analysis, only when an interval is due), keeping the
-// step's measurements in the object (object.analysis), and hands the
-// verdict to the module's spec (analysis.Analysis.Judged); decide reads
-// only the verdict: a pass of the step lets the planner end it (the
-// module's rollout.Planner: rollout.AnalysisGate), a failure aborts the
-// rollout through the abort path of on-failure Abort (abortOrNot: the
-// abort record, then every pod back to the current revision), and the
-// plan requeues for the next measurement (syncPlan.analysisAfter). The
-// status's Analysis condition is the module's status.Reporter.
+// the module's Prometheus client, its part, only when an interval is
+// due), keeping the step's measurements in the object (object.analysis),
+// and hands the verdict to the module's spec (analysis.Analysis.Judged);
+// decide reads only the verdict: a pass of the step lets the planner end
+// it (the module's rollout.Planner: rollout.AnalysisGate), a failure
+// aborts the rollout through the abort path of on-failure Abort
+// (abortOrNot: the abort record, then every pod back to the current
+// revision), and the plan requeues for the next measurement
+// (syncPlan.analysisAfter). The status's Analysis condition is the
+// module's status.Reporter.
 
 // analyzed says o opts into canary analysis (the analysis module's spec:
 // the controller's other files ask here).
@@ -62,10 +63,7 @@ func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) op
 		s.obj.analysis = nil
 		return s.optIn.With(a.Judged(nil))
 	}
-	q := r.Analysis
-	if q == nil {
-		q = analysis.HTTPQuerier{}
-	}
+	q := analysis.QuerierOf(r.parts)
 	md := s.md
 	expand := func(query string) string {
 		return analysis.Query{Query: query}.Expand(key.Revision, md.Namespace, md.Name)

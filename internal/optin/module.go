@@ -96,7 +96,7 @@ func Each[T any](s Set) iter.Seq[T] {
 // A Builder is a Module with a long-lived part (a Part), built once at
 // setup and kept for the manager's life: the drain module's Node watch,
 // the config-rollout module's config watch, the update-mode module's memo
-// of in-place diffs.
+// of in-place diffs, the analysis module's Prometheus client.
 type Builder interface {
 	Module
 	// Build makes the module's part; ctx is the setup's (for the indexes

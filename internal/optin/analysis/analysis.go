@@ -10,6 +10,7 @@ package analysis
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -32,7 +33,7 @@ import (
 const Name = "analysis"
 
 // Module is the analysis module.
-var Module optin.Module = module{}
+var Module optin.Builder = module{}
 
 type module struct{}
 
@@ -78,6 +79,23 @@ type Analysis struct {
 	// measurements of the step under way say (nil: no step measured).
 	judged  bool
 	verdict *Verdict
+}
+
+// Build implements optin.Builder: the module's part is its Prometheus
+// client (a Querier: HTTPQuerier with http.DefaultClient), built once and
+// used for every object's measurements (QuerierOf).
+func (module) Build(context.Context, optin.BuildEnv) (optin.Part, error) {
+	return HTTPQuerier{}, nil
+}
+
+// QuerierOf is the Querier among a controller's parts (by module name);
+// HTTPQuerier with http.DefaultClient when it has none (a reconciler
+// built without its parts).
+func QuerierOf(parts map[string]optin.Part) Querier {
+	if q, ok := parts[Name].(Querier); ok {
+		return q
+	}
+	return HTTPQuerier{}
 }
 
 // Of is the analysis s opts into; nil without one (or with an annotation

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"math"
 	"reflect"
 	"strings"
@@ -220,5 +221,32 @@ func TestPoints(t *testing.T) {
 		if in.AnalysisHolds != tc.holds || in.Analysis == nil || in.Analysis.Message != "passed" {
 			t.Errorf("%s: holds %v, analysis %+v; want %v", tc.name, in.AnalysisHolds, in.Analysis, tc.holds)
 		}
+	}
+}
+
+// querierFunc is a Querier of a function.
+type querierFunc func(ctx context.Context, prometheus, query string, at time.Time) (float64, error)
+
+func (f querierFunc) Query(ctx context.Context, prometheus, query string, at time.Time) (float64, error) {
+	return f(ctx, prometheus, query, at)
+}
+
+// TestQuerierOf: the module's part is its Prometheus client, and a
+// controller without it asks Prometheus with http.DefaultClient.
+func TestQuerierOf(t *testing.T) {
+	p, err := Module.(optin.Builder).Build(context.Background(), optin.BuildEnv{})
+	if err != nil || p != (HTTPQuerier{}) {
+		t.Fatalf("part %#v, error %v; want an HTTPQuerier", p, err)
+	}
+	if q := QuerierOf(map[string]optin.Part{Name: p}); q != (HTTPQuerier{}) {
+		t.Errorf("QuerierOf the built part: %#v", q)
+	}
+	if q := QuerierOf(nil); q != (HTTPQuerier{}) {
+		t.Errorf("QuerierOf no parts: %#v", q)
+	}
+	asked := 0
+	fake := querierFunc(func(context.Context, string, string, time.Time) (float64, error) { asked++; return 1, nil })
+	if _, err := QuerierOf(map[string]optin.Part{Name: fake}).Query(context.Background(), "", "", time.Time{}); err != nil || asked != 1 {
+		t.Errorf("QuerierOf did not return the part it was given (asked %d, error %v)", asked, err)
 	}
 }
