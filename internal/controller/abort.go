@@ -29,7 +29,7 @@ import (
 // on-failure Abort or analysis still set (removing the annotation resumes
 // the rollout).
 func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
-	return (abort.Of(o.optIn).OnFailure || o.optIn.Analysis != nil) && update != nil && !newRevision &&
+	return (abort.Of(o.optIn).OnFailure || analyzed(o.optIn)) && update != nil && !newRevision &&
 		optin.RecordsOf(o.md).Aborted == update.Name
 }
 

@@ -41,7 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
@@ -72,9 +71,6 @@ type MyDeploymentReconciler struct {
 	// StatusBatchPeriod spaces out a rollout's progress-only status
 	// writes (see object.paceStatus); 0 writes every change at once.
 	StatusBatchPeriod time.Duration
-	// Analysis asks Prometheus for canary analysis (AnalysisAnnotation);
-	// nil: analysis.HTTPQuerier with http.DefaultClient.
-	Analysis analysis.Querier
 	// InPlaceTimeout is how long an in-place update may take before the
 	// pod is replaced; 0 means DefaultInPlaceTimeout.
 	InPlaceTimeout time.Duration
@@ -87,8 +83,10 @@ type MyDeploymentReconciler struct {
 	// parts are the opt-in modules' long-lived parts (optin.Builder), by
 	// module: drain's watch of Nodes, config rollouts' of ConfigMaps and
 	// Secrets, update-mode's memo of revision templates and in-place
-	// diffs. A module without one observes nothing (config rollouts: reads
-	// from the API server, nothing denied; update mode: a memo per sync).
+	// diffs, the canary analysis' Prometheus client. A module without one
+	// observes nothing (config rollouts: reads from the API server,
+	// nothing denied; update mode: a memo per sync; analysis: Prometheus
+	// asked with http.DefaultClient).
 	parts map[string]optin.Part
 }
 

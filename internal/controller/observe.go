@@ -14,7 +14,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
@@ -55,10 +54,6 @@ type observation struct {
 	// spec.replicas; optIn the opt-in annotations: parsed once, here.
 	maxSurge, maxUnavailable int32
 	optIn                    optin.Set
-	// analysis is the verdict of the canary step's measurements
-	// (optIn.Analysis, analysis.go); nil when no step is measured. Read
-	// once the cache has caught up.
-	analysis *analysis.Verdict
 }
 
 var (
@@ -158,9 +153,9 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	if s.optIn, err = s.optIn.Read(ctx, md, env); err != nil {
 		return s, err
 	}
-	if s.optIn.Analysis != nil {
-		s.analysis = r.analyze(ctx, s)
-	}
+	// The verdict of the canary step's measurements, in the analysis
+	// module's spec (analysis.go).
+	s.optIn = r.analyze(ctx, s)
 	return s, nil
 }
 

@@ -16,7 +16,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
@@ -98,15 +97,15 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 	}
 	in := rollout.NewInputOf(o.md, rollout.Parsed{OptIn: o.optIn, MaxSurge: o.maxSurge, MaxUnavailable: o.maxUnavailable},
 		current, c.update.Name, c.revisions, c.pods, o.now)
-	in.Aborted, in.Analysis = abortOrNot(o, c), analysisGate(o)
+	in.Aborted = abortOrNot(o, c)
 	p := &syncPlan{md: o.md, obj: o.obj, now: o.now, selector: o.selector, claims: c, revisions: c.revisions,
 		update: c.update, towards: named(c.revisions, in.Target()), aborted: in.Target() != in.UpdateRevision,
 		inPlace: updatemode.InPlace(o.optIn)}
 	if p.towards == nil {
 		p.towards = c.update
 	}
-	if p.analysisFailure = analysisFailure(o, c); o.analysis != nil && !p.aborted {
-		p.analysisAfter = o.analysis.After
+	if p.analysisFailure = analysisFailure(o, c); !p.aborted {
+		p.analysisAfter = analysisAfter(o)
 	}
 	if p.inPlace {
 		var refused []rollout.InPlaceRefusal
@@ -238,25 +237,3 @@ func logPlan(ctx context.Context, p *syncPlan) {
 }
 
 const maxLoggedPods = 20
-
-// analysisGate is the planner's Input.Analysis: nil without analysis, the
-// step the verdict passed otherwise.
-func analysisGate(o *observation) *rollout.AnalysisGate {
-	if o.optIn.Analysis == nil {
-		return nil
-	}
-	g := &rollout.AnalysisGate{}
-	if v := o.analysis; v != nil && v.Phase == analysis.Passed {
-		g.Passed = rollout.CanaryState{Revision: v.Key.Revision, Index: v.Key.Step}
-	}
-	return g
-}
-
-// analysisFailure is the failure of the update revision's analysis that
-// aborts its rollout now (the failing query and value); "" when none.
-func analysisFailure(o *observation, c *claimed) string {
-	if v := o.analysis; v != nil && v.Phase == analysis.Failed && !c.newRevision && v.Key.Revision == c.update.Name {
-		return v.Failure
-	}
-	return ""
-}

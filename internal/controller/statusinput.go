@@ -96,11 +96,9 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 	if aborted || !out.planned && recordedAbort(o, v.update, v.newRevision) {
 		in.Aborted = in.UpdateRevision
 	}
-	if in.AnalysisOptIn, in.Analysis = o.optIn.Analysis != nil, analysisStatus(o); p != nil {
+	if p != nil {
 		in.AbortedBy = p.analysisFailure
 	}
-	// Without a plan of this sync, nothing says the analysis passed.
-	in.AnalysisHolds = in.AnalysisOptIn && (!out.planned || p.Canary != nil && p.Canary.Analyzing)
 	if v.current != nil {
 		in.CurrentRevision = v.current.Name
 		in.CurrentReplicas = in.Counts.Updated

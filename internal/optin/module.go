@@ -96,7 +96,7 @@ func Each[T any](s Set) iter.Seq[T] {
 // A Builder is a Module with a long-lived part (a Part), built once at
 // setup and kept for the manager's life: the drain module's Node watch,
 // the config-rollout module's config watch, the update-mode module's memo
-// of in-place diffs.
+// of in-place diffs, the analysis module's Prometheus client.
 type Builder interface {
 	Module
 	// Build makes the module's part; ctx is the setup's (for the indexes
@@ -164,6 +164,19 @@ func (s Set) Observe(parts map[string]Part) Set {
 			return nil, false, nil
 		}
 		return o.Observe(parts[sp.Module()]), true, nil
+	})
+	return out
+}
+
+// With is s with sp in place of the spec of sp's module; s is not
+// modified, nor changed when it does not opt into sp's module. It is for
+// what the controller itself observes for a module beside the module's
+// points: the canary analysis' verdict, measured with the controller's
+// memory of the object (the step's run) until that memory is the
+// module's.
+func (s Set) With(sp Spec) Set {
+	out, _ := s.replaced(func(old Spec) (Spec, bool, error) {
+		return sp, old.Module() == sp.Module(), nil
 	})
 	return out
 }

@@ -24,9 +24,6 @@ import (
 // modules yet (internal/optin/modules has the others). The zero value is
 // plain Deployment behaviour.
 type Options struct {
-	// Analysis gates each canary step on metric queries
-	// (AnalysisAnnotation); nil when the annotation is absent.
-	Analysis *Analysis
 	// AdoptFrom names the Deployment whose pods the MyDeployment takes
 	// over (AdoptFromAnnotation); "" when the annotation is absent.
 	AdoptFrom string
@@ -84,8 +81,7 @@ func Path(annotation string) *field.Path {
 
 // ParseRest reads md's opt-in annotations that no module owns yet: call
 // modules.Parse, which calls it after the modules. Each value that can
-// never work is an error naming its annotation: an analysis ParseAnalysis
-// refuses or without canary steps, an adopt-from other than
+// never work is an error naming its annotation: an adopt-from other than
 // Deployment/<name>, an adopt-revisions that is not a JSON object of hashes
 // to revision names. The Options returned hold what could be parsed.
 func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
@@ -93,8 +89,6 @@ func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 		o    Options
 		errs field.ErrorList
 	)
-	_, hasSteps := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
-	o.Analysis, errs = parseAnalysis(md, hasSteps, errs)
 	o.AdoptFrom, errs = parseAdoptFrom(md, errs)
 	o.AdoptRevisions, errs = parseAdoptRevisions(md, errs)
 	return o, errs
@@ -102,4 +96,4 @@ func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
 
 // Annotations are the opt-in annotations ParseRest reads, in the order
 // their errors are reported (modules.Annotations has every opt-in's).
-var Annotations = []string{appsv1beta1.AnalysisAnnotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
+var Annotations = []string{appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}

@@ -33,3 +33,26 @@ func TestPodCountPods(t *testing.T) {
 		}
 	}
 }
+
+// spec is a Spec of a module named after its value.
+type spec struct{ name, value string }
+
+func (s *spec) Module() string { return s.name }
+
+// TestSetWith: With replaces the spec of its module, in place, and
+// leaves the set it is called on, and a set without that module, as
+// they were.
+func TestSetWith(t *testing.T) {
+	a, b := &spec{"a", "parsed"}, &spec{"b", "parsed"}
+	s := NewSet(Options{}, a, b)
+	with := s.With(&spec{"b", "observed"})
+	if got, _ := Get[*spec](with, "b"); got.value != "observed" || len(with.Specs()) != 2 || with.Specs()[0] != a {
+		t.Errorf("with: %v", with.Specs())
+	}
+	if got, _ := Get[*spec](s, "b"); got != b {
+		t.Errorf("the set With was called on changed: %v", s.Specs())
+	}
+	if none := NewSet(Options{}, a).With(&spec{"b", "observed"}); len(none.Specs()) != 1 || none.Specs()[0] != a {
+		t.Errorf("a set without b: %v", none.Specs())
+	}
+}

@@ -162,7 +162,7 @@ type CanaryProgress struct {
 
 // AnalysisGate is what the planner reads of a canary analysis: the step
 // (of the rollout to a revision) whose analysis passed, if any. The
-// measurements are the caller's (internal/analysis); a failed analysis
+// measurements are the caller's (internal/optin/analysis); a failed analysis
 // reaches the planner as Input.Aborted.
 type AnalysisGate struct {
 	// Passed names the step whose analysis passed; zero when none has.

@@ -77,7 +77,8 @@ type Input struct {
 	// that aborts it (the query, its value and threshold).
 	AbortedBy string
 	// AnalysisOptIn says the object opts into canary analysis; Analysis
-	// is what this sync measured (nil: nothing).
+	// is what this sync measured (nil: nothing). The three are the
+	// analysis module's Reporter's.
 	AnalysisOptIn bool
 	Analysis      *Analysis
 	// AnalysisHolds: the update revision does not become current, even

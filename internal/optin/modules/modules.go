@@ -10,6 +10,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
@@ -19,7 +20,8 @@ import (
 )
 
 // All are the opt-in modules, in the order their errors are reported and
-// their extension points are called.
+// their extension points are called (analysis after canary: the errors
+// come in the order they did when optin.ParseRest read the analysis).
 var All = []optin.Module{
 	partition.Module,
 	respectpdb.Module,
@@ -28,6 +30,7 @@ var All = []optin.Module{
 	abort.Module,
 	configrollout.Module,
 	canary.Module,
+	analysis.Module,
 }
 
 // Annotations are the keys every opt-in owns: the modules' in All's order,

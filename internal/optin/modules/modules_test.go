@@ -12,6 +12,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
@@ -44,6 +45,7 @@ func TestParse(t *testing.T) {
 		inPlace     bool
 		drain       bool
 		config      bool
+		analysis    bool
 		canarySteps int    // how many canary steps; 0 for none
 		err         string // substring of the only error; "" for none
 	}{
@@ -95,6 +97,12 @@ func TestParse(t *testing.T) {
 			partition: "2", pods10: 2, err: "canary steps cannot be set together with apps.mydeployment.io/partition"},
 		{name: "canary step record not the controller's", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%", appsv1beta1.CanaryStepAnnotation: "2"},
 			err: "metadata.annotations[apps.mydeployment.io/canary-step]: Invalid value"},
+		{name: "analysis", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%", appsv1beta1.AnalysisAnnotation: analysisValue},
+			canarySteps: 2, analysis: true},
+		{name: "analysis not JSON", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%", appsv1beta1.AnalysisAnnotation: "success >= 0.99"},
+			canarySteps: 2, err: `metadata.annotations[apps.mydeployment.io/analysis]: Invalid value: "success >= 0.99": must be a JSON object`},
+		{name: "analysis without canary steps", annotations: map[string]string{appsv1beta1.AnalysisAnnotation: analysisValue},
+			err: "metadata.annotations[apps.mydeployment.io/analysis]: Forbidden: analysis needs apps.mydeployment.io/canary-steps"},
 		{name: "canary promote not the plugin's", annotations: map[string]string{appsv1beta1.CanaryPromoteAnnotation: "now"},
 			err: "metadata.annotations[apps.mydeployment.io/canary-promote]: Invalid value"},
 	} {
@@ -135,9 +143,15 @@ func TestParse(t *testing.T) {
 			if n != tc.canarySteps {
 				t.Errorf("canary steps %d, want %d", n, tc.canarySteps)
 			}
+			if on := analysis.Of(o) != nil; on != tc.analysis {
+				t.Errorf("analysis %v, want %v", on, tc.analysis)
+			}
 		})
 	}
 }
+
+// analysisValue is an AnalysisAnnotation value the analysis module takes.
+const analysisValue = `{"prometheus":"http://prometheus:9090","queries":[{"name":"success-rate","query":"ok","threshold":">= 0.99"}]}`
 
 // TestAnnotations: every key a module owns or ParseRest reads is listed
 // once (the webhook re-validates an update that touches any of them).
@@ -165,8 +179,9 @@ func TestAnnotations(t *testing.T) {
 }
 
 // TestErrorOrder: errors come in All's order, each module's in its own,
-// then ParseRest's; the keys in that order too (the canary module, last of
-// All, before the analysis, as when ParseRest read canary steps first).
+// then ParseRest's; the keys in that order too (the canary module before
+// the analysis module, last of All, and adopt-from after both, as when
+// ParseRest read the analysis).
 func TestErrorOrder(t *testing.T) {
 	_, errs := Parse(md("", map[string]string{
 		appsv1beta1.AdoptFromAnnotation:     "web",
@@ -201,7 +216,8 @@ func TestErrorOrder(t *testing.T) {
 
 // TestPlannerInput: what the planner gets of a parsed object's opt-ins
 // (rollout.Planner): a percentage partition resolved against spec.replicas,
-// respect-pdb, canary steps; nothing without them.
+// respect-pdb, canary steps; nothing without them, and no analysis gate
+// from an analysis only parsed (the controller judges it first).
 func TestPlannerInput(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -212,6 +228,8 @@ func TestPlannerInput(t *testing.T) {
 	}{
 		{name: "none"},
 		{name: "canary steps", annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, pause, 100%"}, canarySteps: 3},
+		{name: "canary steps with analysis, parsed only", annotations: map[string]string{
+			appsv1beta1.CanaryStepsAnnotation: "1, pause, 100%", appsv1beta1.AnalysisAnnotation: analysisValue}, canarySteps: 3},
 		{name: "a percent partition, respect-pdb", annotations: map[string]string{
 			appsv1beta1.PartitionAnnotation: "75%", appsv1beta1.RespectPDBAnnotation: "true"}, partition: 8, respectPDB: true},
 		{name: "a count partition beyond replicas holds them all", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "12"}, partition: 10},
@@ -237,6 +255,9 @@ func TestPlannerInput(t *testing.T) {
 			}
 			if steps != tc.canarySteps {
 				t.Errorf("canary steps %d, want %d", steps, tc.canarySteps)
+			}
+			if in.Analysis != nil {
+				t.Errorf("an analysis no controller judged gates the steps: %+v", in.Analysis)
 			}
 		})
 	}

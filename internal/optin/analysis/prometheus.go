@@ -1,8 +1,3 @@
-// Package analysis measures a canary step (optin's Analysis): it asks
-// Prometheus for each query's value when an interval is due, keeps the
-// measurements of the step under way (Run), and says what they add up to
-// (Verdict). The controller's observe calls it; the planner reads only
-// the verdict.
 package analysis
 
 import (

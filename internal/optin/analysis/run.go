@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // Key names what a run measures: one step (Step, from 0) of the canary
@@ -95,7 +93,7 @@ type Verdict struct {
 // taken through q, each query's placeholders filled by expand. Each
 // measurement taken is returned too (for the metrics). A failed run
 // measures no more.
-func Measure(ctx context.Context, q Querier, a *optin.Analysis, run *Run, key Key, expand func(string) string,
+func Measure(ctx context.Context, q Querier, a *Analysis, run *Run, key Key, expand func(string) string,
 	now time.Time) (*Run, Verdict, []Measurement) {
 	if run == nil || run.Key != key {
 		run = &Run{Key: key, next: now.Add(a.Interval)}
@@ -113,7 +111,7 @@ func Measure(ctx context.Context, q Querier, a *optin.Analysis, run *Run, key Ke
 
 // measure asks q for every query once, within one interval (at most 10 s)
 // for all, and counts each result.
-func (r *Run) measure(ctx context.Context, q Querier, a *optin.Analysis, expand func(string) string, now time.Time) []Measurement {
+func (r *Run) measure(ctx context.Context, q Querier, a *Analysis, expand func(string) string, now time.Time) []Measurement {
 	ctx, cancel := context.WithTimeout(ctx, min(a.Interval, 10*time.Second))
 	defer cancel()
 	taken := make([]Measurement, 0, len(a.Queries))
@@ -139,7 +137,7 @@ func (r *Run) measure(ctx context.Context, q Querier, a *optin.Analysis, expand 
 }
 
 // verdict is what r's measurements add up to at now.
-func (r *Run) verdict(a *optin.Analysis, now time.Time) Verdict {
+func (r *Run) verdict(a *Analysis, now time.Time) Verdict {
 	v := Verdict{Key: r.Key, Phase: Passed, After: max(r.next.Sub(now), time.Millisecond)}
 	inconclusive := false
 	parts := make([]string, 0, len(r.queries))
@@ -165,7 +163,7 @@ func (r *Run) verdict(a *optin.Analysis, now time.Time) Verdict {
 
 // describe is one query's last value and counts: "success-rate = 0.995
 // (>= 0.99): 2 of 3 passed, 0 failed (limit 1)", or why it has no value.
-func (qr queryRun) describe(a *optin.Analysis) string {
+func (qr queryRun) describe(a *Analysis) string {
 	last := "not measured yet"
 	switch {
 	case !qr.measured:

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 )
 
 // fakePrometheus answers /api/v1/query with the vector its body says (by
@@ -93,7 +91,7 @@ func TestHTTPQuerier(t *testing.T) {
 // Inconclusive and holds until values return, and another step starts a
 // new run.
 func TestMeasure(t *testing.T) {
-	a, err := optin.ParseAnalysis(`{"prometheus":"http://unused","interval":"10s","count":2,"failureLimit":1,"queries":[
+	a, err := ParseValue(`{"prometheus":"http://unused","interval":"10s","count":2,"failureLimit":1,"queries":[
 		{"name":"success-rate","query":"ok{revision=\"{{revision}}\"}","threshold":">= 0.99"},
 		{"name":"latency","query":"p99{revision=\"{{revision}}\"}","threshold":"<= 0.3"}]}`)
 	if err != nil {
