@@ -32,7 +32,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,14 +83,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	clientset, err = kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	digests = map[string]string{}
-	data, err := os.ReadFile(filepath.Join(projectDir, "bin", "local", "images.txt"))
-	Expect(err).NotTo(HaveOccurred(), "make images writes it")
-	for _, line := range utils.GetNonEmptyLines(string(data)) {
-		if f := strings.Fields(line); len(f) == 2 {
-			digests[f[0]] = f[1]
-		}
-	}
+	digests = utils.LocalImageDigests(projectDir)
 	Expect(digests).To(HaveKey(img))
 	Expect(digests).To(HaveKey(testweb("v1")))
 	Expect(digests).To(HaveKey(testweb("v2")))

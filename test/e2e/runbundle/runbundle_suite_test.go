@@ -68,14 +68,7 @@ var _ = BeforeSuite(func() {
 		*v.to = os.Getenv(v.name)
 		Expect(*v.to).NotTo(BeEmpty(), "%s must be set (make test-runbundle sets it)", v.name)
 	}
-	digests = map[string]string{}
-	data, err := os.ReadFile(filepath.Join(projectDir, "bin", "local", "images.txt"))
-	Expect(err).NotTo(HaveOccurred(), "make images writes it")
-	for _, line := range utils.GetNonEmptyLines(string(data)) {
-		if f := strings.Fields(line); len(f) == 2 {
-			digests[f[0]] = f[1]
-		}
-	}
+	digests = utils.LocalImageDigests(projectDir)
 })
 
 var _ = ReportAfterEach(func(report SpecReport) {
