@@ -126,7 +126,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules test-krew fuzz test-e2e test-install test-real test-runbundle test-chaos-short test-bench test-olm test-olmv1 ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules and dashboards, the krew manifest, bounded fuzzing, e2e, dist/install.yaml, the operator on a real kubelet node, operator-sdk run bundle and bundle-upgrade through OLM on it, short chaos and the benchmark's smoke run on a local cluster, install + upgrade through OLM v0 and OLM v1.
+test: manifests generate fmt vet test-unit test-rules test-krew fuzz test-e2e test-install test-real test-runbundle test-chaos-short test-bench ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules and dashboards, the krew manifest, bounded fuzzing, e2e, dist/install.yaml, the operator on a real kubelet node, operator-sdk run bundle and bundle-upgrade through OLM on it, short chaos and the benchmark's smoke run on a local cluster (test-olm and test-olmv1, with host managers, are outside it: docs/testing.md).
 
 # envtest's kube-apiserver may take over its default 20 s to start on a loaded
 # 2-core machine (seen: every suite's BeforeSuite failing at load 9).
