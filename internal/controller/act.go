@@ -65,6 +65,22 @@ type outcome struct {
 	abortRecorded                                     bool
 	drainReplaced                                     atomic.Int32
 	inPlaceStarted, inPlaceCompleted, inPlaceFallback int
+	// mem is what the sync leaves to the next (memory): the claim's, with
+	// what act changed (the eviction backoff).
+	mem memory
+	// md is the MyDeployment as this sync's annotation writes left it (its
+	// records, its resourceVersion: what the status write must see); nil
+	// when it wrote none. The observation's object is never modified.
+	md *appsv1beta1.MyDeployment
+}
+
+// object is md as out's annotation writes left it: out.md, or md when
+// they wrote none.
+func (out *outcome) object(md *appsv1beta1.MyDeployment) *appsv1beta1.MyDeployment {
+	if out != nil && out.md != nil {
+		return out.md
+	}
+	return md
 }
 
 // countOutcome counts in the metrics what out says act did for md.
@@ -110,7 +126,7 @@ func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevisio
 //
 // It returns what it did, and every error.
 func (r *MyDeploymentReconciler) act(ctx context.Context, p *syncPlan) (*outcome, error) {
-	out := &outcome{planned: true, collisionCount: p.claims.collisionCount, retryAfter: p.claims.retryAfter}
+	out := &outcome{planned: true, collisionCount: p.claims.collisionCount, retryAfter: p.claims.retryAfter, mem: p.claims.mem}
 	return out, r.carryOut(ctx, p, out)
 }
 
@@ -122,8 +138,9 @@ func (r *MyDeploymentReconciler) carryOut(ctx context.Context, p *syncPlan, out 
 	for _, e := range p.events {
 		r.Recorder.Eventf(p.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
 	}
+	var err error
 	if len(p.recordFirst) > 0 {
-		if err := r.setAnnotations(ctx, p.md, p.obj, p.recordFirst)(); err != nil {
+		if out.md, err = r.setAnnotations(ctx, out.object(p.md), p.obj, p.recordFirst)(); err != nil {
 			return err
 		}
 		if c := p.Canary; c != nil && c.NewStep {
@@ -134,11 +151,13 @@ func (r *MyDeploymentReconciler) carryOut(ctx context.Context, p *syncPlan, out 
 			r.abortEvent(p, out)
 		}
 	}
-	recorded := r.setAnnotations(ctx, p.md, p.obj, p.record)
+	recorded := r.setAnnotations(ctx, out.object(p.md), p.obj, p.record)
 	podErr := r.writePods(ctx, p, out)
-	errs := []error{podErr, recorded(), r.writeInPlaceSteps(ctx, p, out)}
+	out.md, err = recorded()
+	errs := []error{podErr, err, r.writeInPlaceSteps(ctx, p, out)}
 	if podErr == nil && len(p.recordAfterPods) > 0 {
-		errs = append(errs, r.setAnnotations(ctx, p.md, p.obj, p.recordAfterPods)())
+		out.md, err = r.setAnnotations(ctx, out.object(p.md), p.obj, p.recordAfterPods)()
+		errs = append(errs, err)
 	}
 	return kerrors.NewAggregate(append(errs, r.truncateHistory(ctx, p.truncate)))
 }
@@ -146,12 +165,13 @@ func (r *MyDeploymentReconciler) carryOut(ctx context.Context, p *syncPlan, out 
 // setAnnotations sets want's annotations on md (the revision number, like
 // deployment.kubernetes.io/revision, and what the pods are sized for) with
 // one merge patch of those that differ (a value "" removes the annotation),
-// in the background, and returns the
-// wait for it; md must not be written until that wait returns (which then
-// updates md's annotations and resourceVersion). Nothing to change: no request.
-func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object, want map[string]string) (wait func() error) {
+// in the background, and returns the wait for it, which returns md as the
+// write left it: a copy with the annotations and resourceVersion written
+// (md itself when nothing was to change: no request, no copy; or when the
+// write failed). md is never modified: it is the observation's.
+func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object, want map[string]string) (wait func() (*appsv1beta1.MyDeployment, error)) {
 	if !annotationsDiffer(md.Annotations, want) {
-		return func() error { return nil } // most syncs: no copy of the object either
+		return func() (*appsv1beta1.MyDeployment, error) { return md, nil } // most syncs
 	}
 	orig, patched := md.DeepCopy(), md.DeepCopy()
 	for k, v := range want {
@@ -166,14 +186,16 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1b
 	}
 	done := make(chan error, 1)
 	go func() { done <- r.Patch(ctx, patched, client.MergeFrom(orig)) }()
-	return func() error {
+	return func() (*appsv1beta1.MyDeployment, error) {
 		if err := <-done; err != nil {
-			return fmt.Errorf("setting annotations: %w", err)
+			return md, fmt.Errorf("setting annotations: %w", err)
 		}
 		wroteObject(obj, writeAnnotations, orig.ResourceVersion, patched)
-		md.Annotations = patched.Annotations
-		md.ResourceVersion = patched.ResourceVersion
-		return nil
+		// md as the status write must see it: its spec and status as
+		// observed, its annotations and resourceVersion as written.
+		written := *md
+		written.Annotations, written.ResourceVersion = patched.Annotations, patched.ResourceVersion
+		return &written, nil
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // Canary analysis (AnalysisAnnotation, the analysis module): observe
 // measures the step the canary record names (analyze: the I/O, through
 // the module's Prometheus client, its part, only when an interval is
-// due), keeping the step's measurements in the object (object.analysis),
+// due), keeping the step's measurements in the object's memory (memory.analysis),
 // and hands the verdict to the module's spec (analysis.Analysis.Judged);
 // decide reads only the verdict: a pass of the step lets the planner end
 // it (the module's rollout.Planner: rollout.AnalysisGate), a failure
@@ -60,7 +60,7 @@ func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) op
 	}
 	key, ok := analysisKey(s.md, s.optIn)
 	if !ok {
-		s.obj.analysis = nil
+		s.mem.analysis = nil
 		return s.optIn.With(a.Judged(nil))
 	}
 	q := analysis.QuerierOf(r.parts)
@@ -68,8 +68,8 @@ func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) op
 	expand := func(query string) string {
 		return analysis.Query{Query: query}.Expand(key.Revision, md.Namespace, md.Name)
 	}
-	run, v, taken := analysis.Measure(ctx, q, a, s.obj.analysis, key, expand, s.now)
-	s.obj.analysis = run
+	run, v, taken := analysis.Measure(ctx, q, a, s.mem.analysis, key, expand, s.now)
+	s.mem.analysis = run
 	for _, m := range taken {
 		r.Metrics.AnalysisMeasured(md, m.Query, string(m.Result), m.Value)
 		if m.Err != nil && !errors.Is(m.Err, analysis.ErrNoData) {

@@ -51,6 +51,9 @@ type claimed struct {
 	// in the cache, as the freshness record says once the pods are
 	// claimed: not stepped again (rollout.StepsInput.Pending).
 	stepsPending map[types.UID]bool
+	// mem is the observation's memory with what the claim changed (the
+	// revision data, swept); act starts from it (outcome.mem).
+	mem memory
 }
 
 // claim reads what the ownership claims need beyond the pods observe read
@@ -60,26 +63,26 @@ type claimed struct {
 // (ownership.MayAdopt). Any error means nothing is claimed: the sync
 // must stop.
 func (r *MyDeploymentReconciler) claim(ctx context.Context, o *observation) (*claimed, error) {
-	c := &claimed{cached: o.pods, pods: o.pods}
+	c := &claimed{cached: o.pods, pods: o.pods, mem: o.mem}
 	if err := r.readRevisions(ctx, o, c); err != nil {
-		return nil, err
+		return c, err
 	}
 	if err := r.decideRevision(o, c); err != nil || c.update == nil {
 		return c, err // none: paused before its first revision
 	}
 	if err := r.readStrays(ctx, o, c); err != nil {
-		return nil, err
+		return c, err
 	}
 	claimPods(o, c)
 	if len(c.podClaims.Strays) > 0 {
 		for uid, st := range c.podClaims.Strays {
 			o.obj.NoteStray(uid, st)
 		}
-		return nil, fmt.Errorf("reading %d pod(s) that left the cache failed", len(c.podClaims.Strays))
+		return c, fmt.Errorf("reading %d pod(s) that left the cache failed", len(c.podClaims.Strays))
 	}
 	if len(c.podClaims.Adopt) > 0 || len(c.revisionClaims.Adopt) > 0 {
 		if err := r.mayAdopt(ctx, o.md); err != nil {
-			return nil, err
+			return c, err
 		}
 	}
 	// What the freshness record says of the claimed pods, read before the
@@ -156,7 +159,7 @@ func (r *MyDeploymentReconciler) decideFromTemplate(o *observation, c *claimed) 
 		c.keepStatusRevisions(md)
 		return nil
 	}
-	data, err := o.obj.revisionDataOf(md, in.Template, in.Key)
+	data, err := c.mem.revisionDataOf(md, in.Template, in.Key)
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}

@@ -23,7 +23,7 @@ import (
 func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *outcome) error {
 	if len(p.Evict) == 0 {
 		if p.Reason == rollout.ReasonInSync || p.Reason == rollout.ReasonPartitionHeld || p.Reason == rollout.ReasonAborted {
-			p.obj.evictionsEnd() // nothing left to replace: the spell is over
+			out.mem.evictionsEnd() // nothing left to replace: the spell is over
 		}
 		return nil
 	}
@@ -48,13 +48,13 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *ou
 		errs = append(errs, err)
 	})
 	if evicted > 0 {
-		p.obj.evictionsEnd()
+		out.mem.evictionsEnd()
 		r.Recorder.Eventf(p.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
 			"Evicted %d pod(s): %s", evicted, p.Reason)
 	}
 	if refused > 0 {
 		var first bool
-		out.retryAfter, first = p.obj.evictionsRefused()
+		out.retryAfter, first = out.mem.evictionsRefused()
 		if first {
 			r.Recorder.Eventf(p.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
 				"Cannot evict %d pod(s), retrying with backoff: %s", refused, refusal)

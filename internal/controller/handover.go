@@ -58,8 +58,8 @@ type handOverState struct {
 // read the RBAC refuses or a hand-over that cannot go on is a condition
 // (out.handOver.failure) and no error.
 func (r *MyDeploymentReconciler) handOver(ctx context.Context, o *observation) (*claimed, *outcome, error) {
-	c := &claimed{cached: o.pods, pods: o.pods}
-	out := &outcome{retryAfter: requeueHandOver}
+	c := &claimed{cached: o.pods, pods: o.pods, mem: o.mem}
+	out := &outcome{retryAfter: requeueHandOver, mem: c.mem}
 	err := r.handOverStep(ctx, o, c, out)
 	out.collisionCount = c.collisionCount
 	if err != nil {
@@ -115,7 +115,7 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observatio
 	for _, hash := range sameTemplate {
 		recorded[hash] = c.update.Name
 	}
-	if in.Recorded, err = r.recordHandOver(ctx, o, in.Recorded, recorded); err != nil {
+	if in.Recorded, err = r.recordHandOver(ctx, o, out, in.Recorded, recorded); err != nil {
 		return err
 	}
 	c.current = handOverCurrent(c, in)
@@ -126,7 +126,7 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observatio
 		return r.adoptHandedOver(ctx, o, c, d.Adopt, in.Recorded)
 	case d.Done:
 		out.retryAfter = 0
-		return r.finishHandOver(ctx, o, in.Name, d.Owned)
+		return r.finishHandOver(ctx, o, out, in.Name, d.Owned)
 	}
 	return nil
 }
@@ -230,7 +230,7 @@ func (r *MyDeploymentReconciler) recordReplicaSets(ctx context.Context, md *apps
 
 // recordHandOver writes AdoptRevisionsAnnotation: was (nil: the Deployment
 // seen for the first time) with added. It returns what it says now.
-func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, o *observation, was, added map[string]string) (map[string]string, error) {
+func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, o *observation, out *outcome, was, added map[string]string) (map[string]string, error) {
 	now := maps.Clone(was)
 	if now == nil {
 		now = map[string]string{}
@@ -239,9 +239,11 @@ func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, o *observat
 	if was != nil && maps.Equal(was, now) {
 		return was, nil
 	}
-	if err := r.setAnnotations(ctx, o.md, o.obj, map[string]string{appsv1beta1.AdoptRevisionsAnnotation: optin.FormatAdoptRevisions(now)})(); err != nil {
+	md, err := r.setAnnotations(ctx, out.object(o.md), o.obj, map[string]string{appsv1beta1.AdoptRevisionsAnnotation: optin.FormatAdoptRevisions(now)})()
+	if err != nil {
 		return was, err
 	}
+	out.md = md
 	return now, nil
 }
 
@@ -290,11 +292,13 @@ func (r *MyDeploymentReconciler) adoptHandedOver(ctx context.Context, o *observa
 
 // finishHandOver removes the hand-over's annotations and says so: the
 // cache lists every pod taken over, so the next sync plans from it.
-func (r *MyDeploymentReconciler) finishHandOver(ctx context.Context, o *observation, name string, pods int) error {
-	if err := r.setAnnotations(ctx, o.md, o.obj, map[string]string{appsv1beta1.AdoptFromAnnotation: "",
-		appsv1beta1.AdoptRevisionsAnnotation: ""})(); err != nil {
+func (r *MyDeploymentReconciler) finishHandOver(ctx context.Context, o *observation, out *outcome, name string, pods int) error {
+	md, err := r.setAnnotations(ctx, out.object(o.md), o.obj, map[string]string{appsv1beta1.AdoptFromAnnotation: "",
+		appsv1beta1.AdoptRevisionsAnnotation: ""})()
+	if err != nil {
 		return err
 	}
+	out.md = md
 	r.Recorder.Eventf(o.md, nil, corev1.EventTypeNormal, appsv1beta1.EventHandedOver, "HandOver",
 		"Took over %d pods of Deployment %s, none restarted", pods, name)
 	return nil

@@ -69,7 +69,7 @@ type MyDeploymentReconciler struct {
 	// Metrics records each sync's outcome as Prometheus series.
 	Metrics *metrics.Recorder
 	// StatusBatchPeriod spaces out a rollout's progress-only status
-	// writes (see object.paceStatus); 0 writes every change at once.
+	// writes (see memory.paceStatus); 0 writes every change at once.
 	StatusBatchPeriod time.Duration
 	// InPlaceTimeout is how long an in-place update may take before the
 	// pod is replaced; 0 means DefaultInPlaceTimeout.
@@ -120,6 +120,10 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	o, err := r.observe(ctx, md, obj)
+	// What this sync leaves to the next: observe's memory, then the last
+	// phase's (out.mem) and the status write's time, committed on every path.
+	mem := o.mem
+	defer func() { obj.commit(mem) }()
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
@@ -140,16 +144,18 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		c, p, out, syncErr = r.sync(ctx, o)
 	}
 	r.countOutcome(md, out)
+	mem = out.mem
 	if out.unclaimed {
 		// Counted without the orphans it failed to adopt, the status would
 		// say 0 replicas beside running pods. Deployment returns before its
 		// status too when claiming fails; the retry writes it.
 		return ctrl.Result{}, syncErr
 	}
+	o = o.written(out) // the object as the sync's writes left it: the status's
 	st := status.Compute(statusInput(o, c, p, out, syncErr == nil))
 	r.Metrics.Record(metricsObservation(o, countedOf(o, c, out), st))
 	r.statusEvents(md, st)
-	deferred, statusErr := r.patchStatus(ctx, o, st)
+	deferred, statusErr := r.patchStatus(ctx, o, st, &mem)
 	if err := kerrors.NewAggregate([]error{syncErr, statusErr}); err != nil {
 		return ctrl.Result{}, err // retried with backoff; a result beside an error is ignored
 	}
@@ -161,23 +167,24 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // patchStatus writes the status st computed for o, unless it says what md's
-// says already, or it says only progress and is paced (object.paceStatus:
-// deferred, when to write it). A status that met a newer object is not
+// says already, or it says only progress and is paced (memory.paceStatus of
+// mem, the sync's memory: deferred, when to write it); a write is noted in
+// mem. A status that met a newer object is not
 // written, and no error: the change's event syncs the object again, and
 // deferred is a safety net.
-func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, o *observation, st status.Result) (deferred time.Duration, err error) {
+func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, o *observation, st status.Result, mem *memory) (deferred time.Duration, err error) {
 	md := o.md
 	if statusEqual(md.Status, st.Status) {
 		return 0, nil
 	}
 	if !status.Pressing(md.Status, st.Status, ptr.Deref(md.Spec.Replicas, 1)) {
-		deferred = o.obj.paceStatus(o.now, r.StatusBatchPeriod)
+		deferred = mem.paceStatus(o.now, r.StatusBatchPeriod)
 	}
 	if deferred > 0 {
 		return deferred, nil
 	}
 	if err = r.writeStatus(ctx, o.obj, md, st.Status); err == nil {
-		o.obj.statusWrittenAt = o.now
+		mem.statusWrittenAt = o.now
 	}
 	if apierrors.IsConflict(err) {
 		logf.FromContext(ctx).V(1).Info("status not written: the MyDeployment changed since it was read")

@@ -32,13 +32,32 @@ type objects struct {
 	sweeps map[string]*namespaceSweep
 }
 
-// object is what the controller keeps of one MyDeployment between syncs.
-// Beyond its freshness record and watch notes, its fields are read and written only by the
-// MyDeployment's own sync, which the work queue never runs twice at once.
+// object is what the controller keeps of one MyDeployment between syncs:
+// its freshness record and watch notes, concurrent structures written as
+// the writes and events happen, and its memory, a value the object's own
+// sync reads once and commits once.
 type object struct {
 	*freshness.Record
 	// watchNotes are the watches' news for its next sync (strays, vetting).
 	watchNotes
+	// mem is committed by the object's own sync only (Reconcile's
+	// commit), which the work queue never runs twice at once.
+	mem memory
+}
+
+// memory is what one sync of a MyDeployment leaves to its next, beyond the
+// freshness record and the watch notes: a value. Reconcile copies it into
+// the observation (observe's, with the canary step's measurements it took);
+// claim returns it in claimed with what the claim changed (the revision
+// data, swept), act in outcome (the eviction backoff), and Reconcile
+// commits the last one, with the status write's time, once, on every path
+// that observed. No phase writes an earlier phase's value.
+//
+// The freshness record is not part of it: its entries are raised before a
+// write is sent, or the pod's event could reach the handler before the
+// entry does and the entry would wait its whole timeout (as Kubernetes'
+// expectations, pkg/controller/controller_utils.go ExpectDeletions).
+type memory struct {
 	// swept: its possible strays were listed once since the start (sweep).
 	swept bool
 	// statusWrittenAt is when its status was last written, for pacing
@@ -47,14 +66,8 @@ type object struct {
 	// evictionDelay is the next retry's delay in a spell of evictions a
 	// disruption budget refuses; 0 outside one.
 	evictionDelay time.Duration
-	// revisionData is [revision.Patch] of its template at
-	// revisionGeneration and revisionConfig: a template changes only with
-	// a new generation (or new config hashes), and encoding it on every
-	// sync was 3% of the manager's CPU.
-	revisionData       []byte
-	revisionGeneration int64
-	// revisionConfig is the config hashes revisionData's template carries.
-	revisionConfig string
+	// revision is its template's revision data, encoded once per template.
+	revision revisionData
 	// analysis is the measurements of the canary step under way
 	// (AnalysisAnnotation), keyed by revision, step and retry: a step ends
 	// only after count successful measurements, which live nowhere else.
@@ -63,6 +76,19 @@ type object struct {
 	// failed analysis is kept by the abort record, not here.
 	analysis *analysis.Run
 }
+
+// revisionData is [revision.Patch] of a template at generation and
+// config: a template changes only with a new generation (or new config
+// hashes), and encoding it on every sync was 3% of the manager's CPU.
+type revisionData struct {
+	data       []byte
+	generation int64
+	// config is the config hashes data's template carries.
+	config string
+}
+
+// commit keeps m as what the object's next sync starts from.
+func (obj *object) commit(m memory) { obj.mem = m }
 
 func newObjects(timeout time.Duration) *objects {
 	return &objects{timeout: timeout, byUID: map[types.UID]*object{}, byName: map[types.NamespacedName]types.UID{},
@@ -156,11 +182,11 @@ func (o *objects) namespaceSweep(ns string) *namespaceSweep {
 // of 50 pods would otherwise write its status for nearly every pod event.
 // kube-controller-manager's Job and EndpointSlice controllers batch their
 // pod-driven updates the same way. The deferred write is requeued, never lost.
-func (obj *object) paceStatus(now time.Time, period time.Duration) time.Duration {
-	if period <= 0 || obj.statusWrittenAt.IsZero() {
+func (m memory) paceStatus(now time.Time, period time.Duration) time.Duration {
+	if period <= 0 || m.statusWrittenAt.IsZero() {
 		return 0
 	}
-	return max(0, obj.statusWrittenAt.Add(period).Sub(now))
+	return max(0, m.statusWrittenAt.Add(period).Sub(now))
 }
 
 // Backoff of a MyDeployment whose evictions a PodDisruptionBudget refuses:
@@ -171,33 +197,34 @@ const (
 	evictionRetryMax = 30 * time.Second
 )
 
-// evictionsRefused records a refusal and returns when to retry, and whether
-// it starts a spell (the one to report).
-func (obj *object) evictionsRefused() (retry time.Duration, first bool) {
-	if obj.evictionDelay == 0 {
-		obj.evictionDelay = evictionRetryMin
+// evictionsRefused records a refusal in m and returns when to retry, and
+// whether it starts a spell (the one to report).
+func (m *memory) evictionsRefused() (retry time.Duration, first bool) {
+	if m.evictionDelay == 0 {
+		m.evictionDelay = evictionRetryMin
 		return evictionRetryMin, true
 	}
-	obj.evictionDelay = min(2*obj.evictionDelay, evictionRetryMax)
-	return obj.evictionDelay, false
+	m.evictionDelay = min(2*m.evictionDelay, evictionRetryMax)
+	return m.evictionDelay, false
 }
 
-// evictionsEnd ends a spell: an eviction succeeded, or nothing is left to replace.
-func (obj *object) evictionsEnd() { obj.evictionDelay = 0 }
+// evictionsEnd ends a spell in m: an eviction succeeded, or nothing is
+// left to replace.
+func (m *memory) evictionsEnd() { m.evictionDelay = 0 }
 
 // revisionDataOf returns [revision.Patch] of template, md's template as
 // its revision records it (with config, the config hashes it carries),
-// computed once per generation and config. The bytes are shared: callers
-// must not modify them.
-func (obj *object) revisionDataOf(md *appsv1beta1.MyDeployment, template *corev1.PodTemplateSpec, config string) ([]byte, error) {
-	if obj.revisionData != nil && obj.revisionGeneration == md.Generation && obj.revisionConfig == config {
-		return obj.revisionData, nil
+// computed once per generation and config and kept in m. The bytes are
+// shared between the memories that hold them: callers must not modify them.
+func (m *memory) revisionDataOf(md *appsv1beta1.MyDeployment, template *corev1.PodTemplateSpec, config string) ([]byte, error) {
+	if r := m.revision; r.data != nil && r.generation == md.Generation && r.config == config {
+		return r.data, nil
 	}
 	data, err := revision.Patch(template)
 	if err != nil {
 		return nil, err
 	}
-	obj.revisionData, obj.revisionGeneration, obj.revisionConfig = data, md.Generation, config
+	m.revision = revisionData{data: data, generation: md.Generation, config: config}
 	return data, nil
 }
 

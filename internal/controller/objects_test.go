@@ -58,33 +58,33 @@ func TestObjectsByUID(t *testing.T) {
 
 func TestPaceStatus(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	obj := newObjects(0).get(mdWithUID("a", "a"))
-	if d := obj.paceStatus(t0, time.Second); d != 0 {
+	var m memory
+	if d := m.paceStatus(t0, time.Second); d != 0 {
 		t.Fatalf("first write waits %v", d)
 	}
-	obj.statusWrittenAt = t0
-	if d := obj.paceStatus(t0.Add(300*time.Millisecond), time.Second); d != 700*time.Millisecond {
+	m.statusWrittenAt = t0
+	if d := m.paceStatus(t0.Add(300*time.Millisecond), time.Second); d != 700*time.Millisecond {
 		t.Fatalf("a write 300ms after the last waits %v, want 700ms", d)
 	}
-	if d := obj.paceStatus(t0.Add(time.Second), time.Second); d != 0 {
+	if d := m.paceStatus(t0.Add(time.Second), time.Second); d != 0 {
 		t.Fatalf("a write a period later waits %v", d)
 	}
-	if d := obj.paceStatus(t0.Add(300*time.Millisecond), 0); d != 0 {
+	if d := m.paceStatus(t0.Add(300*time.Millisecond), 0); d != 0 {
 		t.Fatal("no period must never wait")
 	}
 }
 
 func TestEvictionBackoff(t *testing.T) {
-	obj := newObjects(0).get(mdWithUID("a", "a"))
+	var m memory
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
 	for i, w := range want {
-		d, first := obj.evictionsRefused()
+		d, first := m.evictionsRefused()
 		if d != w || first != (i == 0) {
 			t.Fatalf("refusal %d: retry %v first %v, want %v %v", i, d, first, w, i == 0)
 		}
 	}
-	obj.evictionsEnd()
-	if d, first := obj.evictionsRefused(); d != evictionRetryMin || !first {
+	m.evictionsEnd()
+	if d, first := m.evictionsRefused(); d != evictionRetryMin || !first {
 		t.Fatalf("after the spell ended: %v %v, want a new spell", d, first)
 	}
 }
@@ -97,22 +97,22 @@ func TestRevisionDataOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := newObjects(0).get(md)
-	first, err := obj.revisionDataOf(md, &md.Spec.Template, "")
+	var m memory
+	first, err := m.revisionDataOf(md, &md.Spec.Template, "")
 	if err != nil || !bytes.Equal(first, want1) {
 		t.Fatalf("data %s, %v; want Patch's %s", first, err, want1)
 	}
 	md.Spec.Template.Spec.Containers[0].Image = "v2" // impossibly, without a new generation
-	if again, _ := obj.revisionDataOf(md, &md.Spec.Template, ""); &again[0] != &first[0] {
+	if again, _ := m.revisionDataOf(md, &md.Spec.Template, ""); &again[0] != &first[0] {
 		t.Error("same generation recomputed")
 	}
 	md.Generation = 2
-	second, _ := obj.revisionDataOf(md, &md.Spec.Template, "")
+	second, _ := m.revisionDataOf(md, &md.Spec.Template, "")
 	if bytes.Equal(second, want1) {
 		t.Error("a new generation kept the old template's data")
 	}
 	withConfig := configref.WithHash(&md.Spec.Template, "configmap/app=aaaa")
-	if got, _ := obj.revisionDataOf(md, withConfig, "configmap/app=aaaa"); bytes.Equal(got, second) {
+	if got, _ := m.revisionDataOf(md, withConfig, "configmap/app=aaaa"); bytes.Equal(got, second) {
 		t.Error("new config hashes kept the data of the template without them")
 	}
 }

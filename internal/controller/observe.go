@@ -28,8 +28,11 @@ import (
 // and the status is computed from those (statusInput).
 type observation struct {
 	md *appsv1beta1.MyDeployment
-	// obj is what the controller keeps of md between syncs.
+	// obj is what the controller keeps of md between syncs; mem its
+	// memory as this sync found it, with the measurements observe took
+	// (the next phases return theirs: claimed.mem, outcome.mem).
 	obj      *object
+	mem      memory
 	now      time.Time
 	selector labels.Selector
 	// invalid is set when the spec can never work (the selector, the
@@ -54,6 +57,19 @@ type observation struct {
 	// spec.replicas; optIn the opt-in annotations: parsed once, here.
 	maxSurge, maxUnavailable int32
 	optIn                    optin.Set
+}
+
+// written is o with its object as out's annotation writes left it (its
+// records, its resourceVersion), for the status; o itself when they wrote
+// none. o is not modified.
+func (o *observation) written(out *outcome) *observation {
+	md := out.object(o.md)
+	if md == o.md {
+		return o
+	}
+	w := *o
+	w.md = md
+	return &w
 }
 
 var (
@@ -95,7 +111,7 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Set, error) {
 // strategy's fenceposts and its opt-ins, parsed once, or (invalid) why
 // the spec can never work; obj is what the controller keeps of md.
 func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *observation {
-	s := &observation{md: md, obj: obj, now: now}
+	s := &observation{md: md, obj: obj, mem: obj.mem, now: now}
 	var err error
 	if s.selector, err = selectorOf(md); err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector

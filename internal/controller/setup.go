@@ -52,7 +52,7 @@ type MyDeploymentOptions struct {
 	// Workers is how many MyDeployments are reconciled in parallel.
 	Workers int
 	// StatusBatchPeriod is the least time between two status writes of one
-	// MyDeployment that only count a rollout's pods (see object.paceStatus); 0
+	// MyDeployment that only count a rollout's pods (see memory.paceStatus); 0
 	// writes every change at once.
 	StatusBatchPeriod time.Duration
 	// Pods is the index the manager's cache was built with (MyDeploymentCache).

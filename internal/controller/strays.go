@@ -96,11 +96,11 @@ func (r *MyDeploymentReconciler) noteStray(pod *corev1.Pod) {
 
 // toSweep reports whether o's object is to be swept now (older than the
 // controller, not swept yet in this run), and marks it swept.
-func (r *MyDeploymentReconciler) toSweep(o *observation) bool {
-	if o.obj.swept || !o.md.CreationTimestamp.Time.Before(r.sweepBefore) {
+func (r *MyDeploymentReconciler) toSweep(o *observation, c *claimed) bool {
+	if c.mem.swept || !o.md.CreationTimestamp.Time.Before(r.sweepBefore) {
 		return false
 	}
-	o.obj.swept = true
+	c.mem.swept = true
 	return true
 }
 
@@ -126,15 +126,15 @@ func (r *MyDeploymentReconciler) namespaceStrays(ns string, list func() (map[typ
 // (a manager killed between a pod's DELETE event and its release leaves one
 // behind too). Once per MyDeployment older than the manager; the pods of
 // its namespace are listed once for all of them (namespaceStrays).
-func (r *MyDeploymentReconciler) sweep(ctx context.Context, o *observation) error {
-	if !r.toSweep(o) {
+func (r *MyDeploymentReconciler) sweep(ctx context.Context, o *observation, c *claimed) error {
+	if !r.toSweep(o, c) {
 		return nil
 	}
 	found, err := r.namespaceStrays(o.md.Namespace, func() (map[types.UID]map[types.UID]ownership.Stray, error) {
 		return r.listStrays(ctx, o.md.Namespace)
 	})
 	if err != nil {
-		o.obj.swept = false // the next sync tries again
+		c.mem.swept = false // the next sync tries again
 		return err
 	}
 	for uid, st := range found[o.md.UID] {
@@ -184,7 +184,7 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 // missing); forgotten if gone, re-created under its name, another's, or
 // back in shape (and so back in the cache); noted again if its read failed.
 func (r *MyDeploymentReconciler) readStrays(ctx context.Context, o *observation, c *claimed) error {
-	if err := r.sweep(ctx, o); err != nil {
+	if err := r.sweep(ctx, o, c); err != nil {
 		return err
 	}
 	c.strays = nil

@@ -21,10 +21,10 @@ const (
 func (r *MyDeploymentReconciler) sync(ctx context.Context, o *observation) (*claimed, *syncPlan, *outcome, error) {
 	c, err := r.claim(ctx, o)
 	if err != nil {
-		return nil, nil, &outcome{unclaimed: true}, err
+		return nil, nil, &outcome{unclaimed: true, mem: c.mem}, err
 	}
 	// Nothing acted: what the claims found is all the outcome says.
-	unacted := &outcome{collisionCount: c.collisionCount, retryAfter: c.retryAfter}
+	unacted := &outcome{collisionCount: c.collisionCount, retryAfter: c.retryAfter, mem: c.mem}
 	if c.update == nil {
 		return c, nil, unacted, nil // paused before its first revision: nothing to run yet
 	}
