@@ -61,15 +61,15 @@ func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision
 
 // abortEvent records, once the abort record is written, that the rollout
 // to the update revision is aborted: an event, and in out a count of aborts.
-func (r *MyDeploymentReconciler) abortEvent(p *syncPlan, out *outcome) {
+func (a actor) abortEvent(p *syncPlan, out *outcome) {
 	out.abortRecorded = true
 	if p.analysisFailure != "" {
-		r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.ReasonAnalysisFailed, "Rollout",
+		a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.ReasonAnalysisFailed, "Rollout",
 			"Analysis of revision %q failed: %s: aborted, every pod goes back to revision %q",
 			p.update.Name, p.analysisFailure, p.towards.Name)
 		return
 	}
-	r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
+	a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
 		"Rollout to revision %q made no progress within progressDeadlineSeconds: aborted, every pod goes back to revision %q",
 		p.update.Name, p.towards.Name)
 }

@@ -10,12 +10,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -110,6 +112,21 @@ func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevisio
 	return nil
 }
 
+// actor is the act phase: the one writer of a sync's pods, revisions,
+// records and events, through these seams only.
+type actor struct {
+	pods      podcontrol.Interface
+	revisions *revision.Store
+	// writer patches the object's records (its annotations).
+	writer client.Writer
+	// apiReader reads a write's outcome back when its reply was lost.
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	// inPlaceTimeout is how long an in-place update may take before its
+	// pod is replaced.
+	inPlaceTimeout time.Duration
+}
+
 // act carries out p in its order and decides nothing:
 //  0. the claims (writeClaims: revisions adopted, the update revision
 //     written, pods released and adopted), and a failure stops the sync;
@@ -125,41 +142,41 @@ func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevisio
 //  6. the revisions to truncate.
 //
 // It returns what it did, and every error.
-func (r *MyDeploymentReconciler) act(ctx context.Context, p *syncPlan) (*outcome, error) {
+func (a actor) act(ctx context.Context, p *syncPlan) (*outcome, error) {
 	out := &outcome{planned: true, collisionCount: p.claims.collisionCount, retryAfter: p.claims.retryAfter, mem: p.claims.mem}
-	return out, r.carryOut(ctx, p, out)
+	return out, a.carryOut(ctx, p, out)
 }
 
 // carryOut is act's phases, each recording in out what it did.
-func (r *MyDeploymentReconciler) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
-	if err := r.writeClaims(ctx, p, out); err != nil {
+func (a actor) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
+	if err := a.writeClaims(ctx, p, out); err != nil {
 		return err
 	}
 	for _, e := range p.events {
-		r.Recorder.Eventf(p.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
+		a.recorder.Eventf(p.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
 	}
 	var err error
 	if len(p.recordFirst) > 0 {
-		if out.md, err = r.setAnnotations(ctx, out.object(p.md), p.obj, p.recordFirst)(); err != nil {
+		if out.md, err = a.setAnnotations(ctx, out.object(p.md), p.obj, p.recordFirst)(); err != nil {
 			return err
 		}
 		if c := p.Canary; c != nil && c.NewStep {
-			r.Recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeNormal, appsv1beta1.EventCanaryStep, "Rollout",
+			a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeNormal, appsv1beta1.EventCanaryStep, "Rollout",
 				"Canary of revision %q at %s", c.State.Revision, c.Message)
 		}
 		if p.abortRecorded {
-			r.abortEvent(p, out)
+			a.abortEvent(p, out)
 		}
 	}
-	recorded := r.setAnnotations(ctx, out.object(p.md), p.obj, p.record)
-	podErr := r.writePods(ctx, p, out)
+	recorded := a.setAnnotations(ctx, out.object(p.md), p.obj, p.record)
+	podErr := a.writePods(ctx, p, out)
 	out.md, err = recorded()
-	errs := []error{podErr, err, r.writeInPlaceSteps(ctx, p, out)}
+	errs := []error{podErr, err, a.writeInPlaceSteps(ctx, p, out)}
 	if podErr == nil && len(p.recordAfterPods) > 0 {
-		out.md, err = r.setAnnotations(ctx, out.object(p.md), p.obj, p.recordAfterPods)()
+		out.md, err = a.setAnnotations(ctx, out.object(p.md), p.obj, p.recordAfterPods)()
 		errs = append(errs, err)
 	}
-	return kerrors.NewAggregate(append(errs, r.truncateHistory(ctx, p.truncate)))
+	return kerrors.NewAggregate(append(errs, a.truncateHistory(ctx, p.truncate)))
 }
 
 // setAnnotations sets want's annotations on md (the revision number, like
@@ -169,7 +186,7 @@ func (r *MyDeploymentReconciler) carryOut(ctx context.Context, p *syncPlan, out 
 // write left it: a copy with the annotations and resourceVersion written
 // (md itself when nothing was to change: no request, no copy; or when the
 // write failed). md is never modified: it is the observation's.
-func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object, want map[string]string) (wait func() (*appsv1beta1.MyDeployment, error)) {
+func (a actor) setAnnotations(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object, want map[string]string) (wait func() (*appsv1beta1.MyDeployment, error)) {
 	if !annotationsDiffer(md.Annotations, want) {
 		return func() (*appsv1beta1.MyDeployment, error) { return md, nil } // most syncs
 	}
@@ -185,7 +202,7 @@ func (r *MyDeploymentReconciler) setAnnotations(ctx context.Context, md *appsv1b
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- r.Patch(ctx, patched, client.MergeFrom(orig)) }()
+	go func() { done <- a.writer.Patch(ctx, patched, client.MergeFrom(orig)) }()
 	return func() (*appsv1beta1.MyDeployment, error) {
 		if err := <-done; err != nil {
 			return md, fmt.Errorf("setting annotations: %w", err)
@@ -211,10 +228,10 @@ func annotationsDiffer(have, want map[string]string) bool {
 }
 
 // truncateHistory deletes the revisions the plan names.
-func (r *MyDeploymentReconciler) truncateHistory(ctx context.Context, revs []*appsv1.ControllerRevision) error {
+func (a actor) truncateHistory(ctx context.Context, revs []*appsv1.ControllerRevision) error {
 	var errs []error
 	for _, rev := range revs {
-		if err := r.Revisions.Delete(ctx, rev); err != nil {
+		if err := a.revisions.Delete(ctx, rev); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -230,7 +247,7 @@ func (r *MyDeploymentReconciler) truncateHistory(ctx context.Context, revs []*ap
 // systematic reason (quota, admission) costs one request, not one per
 // missing pod. Every successful write is recorded as an expectation before
 // the next sync may plan again.
-func (r *MyDeploymentReconciler) writePods(ctx context.Context, p *syncPlan, out *outcome) error {
+func (a actor) writePods(ctx context.Context, p *syncPlan, out *outcome) error {
 	if len(p.Create) > 0 {
 		p.obj.Open(p.now) // a pod deleted as soon as created is observed too
 	}
@@ -238,9 +255,9 @@ func (r *MyDeploymentReconciler) writePods(ctx context.Context, p *syncPlan, out
 	if n := len(p.Delete); n > 0 {
 		deleted := parallel(n, func(i int) error {
 			pod := p.Delete[i]
-			err := r.Pods.Delete(ctx, p.md, pod)
-			if r.wrote(ctx, p, out, writeDelete, pod, nil, err) && err == nil {
-				r.drainReplaced(p, out, pod)
+			err := a.pods.Delete(ctx, p.md, pod)
+			if a.wrote(ctx, p, out, writeDelete, pod, nil, err) && err == nil {
+				a.drainReplaced(p, out, pod)
 			}
 			return err
 		}, func(err error) { errs = append(errs, err) })
@@ -248,17 +265,17 @@ func (r *MyDeploymentReconciler) writePods(ctx context.Context, p *syncPlan, out
 			out.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
 		}
 		if deleted > 0 {
-			r.Recorder.Eventf(p.md, nil, corev1.EventTypeNormal, EventScalingRevision, "Scale",
+			a.recorder.Eventf(p.md, nil, corev1.EventTypeNormal, EventScalingRevision, "Scale",
 				"Deleted %d pod(s): %s", deleted, p.Reason)
 		}
 	}
-	if err := r.evict(ctx, p, out); err != nil {
+	if err := a.evict(ctx, p, out); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.beginInPlace(ctx, p, out); err != nil {
+	if err := a.beginInPlace(ctx, p, out); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.createPods(ctx, p, out); err != nil {
+	if err := a.createPods(ctx, p, out); err != nil {
 		errs = append(errs, err)
 	}
 	return kerrors.NewAggregate(errs)
@@ -267,11 +284,11 @@ func (r *MyDeploymentReconciler) writePods(ctx context.Context, p *syncPlan, out
 // createPods makes the plan's creations, revision by revision; the first
 // refusal ends them (it is likely systematic: the next sync tries again)
 // and is the status's failure.
-func (r *MyDeploymentReconciler) createPods(ctx context.Context, p *syncPlan, out *outcome) error {
+func (a actor) createPods(ctx context.Context, p *syncPlan, out *outcome) error {
 	for _, c := range p.Create {
 		rev := out.revision(p, c.Revision)
 		before := out.uncertain.Load()
-		created, err := r.create(ctx, p, out, rev, c)
+		created, err := a.create(ctx, p, out, rev, c)
 		// A create whose reply was lost counts as made: the status must
 		// not claim a rollout complete beside a pod it may have created.
 		made := int32(created) + out.uncertain.Load() - before
@@ -280,7 +297,7 @@ func (r *MyDeploymentReconciler) createPods(ctx context.Context, p *syncPlan, ou
 			out.createdUpdated += made
 		}
 		if created > 0 {
-			r.Recorder.Eventf(p.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
+			a.recorder.Eventf(p.md, rev, corev1.EventTypeNormal, EventScalingRevision, "Scale",
 				"Created %d pod(s) of revision %q: %s", created, rev.Name, p.Reason)
 		}
 		if err != nil {
@@ -294,7 +311,7 @@ func (r *MyDeploymentReconciler) createPods(ctx context.Context, p *syncPlan, ou
 // create makes c.Count pods of revision rev (c.Revision, nil if not
 // found) in slow start, each expected before the next sync plans again; it
 // returns how many it made.
-func (r *MyDeploymentReconciler) create(ctx context.Context, p *syncPlan, out *outcome, rev *appsv1.ControllerRevision, c rollout.Creation) (int, error) {
+func (a actor) create(ctx context.Context, p *syncPlan, out *outcome, rev *appsv1.ControllerRevision, c rollout.Creation) (int, error) {
 	if rev == nil {
 		return 0, fmt.Errorf("creating pods of revision %s: no such ControllerRevision", c.Revision)
 	}
@@ -309,8 +326,8 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, p *syncPlan, out *o
 	var mu sync.Mutex
 	var gated []*corev1.Pod
 	created, err := slowStart(int(c.Count), func() error {
-		pod, err := r.Pods.Create(ctx, p.md, template, rev)
-		if !r.wrote(ctx, p, out, writeCreate, pod, nil, err) {
+		pod, err := a.pods.Create(ctx, p.md, template, rev)
+		if !a.wrote(ctx, p, out, writeCreate, pod, nil, err) {
 			return err
 		}
 		if p.inPlace {
@@ -324,7 +341,7 @@ func (r *MyDeploymentReconciler) create(ctx context.Context, p *syncPlan, out *o
 	// but after the creates, so they go at their own pace. A failure here
 	// is mended by the next sync's in-place steps.
 	parallel(len(gated), func(i int) error {
-		return r.Pods.SetGate(ctx, p.md, gated[i], corev1.ConditionTrue, inplace.ReasonReady, "")
+		return a.pods.SetGate(ctx, p.md, gated[i], corev1.ConditionTrue, inplace.ReasonReady, "")
 	}, func(err error) {
 		logf.FromContext(ctx).V(1).Info("marking a new pod's in-place gate", "error", err.Error())
 	})

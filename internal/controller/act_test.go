@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -474,7 +475,7 @@ func runActSequence(t *testing.T, tc actCase) []write {
 			t.Fatal(o.invalid)
 		}
 		o.pods, o.orphans = owned, orphans
-		c, err := r.claim(ctx, o)
+		c, err := r.claimer().claim(ctx, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,8 +485,13 @@ func runActSequence(t *testing.T, tc actCase) []write {
 		}
 		want := expectedWrites(cur, p)
 		pods.created = nil
-		if _, err := r.act(ctx, p); err != nil {
+		observed := cur.DeepCopy()
+		out, err := r.actor().act(ctx, p)
+		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
+		}
+		if !equality.Semantic.DeepEqual(cur, observed) {
+			t.Fatalf("step %d: act modified the observation's object: annotations %v, resourceVersion %s; observed %v, %s", step, cur.Annotations, cur.ResourceVersion, observed.Annotations, observed.ResourceVersion)
 		}
 		if p.inPlace {
 			// Each new pod's gate is marked True once it is created.
@@ -498,8 +504,9 @@ func runActSequence(t *testing.T, tc actCase) []write {
 		all = append(all, got...)
 		if owned, _ := pods.list(md.UID); !slices.ContainsFunc(owned, func(p *corev1.Pod) bool { return p.Labels[appsv1beta1.RevisionLabel] == rev1.Name }) {
 			// What status says once no pod of rev1 is left.
-			cur.Status.CurrentRevision, cur.Status.UpdateRevision = c.update.Name, c.update.Name
-			if err := cl.Status().Update(ctx, cur); err != nil {
+			written := out.object(cur).DeepCopy() // its resourceVersion as act's record writes left it
+			written.Status.CurrentRevision, written.Status.UpdateRevision = c.update.Name, c.update.Name
+			if err := cl.Status().Update(ctx, written); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -53,7 +53,7 @@ func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool)
 // s's opt-ins with the analysis module's spec judged by the verdict of
 // the step's measurements (none when there is no step to measure: the
 // run kept is dropped); without analysis, s's opt-ins as they are.
-func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) optin.Set {
+func (ob observer) analyze(ctx context.Context, s *observation) optin.Set {
 	a := analysis.Of(s.optIn)
 	if a == nil {
 		return s.optIn
@@ -63,7 +63,7 @@ func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) op
 		s.mem.analysis = nil
 		return s.optIn.With(a.Judged(nil))
 	}
-	q := analysis.QuerierOf(r.parts)
+	q := analysis.QuerierOf(ob.parts)
 	md := s.md
 	expand := func(query string) string {
 		return analysis.Query{Query: query}.Expand(key.Revision, md.Namespace, md.Name)
@@ -71,7 +71,7 @@ func (r *MyDeploymentReconciler) analyze(ctx context.Context, s *observation) op
 	run, v, taken := analysis.Measure(ctx, q, a, s.mem.analysis, key, expand, s.now)
 	s.mem.analysis = run
 	for _, m := range taken {
-		r.Metrics.AnalysisMeasured(md, m.Query, string(m.Result), m.Value)
+		ob.metrics.AnalysisMeasured(md, m.Query, string(m.Result), m.Value)
 		if m.Err != nil && !errors.Is(m.Err, analysis.ErrNoData) {
 			logf.FromContext(ctx).V(1).Info("analysis query inconclusive", "query", m.Query, "error", m.Err.Error())
 		}

@@ -56,21 +56,33 @@ type claimed struct {
 	mem memory
 }
 
+// claimer is the claim phase: what it reads around the cache (adoption
+// re-checks, strays) and the revision history it reads from. It writes
+// nothing but the object's possible strays it notes for the next sync.
+type claimer struct {
+	apiReader client.Reader
+	revisions *revision.Store
+	// objects holds the namespaces' sweeps; sweepBefore: MyDeployments
+	// created before it are swept once (sweep).
+	objects     *objects
+	sweepBefore time.Time
+}
+
 // claim reads what the ownership claims need beyond the pods observe read
 // (the orphan revisions, then ours; the strays, around the cache, after
 // the pods), claims revisions and pods, and decides the update revision.
 // A claim that adopts re-reads the object around the cache first
 // (ownership.MayAdopt). Any error means nothing is claimed: the sync
 // must stop.
-func (r *MyDeploymentReconciler) claim(ctx context.Context, o *observation) (*claimed, error) {
+func (cl claimer) claim(ctx context.Context, o *observation) (*claimed, error) {
 	c := &claimed{cached: o.pods, pods: o.pods, mem: o.mem}
-	if err := r.readRevisions(ctx, o, c); err != nil {
+	if err := cl.readRevisions(ctx, o, c); err != nil {
 		return c, err
 	}
-	if err := r.decideRevision(o, c); err != nil || c.update == nil {
+	if err := cl.decideRevision(o, c); err != nil || c.update == nil {
 		return c, err // none: paused before its first revision
 	}
-	if err := r.readStrays(ctx, o, c); err != nil {
+	if err := cl.readStrays(ctx, o, c); err != nil {
 		return c, err
 	}
 	claimPods(o, c)
@@ -81,7 +93,7 @@ func (r *MyDeploymentReconciler) claim(ctx context.Context, o *observation) (*cl
 		return c, fmt.Errorf("reading %d pod(s) that left the cache failed", len(c.podClaims.Strays))
 	}
 	if len(c.podClaims.Adopt) > 0 || len(c.revisionClaims.Adopt) > 0 {
-		if err := r.mayAdopt(ctx, o.md); err != nil {
+		if err := cl.mayAdopt(ctx, o.md); err != nil {
 			return c, err
 		}
 	}
@@ -103,12 +115,12 @@ func claimPods(o *observation, c *claimed) {
 // (ownership.ClaimRevisions) into c: a revision whose adoption (an earlier
 // sync's) reaches the cache between the two reads is in the second, not
 // in neither.
-func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, o *observation, c *claimed) error {
-	orphans, err := r.Revisions.Orphans(ctx, o.md.Namespace, o.selector)
+func (cl claimer) readRevisions(ctx context.Context, o *observation, c *claimed) error {
+	orphans, err := cl.revisions.Orphans(ctx, o.md.Namespace, o.selector)
 	if err != nil {
 		return err
 	}
-	owned, err := r.Revisions.List(ctx, o.md.Namespace, o.selector, o.md.UID)
+	owned, err := cl.revisions.List(ctx, o.md.Namespace, o.selector, o.md.UID)
 	if err != nil {
 		return fmt.Errorf("listing revisions: %w", err)
 	}
@@ -124,14 +136,14 @@ func (r *MyDeploymentReconciler) readRevisions(ctx context.Context, o *observati
 // may change the template it records (config rollouts: the hashes of the
 // config observe read) or hold it (a referenced object missing): held, it
 // keeps the update revision status names.
-func (r *MyDeploymentReconciler) decideRevision(o *observation, c *claimed) error {
+func (cl claimer) decideRevision(o *observation, c *claimed) error {
 	md := o.md
 	c.collisionCount = ptr.Deref(md.Status.CollisionCount, 0)
 	if md.Spec.Paused {
 		c.keepStatusRevisions(md)
 		return nil
 	}
-	return r.decideFromTemplate(o, c)
+	return cl.decideFromTemplate(o, c)
 }
 
 // keepStatusRevisions makes the revisions md's status names the update and
@@ -146,7 +158,7 @@ func (c *claimed) keepStatusRevisions(md *appsv1beta1.MyDeployment) {
 // decideFromTemplate is decideRevision of an object that is not paused:
 // the update revision is the template's (revision.Decide), written by
 // writeClaims when new or renumbered; see decideRevision for config.
-func (r *MyDeploymentReconciler) decideFromTemplate(o *observation, c *claimed) error {
+func (cl claimer) decideFromTemplate(o *observation, c *claimed) error {
 	md := o.md
 	in := revision.Input{Template: &md.Spec.Template}
 	for m := range optin.Each[revision.Contributor](o.optIn) {
@@ -163,7 +175,7 @@ func (r *MyDeploymentReconciler) decideFromTemplate(o *observation, c *claimed) 
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
-	owner := r.revisionOwner(md, data)
+	owner := cl.revisionOwner(md, data)
 	owner.Template = in.Template
 	d, err := revision.Decide(owner, c.revisions, md.Status.CurrentRevision, c.collisionCount)
 	if err != nil {
@@ -178,7 +190,7 @@ func (r *MyDeploymentReconciler) decideFromTemplate(o *observation, c *claimed) 
 }
 
 // revisionOwner is md as revision records its template (data: its patch).
-func (r *MyDeploymentReconciler) revisionOwner(md *appsv1beta1.MyDeployment, data []byte) revision.Owner {
+func (cl claimer) revisionOwner(md *appsv1beta1.MyDeployment, data []byte) revision.Owner {
 	owner := revision.Owner{
 		Object:   md,
 		GVK:      appsv1beta1.GroupVersion.WithKind("MyDeployment"),
@@ -223,9 +235,9 @@ var errStaleObject = errors.New("the MyDeployment was deleted or re-created sinc
 
 // mayAdopt re-reads md around the cache: nil if it may adopt
 // (ownership.MayAdopt), errStaleObject or the read's error if not.
-func (r *MyDeploymentReconciler) mayAdopt(ctx context.Context, md *appsv1beta1.MyDeployment) error {
+func (cl claimer) mayAdopt(ctx context.Context, md *appsv1beta1.MyDeployment) error {
 	fresh := &appsv1beta1.MyDeployment{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
+	if err := cl.apiReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
 		if apierrors.IsNotFound(err) {
 			return errStaleObject
 		}
@@ -249,8 +261,8 @@ var errChangedWhileClaiming = errors.New("a pod changed while it was adopted: pl
 // out unclaimed (no status is written from it: counted without the
 // orphans it failed to adopt, it would say 0 replicas beside running
 // pods). Either way act stops.
-func (r *MyDeploymentReconciler) writeClaims(ctx context.Context, p *syncPlan, out *outcome) error {
-	update, err := r.writeRevisions(ctx, p.md, p.claims, &out.collisionCount)
+func (a actor) writeClaims(ctx context.Context, p *syncPlan, out *outcome) error {
+	update, err := a.writeRevisions(ctx, p.md, p.claims, &out.collisionCount)
 	if update != nil {
 		out.update = update
 	}
@@ -258,7 +270,7 @@ func (r *MyDeploymentReconciler) writeClaims(ctx context.Context, p *syncPlan, o
 		out.revisionsFailed, out.planned = true, false
 		return err
 	}
-	if err := r.writePodClaims(ctx, p, out); err != nil {
+	if err := a.writePodClaims(ctx, p, out); err != nil {
 		out.unclaimed = true
 		return err
 	}
@@ -269,7 +281,7 @@ func (r *MyDeploymentReconciler) writeClaims(ctx context.Context, p *syncPlan, o
 // revision (revision.Store.Apply) and returns it as written (nil: none
 // written). A name taken by another revision is recorded under a new
 // collision count (*collisionCount), and the sync plans again.
-func (r *MyDeploymentReconciler) writeRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed,
+func (a actor) writeRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed,
 	collisionCount *int32) (*appsv1.ControllerRevision, error) {
 	owner := revision.Owner{Object: md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment")}
 	var errs []error
@@ -278,7 +290,7 @@ func (r *MyDeploymentReconciler) writeRevisions(ctx context.Context, md *appsv1b
 		// it, a failed write) retries the sync: going on could record a
 		// colliding revision under another name while the orphan, whose
 		// pods carry its hash, waits to be adopted.
-		if _, err := r.Revisions.Adopt(ctx, owner, rev); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := a.revisions.Adopt(ctx, owner, rev); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
@@ -290,11 +302,11 @@ func (r *MyDeploymentReconciler) writeRevisions(ctx context.Context, md *appsv1b
 		return nil, nil
 	}
 	planned := d.Update.Name
-	update, err := r.Revisions.Apply(ctx, d, collisionCount)
+	update, err := a.revisions.Apply(ctx, d, collisionCount)
 	if err != nil {
 		return nil, fmt.Errorf("syncing revisions: %w", err)
 	}
-	r.Recorder.Eventf(md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
+	a.recorder.Eventf(md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
 		"Revision %q is now revision %d", update.Name, update.Revision)
 	if update.Name != planned {
 		return update, fmt.Errorf("revision name %s taken: recorded as %s, planning again", planned, update.Name)
@@ -306,11 +318,11 @@ func (r *MyDeploymentReconciler) writeRevisions(ctx context.Context, md *appsv1b
 // adoption that met a conflict or a lost reply is read back
 // (ownership.AdoptedAfterAll); one that did not end ours stops the sync.
 // A stray whose release failed is noted again.
-func (r *MyDeploymentReconciler) writePodClaims(ctx context.Context, p *syncPlan, out *outcome) error {
+func (a actor) writePodClaims(ctx context.Context, p *syncPlan, out *outcome) error {
 	var errs []error
 	md, claims := p.md, p.claims.podClaims
 	for _, pod := range claims.Release {
-		if err := r.Pods.Release(ctx, md, pod); err != nil {
+		if err := a.pods.Release(ctx, md, pod); err != nil {
 			if !ownership.InCache(pod) {
 				p.obj.NoteStray(pod.UID, ownership.Stray{Name: pod.Name, Owner: md.UID})
 			}
@@ -323,11 +335,11 @@ func (r *MyDeploymentReconciler) writePodClaims(ctx context.Context, p *syncPlan
 	logf.FromContext(ctx).V(1).Info("adopting orphans", "uid", md.UID, "pods", klog.KObjSlice(claims.Adopt))
 	update := out.revision(p, p.update.Name)
 	for _, pod := range claims.Adopt {
-		_, err := r.Pods.Adopt(ctx, md, pod, update)
+		_, err := a.pods.Adopt(ctx, md, pod, update)
 		if apierrors.IsConflict(err) || outcomeUnknown(err) {
 			// Changed since the cache saw it, maybe by our own earlier
 			// adoption whose reply was lost.
-			err = r.adoptedAfterAll(ctx, md, pod, err)
+			err = a.adoptedAfterAll(ctx, md, pod, err)
 		}
 		if err != nil {
 			errs = append(errs, err)

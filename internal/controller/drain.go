@@ -27,10 +27,10 @@ func statusFailure(out *outcome) *status.Failure {
 
 // drainReplaced records the DrainReplaced event of pod, removed by this
 // sync, and counts it in out, if the plan drained it.
-func (r *MyDeploymentReconciler) drainReplaced(p *syncPlan, out *outcome, pod *corev1.Pod) {
+func (a actor) drainReplaced(p *syncPlan, out *outcome, pod *corev1.Pod) {
 	if slices.Contains(p.Drained, pod) {
 		out.drainReplaced.Add(1)
-		r.Recorder.Eventf(p.md, pod, corev1.EventTypeNormal, appsv1beta1.EventDrainReplaced, "Drain",
+		a.recorder.Eventf(p.md, pod, corev1.EventTypeNormal, appsv1beta1.EventDrainReplaced, "Drain",
 			"Replaced pod %s on draining node %s", pod.Name, pod.Spec.NodeName)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // and the time counts toward the progress deadline as any lack of
 // progress does. Other errors are returned, and set ReplicaFailure as a
 // refused delete does.
-func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *outcome) error {
+func (a actor) evict(ctx context.Context, p *syncPlan, out *outcome) error {
 	if len(p.Evict) == 0 {
 		if p.Reason == rollout.ReasonInSync || p.Reason == rollout.ReasonPartitionHeld || p.Reason == rollout.ReasonAborted {
 			out.mem.evictionsEnd() // nothing left to replace: the spell is over
@@ -34,9 +34,9 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *ou
 	)
 	evicted := parallel(len(p.Evict), func(i int) error {
 		pod := p.Evict[i]
-		err := r.Pods.Evict(ctx, p.md, pod)
-		if r.wrote(ctx, p, out, writeEvict, pod, nil, err) && err == nil {
-			r.drainReplaced(p, out, pod)
+		err := a.pods.Evict(ctx, p.md, pod)
+		if a.wrote(ctx, p, out, writeEvict, pod, nil, err) && err == nil {
+			a.drainReplaced(p, out, pod)
 		}
 		return err
 	}, func(err error) {
@@ -49,14 +49,14 @@ func (r *MyDeploymentReconciler) evict(ctx context.Context, p *syncPlan, out *ou
 	})
 	if evicted > 0 {
 		out.mem.evictionsEnd()
-		r.Recorder.Eventf(p.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
+		a.recorder.Eventf(p.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
 			"Evicted %d pod(s): %s", evicted, p.Reason)
 	}
 	if refused > 0 {
 		var first bool
 		out.retryAfter, first = out.mem.evictionsRefused()
 		if first {
-			r.Recorder.Eventf(p.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
+			a.recorder.Eventf(p.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
 				"Cannot evict %d pod(s), retrying with backoff: %s", refused, refusal)
 		}
 		logf.FromContext(ctx).V(1).Info("evictions refused by a disruption budget", "pods", refused, "budget", refusal,

@@ -194,7 +194,7 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		}
 		p := &syncPlan{md: md, obj: &object{Record: freshness.NewRecord(0)}, now: time.Now(), selector: sel, claims: &claimed{}}
 
-		created, err := r.create(ctx, p, &outcome{}, &rev, rollout.Creation{Revision: rev.Name, Count: 1})
+		created, err := r.actor().create(ctx, p, &outcome{}, &rev, rollout.Creation{Revision: rev.Name, Count: 1})
 		Expect(err).To(MatchError(ContainSubstring("could not be completed at this time")), "the caller sees the timeout")
 		Expect(created).To(BeZero())
 		pods := podsOf(md)
@@ -204,7 +204,7 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 		Expect(p.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeTrue(), "and observed once listed")
 
 		p.Plan = rollout.Plan{Delete: []*corev1.Pod{&pods[0]}}
-		_, err = r.act(ctx, p)
+		_, err = r.actor().act(ctx, p)
 		Expect(err).To(MatchError(ContainSubstring("could not be completed at this time")))
 		Expect(p.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the deleted pod must not plan another delete")
@@ -237,7 +237,7 @@ var _ = Describe("MyDeployment status and expectations in the corners", func() {
 			Change: &inplace.Change{Labels: map[string]*string{"tier": &tier}}}
 
 		p.steps = []rollout.InPlaceStep{step}
-		Expect(r.writeInPlaceSteps(ctx, p, &outcome{})).To(MatchError(ContainSubstring("could not be completed at this time")))
+		Expect(r.actor().writeInPlaceSteps(ctx, p, &outcome{})).To(MatchError(ContainSubstring("could not be completed at this time")))
 		fresh := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), fresh)).To(Succeed())
 		Expect(fresh.Spec.Containers[0].Image).To(Equal("nginx:1.28"), "the patch took effect")

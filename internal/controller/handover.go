@@ -52,15 +52,23 @@ type handOverState struct {
 	failure *status.Failure
 }
 
+// handOverSync is the sync of a MyDeployment with adopt-from set: it
+// claims and writes as a sync does (its claimer and actor), and reads the
+// Deployment it takes over around the cache (the claimer's apiReader).
+type handOverSync struct {
+	claimer
+	actor
+}
+
 // handOver is the sync of a MyDeployment with adopt-from set: what it
 // claimed (the revisions, the observed pods) and did, for the status. An
 // error stops it before its status (out.unclaimed), and it is retried; a
 // read the RBAC refuses or a hand-over that cannot go on is a condition
 // (out.handOver.failure) and no error.
-func (r *MyDeploymentReconciler) handOver(ctx context.Context, o *observation) (*claimed, *outcome, error) {
+func (h handOverSync) handOver(ctx context.Context, o *observation) (*claimed, *outcome, error) {
 	c := &claimed{cached: o.pods, pods: o.pods, mem: o.mem}
 	out := &outcome{retryAfter: requeueHandOver, mem: c.mem}
-	err := r.handOverStep(ctx, o, c, out)
+	err := h.handOverStep(ctx, o, c, out)
 	out.collisionCount = c.collisionCount
 	if err != nil {
 		out.unclaimed = true
@@ -70,12 +78,12 @@ func (r *MyDeploymentReconciler) handOver(ctx context.Context, o *observation) (
 
 // handOverStep reads, records the ReplicaSets' revisions and the update
 // revision, then waits, adopts or finishes, as handover.Decide says.
-func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observation, c *claimed, out *outcome) error {
-	in, denied, err := r.readHandOver(ctx, o)
+func (h handOverSync) handOverStep(ctx context.Context, o *observation, c *claimed, out *outcome) error {
+	in, denied, err := h.readHandOver(ctx, o)
 	if err != nil {
 		return err
 	}
-	if err := r.readRevisions(ctx, o, c); err != nil {
+	if err := h.readRevisions(ctx, o, c); err != nil {
 		return err
 	}
 	c.collisionCount = ptr.Deref(o.md.Status.CollisionCount, 0)
@@ -83,17 +91,17 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observatio
 	recorded, sameTemplate := map[string]string{}, []string(nil)
 	if denied == "" {
 		if d = handover.Decide(in); d.Blocked == "" {
-			recorded, sameTemplate, err = r.recordReplicaSets(ctx, o.md, c, d.Record)
+			recorded, sameTemplate, err = h.recordReplicaSets(ctx, o.md, c, d.Record)
 		}
 	}
 	if err == nil {
-		err = r.decideFromTemplate(o, c)
+		err = h.decideFromTemplate(o, c)
 	}
 	if c.retryAfter > 0 {
 		out.retryAfter = c.retryAfter
 	}
 	if err == nil && c.update != nil {
-		err = r.writeHandOverRevisions(ctx, o.md, c)
+		err = h.writeHandOverRevisions(ctx, o.md, c)
 	}
 	if err != nil {
 		return err
@@ -115,7 +123,7 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observatio
 	for _, hash := range sameTemplate {
 		recorded[hash] = c.update.Name
 	}
-	if in.Recorded, err = r.recordHandOver(ctx, o, out, in.Recorded, recorded); err != nil {
+	if in.Recorded, err = h.recordHandOver(ctx, o, out, in.Recorded, recorded); err != nil {
 		return err
 	}
 	c.current = handOverCurrent(c, in)
@@ -123,18 +131,18 @@ func (r *MyDeploymentReconciler) handOverStep(ctx context.Context, o *observatio
 	switch {
 	case len(d.Adopt) > 0:
 		out.handOver.wait = fmt.Sprintf("adopting %d pods of Deployment %s", len(d.Adopt), in.Name)
-		return r.adoptHandedOver(ctx, o, c, d.Adopt, in.Recorded)
+		return h.adoptHandedOver(ctx, o, c, d.Adopt, in.Recorded)
 	case d.Done:
 		out.retryAfter = 0
-		return r.finishHandOver(ctx, o, out, in.Name, d.Owned)
+		return h.finishHandOver(ctx, o, out, in.Name, d.Owned)
 	}
 	return nil
 }
 
 // writeHandOverRevisions writes c's revision claims (writeRevisions) and
 // keeps in c the update revision as written.
-func (r *MyDeploymentReconciler) writeHandOverRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed) error {
-	update, err := r.writeRevisions(ctx, md, c, &c.collisionCount)
+func (h handOverSync) writeHandOverRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed) error {
+	update, err := h.writeRevisions(ctx, md, c, &c.collisionCount)
 	if update != nil {
 		c.revisions = withRevision(c.revisions, update)
 		if c.current != nil && c.current.Name == update.Name {
@@ -147,7 +155,7 @@ func (r *MyDeploymentReconciler) writeHandOverRevisions(ctx context.Context, md 
 
 // readHandOver reads what handover.Decide needs from the API server.
 // denied, when not empty, says which read the RBAC refused.
-func (r *MyDeploymentReconciler) readHandOver(ctx context.Context, s *observation) (in handover.Input, denied string, err error) {
+func (h handOverSync) readHandOver(ctx context.Context, s *observation) (in handover.Input, denied string, err error) {
 	md := s.md
 	cached := make(map[types.UID]bool, len(s.pods))
 	for _, p := range s.pods {
@@ -156,7 +164,7 @@ func (r *MyDeploymentReconciler) readHandOver(ctx context.Context, s *observatio
 	in = handover.Input{Name: s.optIn.AdoptFrom, Owner: md.UID, Selector: s.selector, LabelSelector: md.Spec.Selector,
 		Template: &md.Spec.Template, Recorded: s.optIn.AdoptRevisions, Cached: func(uid types.UID) bool { return cached[uid] }}
 	dep := &appsv1.Deployment{}
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: in.Name}, dep); {
+	switch err := h.claimer.apiReader.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: in.Name}, dep); {
 	case err == nil:
 		in.Deployment = dep
 	case apierrors.IsForbidden(err):
@@ -166,13 +174,13 @@ func (r *MyDeploymentReconciler) readHandOver(ctx context.Context, s *observatio
 	}
 	inSelector := []client.ListOption{client.InNamespace(md.Namespace), client.MatchingLabelsSelector{Selector: s.selector}}
 	var rsList appsv1.ReplicaSetList
-	if err := r.APIReader.List(ctx, &rsList, inSelector...); apierrors.IsForbidden(err) {
+	if err := h.claimer.apiReader.List(ctx, &rsList, inSelector...); apierrors.IsForbidden(err) {
 		return in, accessDenied("list replicasets", md.Namespace), nil
 	} else if err != nil {
 		return in, "", fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, inSelector...); err != nil {
+	if err := h.claimer.apiReader.List(ctx, &pods, inSelector...); err != nil {
 		return in, "", fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range rsList.Items {
@@ -198,7 +206,7 @@ func accessDenied(verb, namespace string) string {
 // with its revision's name. A new revision is numbered as the ReplicaSet
 // (deployment.kubernetes.io/revision), so that the update revision,
 // decided after, is the newest.
-func (r *MyDeploymentReconciler) recordReplicaSets(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed, rss []*appsv1.ReplicaSet) (
+func (h handOverSync) recordReplicaSets(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed, rss []*appsv1.ReplicaSet) (
 	recorded map[string]string, sameTemplate []string, err error) {
 	recorded = map[string]string{}
 	for _, rs := range rss {
@@ -218,7 +226,7 @@ func (r *MyDeploymentReconciler) recordReplicaSets(ctx context.Context, md *apps
 			recorded[hash] = c.revisions[i].Name
 			continue
 		}
-		rev, err := r.Revisions.Create(ctx, candidate, &c.collisionCount)
+		rev, err := h.actor.revisions.Create(ctx, candidate, &c.collisionCount)
 		if err != nil {
 			return nil, nil, fmt.Errorf("recording ReplicaSet %s: %w", rs.Name, err)
 		}
@@ -230,7 +238,7 @@ func (r *MyDeploymentReconciler) recordReplicaSets(ctx context.Context, md *apps
 
 // recordHandOver writes AdoptRevisionsAnnotation: was (nil: the Deployment
 // seen for the first time) with added. It returns what it says now.
-func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, o *observation, out *outcome, was, added map[string]string) (map[string]string, error) {
+func (h handOverSync) recordHandOver(ctx context.Context, o *observation, out *outcome, was, added map[string]string) (map[string]string, error) {
 	now := maps.Clone(was)
 	if now == nil {
 		now = map[string]string{}
@@ -239,7 +247,7 @@ func (r *MyDeploymentReconciler) recordHandOver(ctx context.Context, o *observat
 	if was != nil && maps.Equal(was, now) {
 		return was, nil
 	}
-	md, err := r.setAnnotations(ctx, out.object(o.md), o.obj, map[string]string{appsv1beta1.AdoptRevisionsAnnotation: optin.FormatAdoptRevisions(now)})()
+	md, err := h.setAnnotations(ctx, out.object(o.md), o.obj, map[string]string{appsv1beta1.AdoptRevisionsAnnotation: optin.FormatAdoptRevisions(now)})()
 	if err != nil {
 		return was, err
 	}
@@ -266,9 +274,9 @@ func handOverCurrent(c *claimed, in handover.Input) *appsv1.ControllerRevision {
 // pod-template-hash, relabelled as those revisions' pods, once o.md is
 // re-read around the cache (mayAdopt). A pod that changed meanwhile is
 // left for the next sync, which lists the pods again.
-func (r *MyDeploymentReconciler) adoptHandedOver(ctx context.Context, o *observation, c *claimed, pods []*corev1.Pod,
+func (h handOverSync) adoptHandedOver(ctx context.Context, o *observation, c *claimed, pods []*corev1.Pod,
 	recorded map[string]string) error {
-	if err := r.mayAdopt(ctx, o.md); err != nil {
+	if err := h.mayAdopt(ctx, o.md); err != nil {
 		return err
 	}
 	var errs []error
@@ -279,7 +287,7 @@ func (r *MyDeploymentReconciler) adoptHandedOver(ctx context.Context, o *observa
 		if rev == nil {
 			return fmt.Errorf("pod %s: its revision %s is gone", pod.Name, name)
 		}
-		_, err := r.Pods.Adopt(ctx, o.md, pod, rev)
+		_, err := h.actor.pods.Adopt(ctx, o.md, pod, rev)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // changed or gone since listed: the next sync looks again
 		}
@@ -292,14 +300,14 @@ func (r *MyDeploymentReconciler) adoptHandedOver(ctx context.Context, o *observa
 
 // finishHandOver removes the hand-over's annotations and says so: the
 // cache lists every pod taken over, so the next sync plans from it.
-func (r *MyDeploymentReconciler) finishHandOver(ctx context.Context, o *observation, out *outcome, name string, pods int) error {
-	md, err := r.setAnnotations(ctx, out.object(o.md), o.obj, map[string]string{appsv1beta1.AdoptFromAnnotation: "",
+func (h handOverSync) finishHandOver(ctx context.Context, o *observation, out *outcome, name string, pods int) error {
+	md, err := h.setAnnotations(ctx, out.object(o.md), o.obj, map[string]string{appsv1beta1.AdoptFromAnnotation: "",
 		appsv1beta1.AdoptRevisionsAnnotation: ""})()
 	if err != nil {
 		return err
 	}
 	out.md = md
-	r.Recorder.Eventf(o.md, nil, corev1.EventTypeNormal, appsv1beta1.EventHandedOver, "HandOver",
+	h.actor.recorder.Eventf(o.md, nil, corev1.EventTypeNormal, appsv1beta1.EventHandedOver, "HandOver",
 		"Took over %d pods of Deployment %s, none restarted", pods, name)
 	return nil
 }

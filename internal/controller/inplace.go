@@ -52,7 +52,7 @@ func stepsPending(obj *object, pods []*corev1.Pod, now time.Time) map[types.UID]
 // step: from the gate on, the planner counts it as on its way to the
 // update revision (rollout.Plan.MovingInPlace), so it is neither started
 // again nor replaced as an old pod, and no surge pod is made for it.
-func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, p *syncPlan, out *outcome) error {
+func (a actor) beginInPlace(ctx context.Context, p *syncPlan, out *outcome) error {
 	pods := p.UpdateInPlace
 	if len(pods) == 0 {
 		return nil
@@ -65,9 +65,9 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, p *syncPlan, 
 		// else changes. Once it is False (or may be: a lost reply that
 		// landed), the next plan must see the pod on its way, so it waits
 		// for the cache to show it so.
-		err := r.Pods.SetGate(ctx, p.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
+		err := a.pods.SetGate(ctx, p.md, pod, corev1.ConditionFalse, inplace.ReasonUpdating,
 			fmt.Sprintf("updating in place to revision %s", p.towards.Name))
-		if !r.wrote(ctx, p, out, writeGateStart, pod, nil, err) {
+		if !a.wrote(ctx, p, out, writeGateStart, pod, nil, err) {
 			return err
 		}
 		gated[i] = true
@@ -79,7 +79,7 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, p *syncPlan, 
 		}
 	}
 	if out.inPlaceStarted = started; started > 0 {
-		r.Recorder.Eventf(inSeries(p.md), revisionInSeries(p.towards), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
+		a.recorder.Eventf(inSeries(p.md), revisionInSeries(p.towards), corev1.EventTypeNormal, appsv1beta1.EventInPlaceUpdate, "Rollout",
 			"Updating pods in place to revision %q", p.towards.Name)
 	}
 	return kerrors.NewAggregate(errs)
@@ -88,7 +88,7 @@ func (r *MyDeploymentReconciler) beginInPlace(ctx context.Context, p *syncPlan, 
 // writeInPlaceSteps writes the steps rollout.Steps decided, all at once
 // (thousands of pods can be on their way in one sync); each written step
 // is recorded (StepWritten) until the cache shows it (rollout.InPlaceStep.Shown).
-func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, p *syncPlan, out *outcome) error {
+func (a actor) writeInPlaceSteps(ctx context.Context, p *syncPlan, out *outcome) error {
 	var errs []error
 	var mu sync.Mutex
 	completed, failed := 0, 0
@@ -97,7 +97,7 @@ func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, p *syncP
 		var err error
 		switch ps.Step {
 		case inplace.StepMarkReady:
-			err = r.Pods.SetGate(ctx, p.md, ps.Pod, corev1.ConditionTrue, inplace.ReasonReady, "")
+			err = a.pods.SetGate(ctx, p.md, ps.Pod, corev1.ConditionTrue, inplace.ReasonReady, "")
 			if err == nil && ps.Ends {
 				logf.FromContext(ctx).V(1).Info("in-place update ended where it stood", "pod", klog.KObj(ps.Pod), "revision", ps.Revision.Name)
 			} else if err == nil && inplace.Condition(ps.Pod) != nil {
@@ -106,23 +106,23 @@ func (r *MyDeploymentReconciler) writeInPlaceSteps(ctx context.Context, p *syncP
 				mu.Unlock()
 			}
 		case inplace.StepPatch:
-			err = r.Pods.UpdateInPlace(ctx, p.md, ps.Pod, ps.Revision, ps.Target, ps.Change)
+			err = a.pods.UpdateInPlace(ctx, p.md, ps.Pod, ps.Revision, ps.Target, ps.Change)
 			if ps.FailIfRefused && podcontrol.Refused(err) { // the plan's contingency (rollout.InPlaceStep)
 				ps.Step, ps.Why = inplace.StepFail, "the API server refused it: "+err.Error()
 			}
 		}
 		if ps.Step != inplace.StepFail {
-			r.wrote(ctx, p, out, writeStep, ps.Pod, ps.Shown(), err)
+			a.wrote(ctx, p, out, writeStep, ps.Pod, ps.Shown(), err)
 			return err
 		}
-		err = r.Pods.SetGate(ctx, p.md, ps.Pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.Why)
-		if r.wrote(ctx, p, out, writeStep, ps.Pod, ps.Shown(), err); err != nil {
+		err = a.pods.SetGate(ctx, p.md, ps.Pod, corev1.ConditionFalse, inplace.ReasonFailed, ps.Why)
+		if a.wrote(ctx, p, out, writeStep, ps.Pod, ps.Shown(), err); err != nil {
 			return err
 		}
 		mu.Lock()
 		failed++
 		mu.Unlock()
-		r.Recorder.Eventf(p.md, ps.Pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
+		a.recorder.Eventf(p.md, ps.Pod, corev1.EventTypeWarning, appsv1beta1.EventInPlaceUpdateFailed, "Rollout",
 			"Pod %s is replaced: its in-place update to revision %q failed: %s", ps.Pod.Name, ps.Revision.Name, ps.Why)
 		logf.FromContext(ctx).Info("in-place update failed; replacing the pod", "pod", klog.KObj(ps.Pod), "why", ps.Why)
 		return nil

@@ -119,7 +119,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if md.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	o, err := r.observe(ctx, md, obj)
+	o, err := r.observer().observe(ctx, md, obj)
 	// What this sync leaves to the next: observe's memory, then the last
 	// phase's (out.mem) and the status write's time, committed on every path.
 	mem := o.mem
@@ -139,7 +139,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		syncErr error
 	)
 	if o.optIn.AdoptFrom != "" {
-		c, out, syncErr = r.handOver(ctx, o)
+		c, out, syncErr = r.handOverSync().handOver(ctx, o)
 	} else {
 		c, p, out, syncErr = r.sync(ctx, o)
 	}
@@ -164,6 +164,29 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		after = append(after, p.RequeueAfter, p.inPlaceAfter, p.analysisAfter)
 	}
 	return requeue(true, after...), nil
+}
+
+// The phases of a sync, over the seams each uses (made per sync: a few
+// pointers, and a test's reconciler needs no setup to have them).
+func (r *MyDeploymentReconciler) observer() observer {
+	ob := observer{pods: r.PodIndex, apiReader: r.APIReader, metrics: r.Metrics, clock: r.Clock, parts: r.parts}
+	if r.objects != nil {
+		ob.vetTimeout = r.objects.timeout
+	}
+	return ob
+}
+
+func (r *MyDeploymentReconciler) claimer() claimer {
+	return claimer{apiReader: r.APIReader, revisions: r.Revisions, objects: r.objects, sweepBefore: r.sweepBefore}
+}
+
+func (r *MyDeploymentReconciler) actor() actor {
+	return actor{pods: r.Pods, revisions: r.Revisions, writer: r.Client, apiReader: r.APIReader, recorder: r.Recorder,
+		inPlaceTimeout: r.inPlaceTimeout()}
+}
+
+func (r *MyDeploymentReconciler) handOverSync() handOverSync {
+	return handOverSync{claimer: r.claimer(), actor: r.actor()}
 }
 
 // patchStatus writes the status st computed for o, unless it says what md's

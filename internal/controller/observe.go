@@ -10,12 +10,16 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
@@ -127,6 +131,20 @@ func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *obse
 	return s
 }
 
+// observer is the observe phase: what it reads (the pod index, the API
+// server around the cache, the opt-in modules' parts) and where it says
+// what it waits for (metrics). It writes nothing.
+type observer struct {
+	pods      *podwatch.Index
+	apiReader client.Reader
+	metrics   *metrics.Recorder
+	clock     clock.PassiveClock
+	parts     map[string]optin.Part
+	// vetTimeout is how long a vetting may wait for the cache (the
+	// freshness record's timeout).
+	vetTimeout time.Duration
+}
+
 // observe reads, for one sync of md, what every later phase decides from:
 // its spec parsed (observeSpec), the views of the watches it opted into,
 // its pods from the cache and whether the cache has caught up with our
@@ -135,29 +153,29 @@ func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *obse
 // only when an interval is due).
 // An observation that is not settled (or is invalid) ends the sync. Its
 // revisions are read by claim (readRevisions), after the orphan ones.
-func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*observation, error) {
-	s := observeSpec(md, obj, r.Clock.Now())
+func (ob observer) observe(ctx context.Context, md *appsv1beta1.MyDeployment, obj *object) (*observation, error) {
+	s := observeSpec(md, obj, ob.clock.Now())
 	if s.invalid != nil {
 		return s, nil
 	}
 	// What the opted-in modules watch (drain: the draining nodes; config
 	// rollouts: the namespace's config watch, started on first ask).
-	s.optIn = s.optIn.Observe(r.parts)
+	s.optIn = s.optIn.Observe(ob.parts)
 
-	if err := r.vetStart(ctx, s); err != nil {
+	if err := ob.vetStart(ctx, s); err != nil {
 		return s, err
 	}
-	if err := r.readPods(s); err != nil {
+	if err := ob.readPods(s); err != nil {
 		return s, err
 	}
-	if s.settled = r.caughtUp(ctx, s); !s.settled {
+	if s.settled = ob.caughtUp(ctx, s); !s.settled {
 		return s, nil
 	}
-	if !r.vetted(ctx, s) {
+	if !ob.vetted(ctx, s) {
 		s.settled, s.retryAfter = false, requeueConflict
 		return s, nil
 	}
-	held, err := r.heldByNamesake(ctx, s)
+	held, err := ob.heldByNamesake(ctx, s)
 	if err != nil || held {
 		s.settled, s.retryAfter = false, requeueConflict
 		return s, err
@@ -165,30 +183,30 @@ func (r *MyDeploymentReconciler) observe(ctx context.Context, md *appsv1beta1.My
 	// What the opted-in modules read around the cache (config rollouts:
 	// the config the update revision records; paused, none is recorded but
 	// by a hand-over).
-	env := optin.ReadEnv{APIReader: r.APIReader, RecordsRevision: !md.Spec.Paused || s.optIn.AdoptFrom != ""}
+	env := optin.ReadEnv{APIReader: ob.apiReader, RecordsRevision: !md.Spec.Paused || s.optIn.AdoptFrom != ""}
 	if s.optIn, err = s.optIn.Read(ctx, md, env); err != nil {
 		return s, err
 	}
 	// The verdict of the canary step's measurements, in the analysis
 	// module's spec (analysis.go).
-	s.optIn = r.analyze(ctx, s)
+	s.optIn = ob.analyze(ctx, s)
 	return s, nil
 }
 
 // caughtUp says whether the cache shows every pod write of earlier syncs
 // (the freshness record's Observe of the pods read), and logs and counts
 // the wait when it does not.
-func (r *MyDeploymentReconciler) caughtUp(ctx context.Context, s *observation) bool {
+func (ob observer) caughtUp(ctx context.Context, s *observation) bool {
 	exp := s.obj.Observe(s.pods, s.now)
 	if len(exp.Leaked) > 0 {
-		r.Metrics.ExpectationTimeouts(s.md, len(exp.Leaked))
+		ob.metrics.ExpectationTimeouts(s.md, len(exp.Leaked))
 		logf.FromContext(ctx).Info("expectations timed out; syncing anyway", "pods", exp.Leaked)
 	}
 	var waited time.Duration
 	if !exp.Satisfied {
 		waited = s.now.Sub(exp.Since)
 	}
-	r.Metrics.ExpectationsPending(s.md, waited)
+	ob.metrics.ExpectationsPending(s.md, waited)
 	if !exp.Satisfied {
 		log := logf.FromContext(ctx).V(1)
 		if waited >= slowExpectations {
@@ -205,12 +223,12 @@ func (r *MyDeploymentReconciler) caughtUp(ctx context.Context, s *observation) b
 // round it was in neither, and the plan created its replacement (chaos
 // suite: an orphan delete and re-create where one adoption of several
 // failed). readStrays reads the strays after both (see there).
-func (r *MyDeploymentReconciler) readPods(s *observation) error {
+func (ob observer) readPods(s *observation) error {
 	var err error
-	if s.orphans, err = r.PodIndex.Orphans(s.md.Namespace); err != nil {
+	if s.orphans, err = ob.pods.Orphans(s.md.Namespace); err != nil {
 		return fmt.Errorf("listing orphan pods: %w", err)
 	}
-	if s.pods, err = r.PodIndex.Owned(s.md.UID); err != nil {
+	if s.pods, err = ob.pods.Owned(s.md.UID); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	return nil

@@ -337,7 +337,7 @@ var _ = Describe("Beyond Deployment: partition, specified delete, PDB-aware roll
 		p := &syncPlan{Plan: rollout.Plan{Evict: []*corev1.Pod{&pods[0]}}, md: md, obj: &object{Record: freshness.NewRecord(0)},
 			now: time.Now(), selector: sel}
 		out := &outcome{}
-		Expect(r.evict(ctx, p, out)).To(MatchError(ContainSubstring("could not be completed at this time")))
+		Expect(r.actor().evict(ctx, p, out)).To(MatchError(ContainSubstring("could not be completed at this time")))
 		Expect(p.obj.Observe([]*corev1.Pod{&pods[0]}, time.Now()).Satisfied).To(BeFalse(),
 			"a cache still listing the evicted pod must not plan another removal")
 		Expect(strings.Contains(out.failure.Message, "evict")).To(BeTrue())

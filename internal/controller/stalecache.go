@@ -58,17 +58,17 @@ func (r *MyDeploymentReconciler) noteInitialList() predicate.Predicate {
 // error fails the sync: planning from the cache alone could create a pod
 // the previous manager made. A vetting not done within the record's
 // timeout is given up, as a leaked expectation is.
-func (r *MyDeploymentReconciler) vetStart(ctx context.Context, s *observation) error {
+func (ob observer) vetStart(ctx context.Context, s *observation) error {
 	need, since := s.obj.NeedsVet()
 	if !need {
 		return nil
 	}
-	if s.now.Sub(since) >= r.objects.timeout {
+	if s.now.Sub(since) >= ob.vetTimeout {
 		logf.FromContext(ctx).Info("the cache never listed every pod the API server lists since the controller started; syncing anyway")
 		s.obj.Vetted()
 		return nil
 	}
-	names, err := r.listedPods(ctx, s.md, s.selector)
+	names, err := listedPods(ctx, ob.apiReader, s.md, s.selector)
 	if err != nil {
 		return fmt.Errorf("listing pods from the API server on the first sync since the controller started: %w", err)
 	}
@@ -79,7 +79,7 @@ func (r *MyDeploymentReconciler) vetStart(ctx context.Context, s *observation) e
 // vetted reports whether the cache lists every pod vetStart listed from
 // the API server (true when this sync does not vet), and marks the object
 // vetted when it does.
-func (r *MyDeploymentReconciler) vetted(ctx context.Context, s *observation) bool {
+func (ob observer) vetted(ctx context.Context, s *observation) bool {
 	if s.vetListed == nil {
 		return true
 	}
@@ -117,11 +117,11 @@ const namesakeWait = 30 * time.Second
 // planning would create their replacements beside them. It reads the
 // cache's index by controller name, so it needs no memory of the deleted
 // object, and holds after a manager restart too.
-func (r *MyDeploymentReconciler) heldByNamesake(ctx context.Context, s *observation) (bool, error) {
+func (ob observer) heldByNamesake(ctx context.Context, s *observation) (bool, error) {
 	if s.now.Sub(s.md.CreationTimestamp.Time) >= namesakeWait {
 		return false, nil
 	}
-	pods, err := r.PodIndex.ControlledByName(client.ObjectKeyFromObject(s.md))
+	pods, err := ob.pods.ControlledByName(client.ObjectKeyFromObject(s.md))
 	if err != nil {
 		return false, fmt.Errorf("listing pods: %w", err)
 	}

@@ -196,7 +196,7 @@ var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not
 			Expect(err).NotTo(HaveOccurred())
 		}
 
-		Expect(r.readRevisions(ctx, o, c)).To(Succeed())
+		Expect(r.claimer().readRevisions(ctx, o, c)).To(Succeed())
 		Expect(reads.event).To(BeNil(), "the event was delivered")
 		Expect(named(c.revisions, rev.Name)).NotTo(BeNil(), "the revision adopted meanwhile is ours")
 	})
@@ -250,16 +250,16 @@ func (c *claimSetup) reconciler(idx toolscache.Indexer) *MyDeploymentReconciler 
 // claimPods claims the pods as a sync does: the strays read around the
 // cache, the claim, and its writes.
 func (c *claimSetup) claimPods(r *MyDeploymentReconciler) error {
-	if err := r.readStrays(ctx, c.o, c.c); err != nil {
+	if err := r.claimer().readStrays(ctx, c.o, c.c); err != nil {
 		return err
 	}
 	claimPods(c.o, c.c)
-	return r.writePodClaims(ctx, &syncPlan{md: c.md, obj: c.o.obj, claims: c.c, update: c.c.update}, &outcome{})
+	return r.actor().writePodClaims(ctx, &syncPlan{md: c.md, obj: c.o.obj, claims: c.c, update: c.c.update}, &outcome{})
 }
 
 // observe reads the pods as observe does.
 func (c *claimSetup) observe(r *MyDeploymentReconciler) []*corev1.Pod {
-	Expect(r.readPods(c.o)).To(Succeed())
+	Expect(r.observer().readPods(c.o)).To(Succeed())
 	return c.o.pods
 }
 

@@ -65,26 +65,26 @@ func TestVetted(t *testing.T) {
 		return pods
 	}
 	s := &observation{md: md, obj: obj, now: now, vetListed: []string{"web-a", "web-b"}, pods: cached("web-a")}
-	if r.vetted(context.Background(), s) {
+	if r.observer().vetted(context.Background(), s) {
 		t.Fatal("vetted while the cache does not list web-b, which the API server lists")
 	}
 	if need, _ := obj.NeedsVet(); !need {
 		t.Fatal("a vetting that waits was marked done")
 	}
 	s.pods = cached("web-a", "web-b", "web-c")
-	if !r.vetted(context.Background(), s) {
+	if !r.observer().vetted(context.Background(), s) {
 		t.Fatal("not vetted once the cache lists every pod listed")
 	}
 	if need, _ := obj.NeedsVet(); need {
 		t.Fatal("vetted, still marked")
 	}
-	if !r.vetted(context.Background(), &observation{md: md, obj: obj, now: now}) {
+	if !r.observer().vetted(context.Background(), &observation{md: md, obj: obj, now: now}) {
 		t.Error("a sync that does not vet waited")
 	}
 
 	obj.MarkVet(now)
 	late := &observation{md: md, obj: obj, now: now.Add(time.Minute)}
-	if err := r.vetStart(context.Background(), late); err != nil || late.vetListed != nil {
+	if err := r.observer().vetStart(context.Background(), late); err != nil || late.vetListed != nil {
 		t.Fatalf("a vetting past the timeout listed again (err %v)", err)
 	}
 	if need, _ := obj.NeedsVet(); need {
@@ -136,7 +136,7 @@ func TestHeldByNamesake(t *testing.T) {
 			r := &MyDeploymentReconciler{PodIndex: podwatch.IndexOf(idx)}
 			md := mdWithUID("web", "new")
 			md.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
-			held, err := r.heldByNamesake(context.Background(), &observation{md: md, now: now, selector: sel})
+			held, err := r.observer().heldByNamesake(context.Background(), &observation{md: md, now: now, selector: sel})
 			if err != nil || held != tc.want {
 				t.Errorf("held %v (%v), want %v", held, err, tc.want)
 			}

@@ -96,8 +96,8 @@ func (r *MyDeploymentReconciler) noteStray(pod *corev1.Pod) {
 
 // toSweep reports whether o's object is to be swept now (older than the
 // controller, not swept yet in this run), and marks it swept.
-func (r *MyDeploymentReconciler) toSweep(o *observation, c *claimed) bool {
-	if c.mem.swept || !o.md.CreationTimestamp.Time.Before(r.sweepBefore) {
+func (cl claimer) toSweep(o *observation, c *claimed) bool {
+	if c.mem.swept || !o.md.CreationTimestamp.Time.Before(cl.sweepBefore) {
 		return false
 	}
 	c.mem.swept = true
@@ -107,8 +107,8 @@ func (r *MyDeploymentReconciler) toSweep(o *observation, c *claimed) bool {
 // namespaceStrays returns what list finds in ns, listing once per manager
 // run: the first MyDeployment of ns to be swept lists for all of them.
 // A failed list is tried again by the next.
-func (r *MyDeploymentReconciler) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]ownership.Stray, error)) (map[types.UID]map[types.UID]ownership.Stray, error) {
-	sw := r.objects.namespaceSweep(ns)
+func (cl claimer) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]ownership.Stray, error)) (map[types.UID]map[types.UID]ownership.Stray, error) {
+	sw := cl.objects.namespaceSweep(ns)
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if !sw.done {
@@ -126,12 +126,12 @@ func (r *MyDeploymentReconciler) namespaceStrays(ns string, list func() (map[typ
 // (a manager killed between a pod's DELETE event and its release leaves one
 // behind too). Once per MyDeployment older than the manager; the pods of
 // its namespace are listed once for all of them (namespaceStrays).
-func (r *MyDeploymentReconciler) sweep(ctx context.Context, o *observation, c *claimed) error {
-	if !r.toSweep(o, c) {
+func (cl claimer) sweep(ctx context.Context, o *observation, c *claimed) error {
+	if !cl.toSweep(o, c) {
 		return nil
 	}
-	found, err := r.namespaceStrays(o.md.Namespace, func() (map[types.UID]map[types.UID]ownership.Stray, error) {
-		return r.listStrays(ctx, o.md.Namespace)
+	found, err := cl.namespaceStrays(o.md.Namespace, func() (map[types.UID]map[types.UID]ownership.Stray, error) {
+		return cl.listStrays(ctx, o.md.Namespace)
 	})
 	if err != nil {
 		c.mem.swept = false // the next sync tries again
@@ -148,7 +148,7 @@ func (r *MyDeploymentReconciler) sweep(ctx context.Context, o *observation, c *c
 // controller UID, each pod's stray by its UID. Two label-selected lists;
 // pods of other controllers come back too (a Deployment's lack
 // controller-revision-hash), but only once per namespace per manager run.
-func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]ownership.Stray, error) {
+func (cl claimer) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]ownership.Stray, error) {
 	found := map[types.UID]map[types.UID]ownership.Stray{}
 	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
 		missing, err := labels.NewRequirement(key, selection.DoesNotExist, nil)
@@ -157,7 +157,7 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-		if err := r.APIReader.List(ctx, list, client.InNamespace(ns),
+		if err := cl.apiReader.List(ctx, list, client.InNamespace(ns),
 			client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*missing)}); err != nil {
 			return nil, fmt.Errorf("listing pods without %s: %w", key, err)
 		}
@@ -183,8 +183,8 @@ func (r *MyDeploymentReconciler) listStrays(ctx context.Context, ns string) (map
 // belonging (labels the selector does not match, or a revision label
 // missing); forgotten if gone, re-created under its name, another's, or
 // back in shape (and so back in the cache); noted again if its read failed.
-func (r *MyDeploymentReconciler) readStrays(ctx context.Context, o *observation, c *claimed) error {
-	if err := r.sweep(ctx, o, c); err != nil {
+func (cl claimer) readStrays(ctx context.Context, o *observation, c *claimed) error {
+	if err := cl.sweep(ctx, o, c); err != nil {
 		return err
 	}
 	c.strays = nil
@@ -192,7 +192,7 @@ func (r *MyDeploymentReconciler) readStrays(ctx context.Context, o *observation,
 		read := ownership.StrayRead{UID: uid, Stray: st}
 		if st.Owner == o.md.UID {
 			pod := &corev1.Pod{}
-			err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: o.md.Namespace, Name: st.Name}, pod)
+			err := cl.apiReader.Get(ctx, types.NamespacedName{Namespace: o.md.Namespace, Name: st.Name}, pod)
 			switch {
 			case err == nil:
 				read.Pod = pod

@@ -19,7 +19,7 @@ const (
 // (no status is written then), no plan when none was made (paused before
 // the first revision).
 func (r *MyDeploymentReconciler) sync(ctx context.Context, o *observation) (*claimed, *syncPlan, *outcome, error) {
-	c, err := r.claim(ctx, o)
+	c, err := r.claimer().claim(ctx, o)
 	if err != nil {
 		return nil, nil, &outcome{unclaimed: true, mem: c.mem}, err
 	}
@@ -33,6 +33,6 @@ func (r *MyDeploymentReconciler) sync(ctx context.Context, o *observation) (*cla
 		return c, p, unacted, err
 	}
 	logPlan(ctx, p)
-	out, err := r.act(ctx, p)
+	out, err := r.actor().act(ctx, p)
 	return c, p, out, err
 }

@@ -57,7 +57,7 @@ type writeRule struct {
 	// landed reads back a write whose reply was lost and says whether it
 	// took effect (then it is expected as any other). nil: a lost reply is
 	// taken as no write (the row says why that is safe).
-	landed func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, w made) bool
+	landed func(ctx context.Context, a actor, p *syncPlan, out *outcome, w made) bool
 }
 
 var writeRules = [...]writeRule{
@@ -65,22 +65,22 @@ var writeRules = [...]writeRule{
 		expect: func(obj *object, w made, now time.Time) { obj.ExpectCreate(w.pod.Name, now) },
 		// The name was the server's (generateName): expect every pod of
 		// ours the API server lists instead, and count one pod uncertain.
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, p *syncPlan, out *outcome, _ made) bool {
-			r.expectUnlistedPods(ctx, p)
+		landed: func(ctx context.Context, a actor, p *syncPlan, out *outcome, _ made) bool {
+			a.expectUnlistedPods(ctx, p)
 			out.uncertain.Add(1)
 			return false
 		},
 	},
 	writeDelete: {
 		expect: expectGone,
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
-			return r.deletedAfterAll(ctx, w.pod)
+		landed: func(ctx context.Context, a actor, _ *syncPlan, _ *outcome, w made) bool {
+			return a.deletedAfterAll(ctx, w.pod)
 		},
 	},
 	writeEvict: {
 		expect: expectGone,
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
-			return r.deletedAfterAll(ctx, w.pod)
+		landed: func(ctx context.Context, a actor, _ *syncPlan, _ *outcome, w made) bool {
+			return a.deletedAfterAll(ctx, w.pod)
 		},
 	},
 	writeGateStart: {
@@ -88,14 +88,14 @@ var writeRules = [...]writeRule{
 			obj.ExpectChange(w.pod.Name, inplace.Updating, now)
 			obj.ForgetSteps(w.pod) // its last step, gate True, is no longer what the cache will show
 		},
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
-			return r.changedAfterAll(ctx, w.pod, inplace.Updating)
+		landed: func(ctx context.Context, a actor, _ *syncPlan, _ *outcome, w made) bool {
+			return a.changedAfterAll(ctx, w.pod, inplace.Updating)
 		},
 	},
 	writeStep: {
 		expect: func(obj *object, w made, now time.Time) { obj.StepWritten(w.pod, w.shown, now) },
-		landed: func(ctx context.Context, r *MyDeploymentReconciler, _ *syncPlan, _ *outcome, w made) bool {
-			return r.changedAfterAll(ctx, w.pod, w.shown)
+		landed: func(ctx context.Context, a actor, _ *syncPlan, _ *outcome, w made) bool {
+			return a.changedAfterAll(ctx, w.pod, w.shown)
 		},
 	},
 	// The object as written, until the cache shows it or moves past it
@@ -118,10 +118,10 @@ func expectObject(obj *object, w made, _ time.Time) { obj.Wrote(w.before, w.obje
 // wrote tells p's record of a pod write that returned err: expected if it
 // succeeded, or if its reply was lost and it landed after all. It says
 // whether the write counts as made.
-func (r *MyDeploymentReconciler) wrote(ctx context.Context, p *syncPlan, out *outcome, kind writeKind, pod *corev1.Pod,
+func (a actor) wrote(ctx context.Context, p *syncPlan, out *outcome, kind writeKind, pod *corev1.Pod,
 	shown func(*corev1.Pod) bool, err error) bool {
 	rule, w := writeRules[kind], made{pod: pod, shown: shown}
-	if err != nil && !(outcomeUnknown(err) && rule.landed != nil && rule.landed(ctx, r, p, out, w)) {
+	if err != nil && !(outcomeUnknown(err) && rule.landed != nil && rule.landed(ctx, a, p, out, w)) {
 		return false
 	}
 	if rule.expect != nil {
@@ -154,8 +154,8 @@ func outcomeUnknown(err error) bool {
 // sync waits until the cache lists them all, the pod of the lost reply
 // among them if it was created. If the list fails, nothing is expected:
 // the next sync plans as if the create had failed.
-func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, p *syncPlan) {
-	names, err := r.listedPods(ctx, p.md, p.selector)
+func (a actor) expectUnlistedPods(ctx context.Context, p *syncPlan) {
+	names, err := listedPods(ctx, a.apiReader, p.md, p.selector)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "listing pods after a create timed out")
 		return
@@ -169,9 +169,9 @@ func (r *MyDeploymentReconciler) expectUnlistedPods(ctx context.Context, p *sync
 // every one it controls that is not terminating and that the pod cache can
 // hold (podwatch.Cached: a pod without a revision label is a stray, released by
 // the pod claim, and would be waited for in vain). selector is md's.
-func (r *MyDeploymentReconciler) listedPods(ctx context.Context, md *appsv1beta1.MyDeployment, selector labels.Selector) ([]string, error) {
+func listedPods(ctx context.Context, reader client.Reader, md *appsv1beta1.MyDeployment, selector labels.Selector) ([]string, error) {
 	list := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(md.Namespace),
+	if err := reader.List(ctx, list, client.InNamespace(md.Namespace),
 		client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, err
 	}
@@ -189,8 +189,8 @@ func (r *MyDeploymentReconciler) listedPods(ctx context.Context, md *appsv1beta1
 // deletedAfterAll is called after a delete of pod timed out: it reads pod
 // back from the API server and reports whether it is gone or terminating,
 // i.e. whether the delete (or another) took effect.
-func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev1.Pod) bool {
-	fresh, err := r.readBack(ctx, pod)
+func (a actor) deletedAfterAll(ctx context.Context, pod *corev1.Pod) bool {
+	fresh, err := a.readBack(ctx, pod)
 	switch {
 	case err != nil:
 		logf.FromContext(ctx).Error(err, "reading a pod back after its delete timed out", "pod", pod.Name)
@@ -203,9 +203,9 @@ func (r *MyDeploymentReconciler) deletedAfterAll(ctx context.Context, pod *corev
 }
 
 // readBack reads pod from the API server: nil, nil if it is gone.
-func (r *MyDeploymentReconciler) readBack(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+func (a actor) readBack(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	fresh := &corev1.Pod{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+	if err := a.apiReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -218,8 +218,8 @@ func (r *MyDeploymentReconciler) readBack(ctx context.Context, pod *corev1.Pod) 
 // update's start): it reads the pod back and reports whether changed says
 // the write landed (then the caller expects it, so the next plan waits
 // for the cache instead of counting the pod as it was).
-func (r *MyDeploymentReconciler) changedAfterAll(ctx context.Context, pod *corev1.Pod, changed func(*corev1.Pod) bool) bool {
-	fresh, err := r.readBack(ctx, pod)
+func (a actor) changedAfterAll(ctx context.Context, pod *corev1.Pod, changed func(*corev1.Pod) bool) bool {
+	fresh, err := a.readBack(ctx, pod)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "reading a pod back after a write timed out", "pod", pod.Name)
 		return false
@@ -230,8 +230,8 @@ func (r *MyDeploymentReconciler) changedAfterAll(ctx context.Context, pod *corev
 // adoptedAfterAll reads pod back after its adoption failed with adoptErr:
 // nil if it is ours after all; adoptErr if still an orphan (retry);
 // errChangedWhileClaiming if gone or another's (the plan counted it).
-func (r *MyDeploymentReconciler) adoptedAfterAll(ctx context.Context, md *appsv1beta1.MyDeployment, pod *corev1.Pod, adoptErr error) error {
-	fresh, err := r.readBack(ctx, pod)
+func (a actor) adoptedAfterAll(ctx context.Context, md *appsv1beta1.MyDeployment, pod *corev1.Pod, adoptErr error) error {
+	fresh, err := a.readBack(ctx, pod)
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading pod %s back after adopting it failed: %w", pod.Name, err)
