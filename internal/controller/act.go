@@ -3,129 +3,25 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
-	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
-
-// outcome is what act did that the status and the next look need: what
-// the cache cannot show yet (the pods it created, the in-place updates it
-// began), the writes that failed, and when to look again.
-type outcome struct {
-	// planned: a plan was made and its claims written, so the status
-	// counts what it keeps and creates.
-	planned bool
-	// revisionsFailed: a revision write failed before the pods were
-	// claimed: the status counts the pods as cached against the revisions
-	// status names. unclaimed: adopting or releasing pods failed, so the
-	// claimed pods lack some that are ours or about to be: no status is
-	// written.
-	revisionsFailed, unclaimed bool
-	// update is the update revision as written (nil: not written by this
-	// sync); collisionCount the count it was written under.
-	update         *appsv1.ControllerRevision
-	collisionCount int32
-	// created counts the pods this sync created, and createdUpdated those
-	// of the update revision: they exist when the status is written.
-	created, createdUpdated int32
-	// startedInPlace are the pods whose in-place update this sync began
-	// (their gate False written, or a lost reply that landed): counted in
-	// the status it writes as the next sync's cache will show them, on
-	// their way and not ready. Otherwise the status a sync writes after
-	// one batch became Ready and the next began is written again once the
-	// cache shows the gates (issue 31: a status write a batch).
-	startedInPlace []*corev1.Pod
-	// uncertain counts creates whose reply was lost (they may exist).
-	uncertain atomic.Int32
-	failure   *status.Failure
-	// retryAfter, when positive, is when to try evictions a budget refused
-	// again, to look again at a revision an opt-in holds (config access
-	// denied: revision.Input.RetryAfter), or
-	// at a hand-over (handover.go).
-	retryAfter time.Duration
-	// handOver is what a hand-over sync (adopt-from, handover.go) tells
-	// the status.
-	handOver handOverState
-	// What the metrics count once act returns (countOutcome): an abort
-	// recorded, pods removed from draining nodes, in-place updates
-	// started, completed, and failed (their pods replaced).
-	abortRecorded                                     bool
-	drainReplaced                                     atomic.Int32
-	inPlaceStarted, inPlaceCompleted, inPlaceFallback int
-	// mem is what the sync leaves to the next (memory): the claim's, with
-	// what act changed (the eviction backoff).
-	mem memory
-	// md is the MyDeployment as this sync's annotation writes left it (its
-	// records, its resourceVersion: what the status write must see); nil
-	// when it wrote none. The observation's object is never modified.
-	md *appsv1beta1.MyDeployment
-}
-
-// object is md as out's annotation writes left it: out.md, or md when
-// they wrote none.
-func (out *outcome) object(md *appsv1beta1.MyDeployment) *appsv1beta1.MyDeployment {
-	if out != nil && out.md != nil {
-		return out.md
-	}
-	return md
-}
-
-// countOutcome counts in the metrics what out says act did for md.
-func (r *MyDeploymentReconciler) countOutcome(md *appsv1beta1.MyDeployment, out *outcome) {
-	if out.abortRecorded {
-		r.Metrics.RolloutAborted(md)
-	}
-	for range out.drainReplaced.Load() {
-		r.Metrics.DrainReplaced(md)
-	}
-	r.Metrics.InPlaceUpdates(md, metrics.InPlaceStarted, out.inPlaceStarted)
-	r.Metrics.InPlaceUpdates(md, metrics.InPlaceCompleted, out.inPlaceCompleted)
-	r.Metrics.InPlaceUpdates(md, metrics.InPlaceFallback, out.inPlaceFallback)
-}
-
-// revision is p's revision named name, as this sync wrote it if it did.
-func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevision {
-	if out.update != nil && out.update.Name == name {
-		return out.update
-	}
-	if rev := named(p.revisions, name); rev != nil {
-		return rev
-	}
-	if p.update != nil && p.update.Name == name {
-		return p.update
-	}
-	return nil
-}
-
-// actor is the act phase: the one writer of a sync's pods, revisions,
-// records and events, through these seams only.
-type actor struct {
-	pods      podcontrol.Interface
-	revisions *revision.Store
-	// writer patches the object's records (its annotations).
-	writer client.Writer
-	// apiReader reads a write's outcome back when its reply was lost.
-	apiReader client.Reader
-	recorder  events.EventRecorder
-	// inPlaceTimeout is how long an in-place update may take before its
-	// pod is replaced.
-	inPlaceTimeout time.Duration
-}
 
 // act carries out p in its order and decides nothing:
 //  0. the claims (writeClaims: revisions adopted, the update revision
@@ -408,3 +304,190 @@ func parallel(n int, fn func(int) error, onErr func(error)) int {
 	wg.Wait()
 	return ok
 }
+
+// evict removes p.Evict through the Eviction API (respect-pdb), each
+// success expected as a delete is, and sums them up in one event. A
+// refusal by a budget is no failure: the sync is retried with backoff
+// (out.retryAfter), with one event naming the budget per spell of refusals,
+// and the time counts toward the progress deadline as any lack of
+// progress does. Other errors are returned, and set ReplicaFailure as a
+// refused delete does.
+func (a actor) evict(ctx context.Context, p *syncPlan, out *outcome) error {
+	if len(p.Evict) == 0 {
+		if p.Reason == rollout.ReasonInSync || p.Reason == rollout.ReasonPartitionHeld || p.Reason == rollout.ReasonAborted {
+			out.mem.evictionsEnd() // nothing left to replace: the spell is over
+		}
+		return nil
+	}
+	var (
+		errs    []error
+		refusal string
+		refused int
+	)
+	evicted := parallel(len(p.Evict), func(i int) error {
+		pod := p.Evict[i]
+		err := a.pods.Evict(ctx, p.md, pod)
+		if a.wrote(ctx, p, out, writeEvict, pod, nil, err) && err == nil {
+			a.drainReplaced(p, out, pod)
+		}
+		return err
+	}, func(err error) {
+		if ok, msg := podcontrol.EvictionRefused(err); ok {
+			refused++
+			refusal = msg
+			return
+		}
+		errs = append(errs, err)
+	})
+	if evicted > 0 {
+		out.mem.evictionsEnd()
+		a.recorder.Eventf(p.md, nil, corev1.EventTypeNormal, appsv1beta1.EventEvicted, "Evict",
+			"Evicted %d pod(s): %s", evicted, p.Reason)
+	}
+	if refused > 0 {
+		var first bool
+		out.retryAfter, first = out.mem.evictionsRefused()
+		if first {
+			a.recorder.Eventf(p.md, nil, corev1.EventTypeWarning, appsv1beta1.EventEvictionRefused, "Evict",
+				"Cannot evict %d pod(s), retrying with backoff: %s", refused, refusal)
+		}
+		logf.FromContext(ctx).V(1).Info("evictions refused by a disruption budget", "pods", refused, "budget", refusal,
+			"retryAfter", out.retryAfter)
+	}
+	if len(errs) > 0 {
+		out.failure = &status.Failure{Reason: appsv1beta1.ReasonFailedDelete, Message: errs[0].Error()}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// writeClaims writes what the claims decided, the first phase of act:
+// the orphan revisions adopted, the update revision created or
+// renumbered, then the pods released and adopted. A failed revision write
+// leaves out counting the pods against the revisions status names (as if
+// nothing were claimed: out.revisionsFailed); a failed pod write leaves
+// out unclaimed (no status is written from it: counted without the
+// orphans it failed to adopt, it would say 0 replicas beside running
+// pods). Either way act stops.
+func (a actor) writeClaims(ctx context.Context, p *syncPlan, out *outcome) error {
+	update, err := a.writeRevisions(ctx, p.md, p.claims, &out.collisionCount)
+	if update != nil {
+		out.update = update
+	}
+	if err != nil {
+		out.revisionsFailed, out.planned = true, false
+		return err
+	}
+	if err := a.writePodClaims(ctx, p, out); err != nil {
+		out.unclaimed = true
+		return err
+	}
+	return nil
+}
+
+// writeRevisions adopts the orphan revisions of c, then writes the update
+// revision (revision.Store.Apply) and returns it as written (nil: none
+// written). A name taken by another revision is recorded under a new
+// collision count (*collisionCount), and the sync plans again.
+func (a actor) writeRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed,
+	collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	owner := revision.Owner{Object: md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment")}
+	var errs []error
+	for _, rev := range c.revisionClaims.Adopt {
+		// Gone: nothing to adopt. Anything else (changed since the cache saw
+		// it, a failed write) retries the sync: going on could record a
+		// colliding revision under another name while the orphan, whose
+		// pods carry its hash, waits to be adopted.
+		if _, err := a.revisions.Adopt(ctx, owner, rev); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("adopting revisions: %w", kerrors.NewAggregate(errs))
+	}
+	d := c.revision
+	if !d.Create && !d.Renumber {
+		return nil, nil
+	}
+	planned := d.Update.Name
+	update, err := a.revisions.Apply(ctx, d, collisionCount)
+	if err != nil {
+		return nil, fmt.Errorf("syncing revisions: %w", err)
+	}
+	a.recorder.Eventf(md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
+		"Revision %q is now revision %d", update.Name, update.Revision)
+	if update.Name != planned {
+		return update, fmt.Errorf("revision name %s taken: recorded as %s, planning again", planned, update.Name)
+	}
+	return update, nil
+}
+
+// writePodClaims releases and adopts the pods the claims name. An
+// adoption that met a conflict or a lost reply is read back
+// (ownership.AdoptedAfterAll); one that did not end ours stops the sync.
+// A stray whose release failed is noted again.
+func (a actor) writePodClaims(ctx context.Context, p *syncPlan, out *outcome) error {
+	var errs []error
+	md, claims := p.md, p.claims.podClaims
+	for _, pod := range claims.Release {
+		if err := a.pods.Release(ctx, md, pod); err != nil {
+			if !ownership.InCache(pod) {
+				p.obj.NoteStray(pod.UID, ownership.Stray{Name: pod.Name, Owner: md.UID})
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(claims.Adopt) == 0 {
+		return kerrors.NewAggregate(errs)
+	}
+	logf.FromContext(ctx).V(1).Info("adopting orphans", "uid", md.UID, "pods", klog.KObjSlice(claims.Adopt))
+	update := out.revision(p, p.update.Name)
+	for _, pod := range claims.Adopt {
+		_, err := a.pods.Adopt(ctx, md, pod, update)
+		if apierrors.IsConflict(err) || outcomeUnknown(err) {
+			// Changed since the cache saw it, maybe by our own earlier
+			// adoption whose reply was lost.
+			err = a.adoptedAfterAll(ctx, md, pod, err)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// abortEvent records, once the abort record is written, that the rollout
+// to the update revision is aborted: an event, and in out a count of aborts.
+func (a actor) abortEvent(p *syncPlan, out *outcome) {
+	out.abortRecorded = true
+	if p.analysisFailure != "" {
+		a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.ReasonAnalysisFailed, "Rollout",
+			"Analysis of revision %q failed: %s: aborted, every pod goes back to revision %q",
+			p.update.Name, p.analysisFailure, p.towards.Name)
+		return
+	}
+	a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",
+		"Rollout to revision %q made no progress within progressDeadlineSeconds: aborted, every pod goes back to revision %q",
+		p.update.Name, p.towards.Name)
+}
+
+// What a sync of a MyDeployment that opts into drain SurgeFirst adds to
+// the controller's path (the drain module, internal/optin/drain, has the
+// rest: the Node watch, the draining nodes for the planner, the status
+// when Nodes are denied): act records DrainReplaced for each pod the plan
+// drained once its removal succeeded, and the event of a denial.
+
+// drainReplaced records the DrainReplaced event of pod, removed by this
+// sync, and counts it in out, if the plan drained it.
+func (a actor) drainReplaced(p *syncPlan, out *outcome, pod *corev1.Pod) {
+	if slices.Contains(p.Drained, pod) {
+		out.drainReplaced.Add(1)
+		a.recorder.Eventf(p.md, pod, corev1.EventTypeNormal, appsv1beta1.EventDrainReplaced, "Drain",
+			"Replaced pod %s on draining node %s", pod.Name, pod.Spec.NodeName)
+	}
+}
+
+// Event reasons of the controller (pod writes have podcontrol's).
+const (
+	EventScalingRevision = "ScalingRevision"
+	EventNewRevision     = "NewRevision"
+)

@@ -9,16 +9,19 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
 
@@ -253,97 +256,162 @@ func (cl claimer) mayAdopt(ctx context.Context, md *appsv1beta1.MyDeployment) er
 // or gone: the plan counted it as ours.
 var errChangedWhileClaiming = errors.New("a pod changed while it was adopted: planning again")
 
-// writeClaims writes what the claims decided, the first phase of act:
-// the orphan revisions adopted, the update revision created or
-// renumbered, then the pods released and adopted. A failed revision write
-// leaves out counting the pods against the revisions status names (as if
-// nothing were claimed: out.revisionsFailed); a failed pod write leaves
-// out unclaimed (no status is written from it: counted without the
-// orphans it failed to adopt, it would say 0 replicas beside running
-// pods). Either way act stops.
-func (a actor) writeClaims(ctx context.Context, p *syncPlan, out *outcome) error {
-	update, err := a.writeRevisions(ctx, p.md, p.claims, &out.collisionCount)
-	if update != nil {
-		out.update = update
+// A stray is a pod a MyDeployment controls that left the manager's pod
+// cache while it still exists: the cache holds only pods with both
+// revision labels (MyDeploymentCache), so a pod that lost one of them (or all
+// its labels) vanishes from view. Left alone, a stray stays owned forever:
+// never counted, never released, and garbage-collected with the
+// MyDeployment although it no longer belongs to it. So the sync reads each
+// possible stray around the cache and releases it if it no longer matches,
+// as a ReplicaSet's ControllerRefManager releases a pod its selector (which
+// includes pod-template-hash) no longer matches.
+//
+// Which DELETE events name possible strays: a label-selected watch reports
+// a pod that left the selector as deleted, carrying the pod as it was
+// before (k8s.io/apiserver cache_watcher.go convertToWatchEvent and
+// etcd3/watcher.go send the previous object), so the event's labels do not
+// tell a leave from a deletion. Its deletion timestamp mostly does: a pod
+// deleted gracefully (any pod bound to a node: our scale-downs and
+// rollouts, evictions, the garbage collector) was terminating in its last
+// state, a pod that left was not (or is terminating anyway). So only the
+// DELETE events of pods not terminating cost a read: leaves, and pods
+// deleted at once (never scheduled, or forced).
+//
+// Covered: pods that leave while the manager watches, and watch gaps the
+// informer closes with a tombstone (DeleteStateUnknown: deleted or left,
+// the uncached read tells). After a restart the cache never held a pod
+// that left while no manager ran (or before a killed manager released
+// it), so no event names it: the first sync of each MyDeployment older
+// than the manager (sweep) takes its pods from a metadata-only list,
+// around the cache, of the namespace's pods that lack a revision label,
+// made once per namespace per manager run.
+//
+// What is remembered lives in each object's freshness record (NoteStray,
+// TakeStrays); the namespace sweeps in objects.sweeps.
+
+// toSweep reports whether o's object is to be swept now (older than the
+// controller, not swept yet in this run), and marks it swept.
+func (cl claimer) toSweep(o *observation, c *claimed) bool {
+	if c.mem.swept || !o.md.CreationTimestamp.Time.Before(cl.sweepBefore) {
+		return false
 	}
+	c.mem.swept = true
+	return true
+}
+
+// namespaceStrays returns what list finds in ns, listing once per manager
+// run: the first MyDeployment of ns to be swept lists for all of them.
+// A failed list is tried again by the next.
+func (cl claimer) namespaceStrays(ns string, list func() (map[types.UID]map[types.UID]ownership.Stray, error)) (map[types.UID]map[types.UID]ownership.Stray, error) {
+	sw := cl.objects.namespaceSweep(ns)
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.done {
+		found, err := list()
+		if err != nil {
+			return nil, err
+		}
+		sw.found, sw.done = found, true
+	}
+	return sw.found, nil
+}
+
+// sweep notes as strays the pods md controls that lack a revision label:
+// those that left the cache while no manager ran, whatever their labels now
+// (a manager killed between a pod's DELETE event and its release leaves one
+// behind too). Once per MyDeployment older than the manager; the pods of
+// its namespace are listed once for all of them (namespaceStrays).
+func (cl claimer) sweep(ctx context.Context, o *observation, c *claimed) error {
+	if !cl.toSweep(o, c) {
+		return nil
+	}
+	found, err := cl.namespaceStrays(o.md.Namespace, func() (map[types.UID]map[types.UID]ownership.Stray, error) {
+		return cl.listStrays(ctx, o.md.Namespace)
+	})
 	if err != nil {
-		out.revisionsFailed, out.planned = true, false
+		c.mem.swept = false // the next sync tries again
 		return err
 	}
-	if err := a.writePodClaims(ctx, p, out); err != nil {
-		out.unclaimed = true
-		return err
+	for uid, st := range found[o.md.UID] {
+		o.obj.NoteStray(uid, st)
 	}
 	return nil
 }
 
-// writeRevisions adopts the orphan revisions of c, then writes the update
-// revision (revision.Store.Apply) and returns it as written (nil: none
-// written). A name taken by another revision is recorded under a new
-// collision count (*collisionCount), and the sync plans again.
-func (a actor) writeRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed,
-	collisionCount *int32) (*appsv1.ControllerRevision, error) {
-	owner := revision.Owner{Object: md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment")}
-	var errs []error
-	for _, rev := range c.revisionClaims.Adopt {
-		// Gone: nothing to adopt. Anything else (changed since the cache saw
-		// it, a failed write) retries the sync: going on could record a
-		// colliding revision under another name while the orphan, whose
-		// pods carry its hash, waits to be adopted.
-		if _, err := a.revisions.Adopt(ctx, owner, rev); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
+// listStrays lists, around the cache and metadata only, the pods of ns
+// that lack a revision label and that a MyDeployment controls: by
+// controller UID, each pod's stray by its UID. Two label-selected lists;
+// pods of other controllers come back too (a Deployment's lack
+// controller-revision-hash), but only once per namespace per manager run.
+func (cl claimer) listStrays(ctx context.Context, ns string) (map[types.UID]map[types.UID]ownership.Stray, error) {
+	found := map[types.UID]map[types.UID]ownership.Stray{}
+	for _, key := range []string{appsv1beta1.RevisionLabel, appsv1beta1.PodTemplateHashLabel} {
+		missing, err := labels.NewRequirement(key, selection.DoesNotExist, nil)
+		if err != nil {
+			return nil, err // constant key: cannot happen
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := cl.apiReader.List(ctx, list, client.InNamespace(ns),
+			client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*missing)}); err != nil {
+			return nil, fmt.Errorf("listing pods without %s: %w", key, err)
+		}
+		for i := range list.Items {
+			pod := &corev1.Pod{ObjectMeta: list.Items[i].ObjectMeta}
+			if _, ok := podwatch.Controller(pod); !ok {
+				continue
+			}
+			owner := podcontrol.ControllerOf(pod).UID
+			if found[owner] == nil {
+				found[owner] = map[types.UID]ownership.Stray{}
+			}
+			found[owner][pod.UID] = ownership.Stray{Name: pod.Name, Owner: owner}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("adopting revisions: %w", kerrors.NewAggregate(errs))
-	}
-	d := c.revision
-	if !d.Create && !d.Renumber {
-		return nil, nil
-	}
-	planned := d.Update.Name
-	update, err := a.revisions.Apply(ctx, d, collisionCount)
-	if err != nil {
-		return nil, fmt.Errorf("syncing revisions: %w", err)
-	}
-	a.recorder.Eventf(md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
-		"Revision %q is now revision %d", update.Name, update.Revision)
-	if update.Name != planned {
-		return update, fmt.Errorf("revision name %s taken: recorded as %s, planning again", planned, update.Name)
-	}
-	return update, nil
+	return found, nil
 }
 
-// writePodClaims releases and adopts the pods the claims name. An
-// adoption that met a conflict or a lost reply is read back
-// (ownership.AdoptedAfterAll); one that did not end ours stops the sync.
-// A stray whose release failed is noted again.
-func (a actor) writePodClaims(ctx context.Context, p *syncPlan, out *outcome) error {
-	var errs []error
-	md, claims := p.md, p.claims.podClaims
-	for _, pod := range claims.Release {
-		if err := a.pods.Release(ctx, md, pod); err != nil {
-			if !ownership.InCache(pod) {
-				p.obj.NoteStray(pod.UID, ownership.Stray{Name: pod.Name, Owner: md.UID})
+// readStrays reads each stray remembered for o's MyDeployment around the
+// cache (after the cache's pods: see ownership.PodInput), sweeping first
+// if it is the object's first sync since the start. ownership.ClaimPods
+// decides what each read means: released if still ours and no longer
+// belonging (labels the selector does not match, or a revision label
+// missing); forgotten if gone, re-created under its name, another's, or
+// back in shape (and so back in the cache); noted again if its read failed.
+func (cl claimer) readStrays(ctx context.Context, o *observation, c *claimed) error {
+	if err := cl.sweep(ctx, o, c); err != nil {
+		return err
+	}
+	c.strays = nil
+	for uid, st := range o.obj.TakeStrays() {
+		read := ownership.StrayRead{UID: uid, Stray: st}
+		if st.Owner == o.md.UID {
+			pod := &corev1.Pod{}
+			err := cl.apiReader.Get(ctx, types.NamespacedName{Namespace: o.md.Namespace, Name: st.Name}, pod)
+			switch {
+			case err == nil:
+				read.Pod = pod
+			case !apierrors.IsNotFound(err):
+				read.Err = fmt.Errorf("reading pod %s that left the cache: %w", st.Name, err)
 			}
-			errs = append(errs, err)
+		}
+		c.strays = append(c.strays, read)
+	}
+	return nil
+}
+
+// stepsPending are the gated pods with an in-place step written that the
+// cache does not show yet (freshness.Record.StepPending): read by claim,
+// so that the plan reads the record only through the claims.
+func stepsPending(obj *object, pods []*corev1.Pod, now time.Time) map[types.UID]bool {
+	var pending map[types.UID]bool
+	for _, pod := range pods {
+		if inplace.HasGate(pod) && obj.StepPending(pod, now) {
+			if pending == nil {
+				pending = map[types.UID]bool{}
+			}
+			pending[pod.UID] = true
 		}
 	}
-	if len(claims.Adopt) == 0 {
-		return kerrors.NewAggregate(errs)
-	}
-	logf.FromContext(ctx).V(1).Info("adopting orphans", "uid", md.UID, "pods", klog.KObjSlice(claims.Adopt))
-	update := out.revision(p, p.update.Name)
-	for _, pod := range claims.Adopt {
-		_, err := a.pods.Adopt(ctx, md, pod, update)
-		if apierrors.IsConflict(err) || outcomeUnknown(err) {
-			// Changed since the cache saw it, maybe by our own earlier
-			// adoption whose reply was lost.
-			err = a.adoptedAfterAll(ctx, md, pod, err)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return kerrors.NewAggregate(errs)
+	return pending
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -17,34 +15,6 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 )
-
-// DefaultInPlaceTimeout is how long an in-place update may take, from its
-// start until the pod runs the new template, before the pod is replaced.
-const DefaultInPlaceTimeout = 2 * time.Minute
-
-// inPlaceTimeout is how long an in-place update may take (DefaultInPlaceTimeout if unset).
-func (r *MyDeploymentReconciler) inPlaceTimeout() time.Duration {
-	if r.InPlaceTimeout <= 0 {
-		return DefaultInPlaceTimeout
-	}
-	return r.InPlaceTimeout
-}
-
-// stepsPending are the gated pods with an in-place step written that the
-// cache does not show yet (freshness.Record.StepPending): read by claim,
-// so that the plan reads the record only through the claims.
-func stepsPending(obj *object, pods []*corev1.Pod, now time.Time) map[types.UID]bool {
-	var pending map[types.UID]bool
-	for _, pod := range pods {
-		if inplace.HasGate(pod) && obj.StepPending(pod, now) {
-			if pending == nil {
-				pending = map[types.UID]bool{}
-			}
-			pending[pod.UID] = true
-		}
-	}
-	return pending
-}
 
 // beginInPlace starts the in-place updates the plan chose: each pod's gate
 // False, its one write in this sync, expected in the cache before the next

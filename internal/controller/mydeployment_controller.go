@@ -21,24 +21,17 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
@@ -216,76 +209,6 @@ func (r *MyDeploymentReconciler) patchStatus(ctx context.Context, o *observation
 	return 0, err
 }
 
-// SetupWithManager registers the controller: MyDeployments, the pods and
-// revisions they own, and orphan pods they could adopt.
-func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.PodIndex == nil {
-		return fmt.Errorf("no pod index: build the manager's cache with MyDeploymentCache and pass its pod index")
-	}
-	// A pod that leaves the cache's selector is a stray before the cache
-	// drops it (podwatch.Index.NotifyLeaves); the handler below notes tombstones.
-	r.PodIndex.NotifyLeaves(r.noteStray)
-	r.sweepBefore = time.Now().Add(sweepMargin)
-	b := ctrl.NewControllerManagedBy(mgr)
-	for _, p := range r.parts {
-		// The MyDeployments a module's watch names (drain: those with pods
-		// on a node that starts or stops draining; config rollouts: those
-		// that read a config object that changed).
-		if w, ok := p.(optin.Watch); ok {
-			b = b.WatchesRawSource(source.Channel(w.Events(), &handler.EnqueueRequestForObject{}))
-		}
-	}
-	return b.
-		// Spec changes and new objects first; updates that leave the spec
-		// alone (our own status and annotation writes) at low priority.
-		// The objects of the initial list are vetted on their first sync (stalecache.go).
-		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.noteInitialList(), podwatch.SpecChanged(true))).
-		Watches(&appsv1beta1.MyDeployment{}, podwatch.LowPriority(&handler.EnqueueRequestForObject{}),
-			builder.WithPredicates(podwatch.SpecChanged(false))).
-		// A revision's resync (an update with nothing changed) would sync its
-		// owner again beside the owner's own resync: once a period is enough.
-		Watches(&appsv1.ControllerRevision{}, podwatch.LowPriority(handler.EnqueueRequestForOwner(mgr.GetScheme(),
-			mgr.GetRESTMapper(), &appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner())),
-			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.Pod{}, podwatch.LowPriority(podDeletes{handler.EnqueueRequestsFromMapFunc(r.podOwners), r}),
-			builder.WithPredicates(podwatch.UpdateMatters())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
-		Named("mydeployment").
-		Complete(r)
-}
-
-// podOwners maps a pod to the MyDeployment that controls it or, for a pod
-// with no controller, to the MyDeployments whose selector matches it, so
-// they can adopt it. One handler reading the controller reference directly:
-// Owns() looked up a REST mapping on every pod event (7% of the manager's CPU).
-func (r *MyDeploymentReconciler) podOwners(ctx context.Context, obj client.Object) []ctrl.Request {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil
-	}
-	if podcontrol.ControllerOf(pod) != nil {
-		if owner, ok := podwatch.Controller(pod); ok {
-			return []ctrl.Request{{NamespacedName: owner}}
-		}
-		return nil
-	}
-	if pod.DeletionTimestamp != nil {
-		return nil
-	}
-	var list appsv1beta1.MyDeploymentList
-	if err := r.List(ctx, &list, client.InNamespace(pod.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		logf.FromContext(ctx).Error(err, "listing MyDeployments for an orphan pod", "pod", klog.KObj(pod))
-		return nil
-	}
-	var reqs []ctrl.Request
-	for i := range list.Items {
-		if sel, err := selectorOf(&list.Items[i]); err == nil && sel.Matches(labels.Set(pod.Labels)) {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
-}
-
 // statusEvents records what a new status newly says, once: the progress
 // deadline exceeded, the rollout held at its partition, referenced config
 // missing (once per set of missing objects, not once per sync).
@@ -334,10 +257,89 @@ func (r *MyDeploymentReconciler) forget(key types.NamespacedName) {
 // not show yet (the upgrade reporter holds upgrades while any has).
 func (r *MyDeploymentReconciler) PendingWrites() int { return r.objects.pending() }
 
-// requeueUnsettled makes a MyDeployment waiting on its cache look again even
-// if no event comes, so a leaked expectation is found by its timeout.
-const requeueUnsettled = 30 * time.Second
+// sync brings the revisions and pods of o's MyDeployment towards its
+// spec, in three phases that each return a value the next takes: claim
+// reads what the ownership claims need and decides them (claimed), decide
+// plans every write from the observation and the claims alone (syncPlan),
+// and act carries the plan out (outcome). It returns what each phase
+// made, for the status, even on error: no claims when the claim failed
+// (no status is written then), no plan when none was made (paused before
+// the first revision).
+func (r *MyDeploymentReconciler) sync(ctx context.Context, o *observation) (*claimed, *syncPlan, *outcome, error) {
+	c, err := r.claimer().claim(ctx, o)
+	if err != nil {
+		return nil, nil, &outcome{unclaimed: true, mem: c.mem}, err
+	}
+	// Nothing acted: what the claims found is all the outcome says.
+	unacted := &outcome{collisionCount: c.collisionCount, retryAfter: c.retryAfter, mem: c.mem}
+	if c.update == nil {
+		return c, nil, unacted, nil // paused before its first revision: nothing to run yet
+	}
+	p, err := decide(o, c, r.parts, r.inPlaceTimeout())
+	if err != nil {
+		return c, p, unacted, err
+	}
+	logPlan(ctx, p)
+	out, err := r.actor().act(ctx, p)
+	return c, p, out, err
+}
 
-// requeueConflict is when a sync whose status write met a newer object looks
-// again if no event brings it back sooner.
-const requeueConflict = time.Second
+// writeStatus writes st as md's whole status, computed from one observation,
+// only if md is still the object stored (its resourceVersion is the patch's
+// precondition): a status computed from a stale copy is refused with a
+// conflict rather than merged into fields another sync wrote, which could
+// say a rollout is complete while old or unavailable pods run.
+func (r *MyDeploymentReconciler) writeStatus(ctx context.Context, obj *object, md *appsv1beta1.MyDeployment, st appsv1beta1.MyDeploymentStatus) error {
+	// Diff the status alone: marshalling the whole object (its pod template)
+	// twice per write was a tenth of the manager's CPU.
+	from := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{ResourceVersion: md.ResourceVersion}, Status: md.Status}
+	to := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{ResourceVersion: md.ResourceVersion}, Status: st}
+	patch, err := client.MergeFromWithOptions(from, client.MergeFromWithOptimisticLock{}).Data(to)
+	if err != nil {
+		return fmt.Errorf("computing the status patch: %w", err)
+	}
+	target := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace}}
+	if err := r.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	wroteObject(obj, writeStatus, md.ResourceVersion, target)
+	return nil
+}
+
+// countOutcome counts in the metrics what out says act did for md.
+func (r *MyDeploymentReconciler) countOutcome(md *appsv1beta1.MyDeployment, out *outcome) {
+	if out.abortRecorded {
+		r.Metrics.RolloutAborted(md)
+	}
+	for range out.drainReplaced.Load() {
+		r.Metrics.DrainReplaced(md)
+	}
+	r.Metrics.InPlaceUpdates(md, metrics.InPlaceStarted, out.inPlaceStarted)
+	r.Metrics.InPlaceUpdates(md, metrics.InPlaceCompleted, out.inPlaceCompleted)
+	r.Metrics.InPlaceUpdates(md, metrics.InPlaceFallback, out.inPlaceFallback)
+}
+
+// drainDeniedEvent records a warning when the status newly says access to
+// Nodes is denied.
+func (r *MyDeploymentReconciler) drainDeniedEvent(md *appsv1beta1.MyDeployment, st status.Result) {
+	now := status.Get(&st.Status, appsv1beta1.ConditionReplicaFailure)
+	if now == nil || now.Reason != appsv1beta1.ReasonDrainAccessDenied {
+		return
+	}
+	if before := status.Get(&md.Status, appsv1beta1.ConditionReplicaFailure); before != nil && before.Reason == now.Reason {
+		return
+	}
+	r.Recorder.Eventf(md, nil, corev1.EventTypeWarning, appsv1beta1.ReasonDrainAccessDenied, "Drain", "%s", now.Message)
+}
+
+// DefaultInPlaceTimeout is how long an in-place update may take, from its
+// start until the pod runs the new template, before the pod is replaced.
+const DefaultInPlaceTimeout = 2 * time.Minute
+
+// inPlaceTimeout is how long an in-place update may take (DefaultInPlaceTimeout if unset).
+func (r *MyDeploymentReconciler) inPlaceTimeout() time.Duration {
+	if r.InPlaceTimeout <= 0 {
+		return DefaultInPlaceTimeout
+	}
+	return r.InPlaceTimeout
+}

@@ -286,3 +286,10 @@ func (n *watchNotes) Vetted() {
 	defer n.mu.Unlock()
 	n.vetSince = time.Time{}
 }
+
+// namespaceSweep is one namespace's listing of possible strays.
+type namespaceSweep struct {
+	mu    sync.Mutex
+	done  bool
+	found map[types.UID]map[types.UID]ownership.Stray // by controller UID, then pod UID
+}

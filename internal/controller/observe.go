@@ -18,7 +18,11 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
+	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
@@ -241,3 +245,184 @@ const slowExpectations = 10 * time.Second
 func statusEqual(a, b appsv1beta1.MyDeploymentStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
+
+// Expectations cover the pod writes of this process only. Two writes they
+// cannot cover reach a sync through a pod cache that may lag behind them,
+// and each made the chaos suite's controller create a pod too many (the
+// stale-cache duplicates of kubernetes#129795):
+//
+//   - a previous manager's creates: a manager started (or made leader)
+//     right after another was killed planned from a pod cache that did not
+//     list the last pod the killed one had made;
+//   - a deleted namesake's pods: an object deleted with --cascade=orphan and
+//     created again under its name was synced while the pod cache still
+//     showed one of its pods controlled by the deleted object (the garbage
+//     collector had released it before the old object went, but the pod
+//     watch had not said so yet), so it was neither ours nor an orphan.
+//
+// Vetting (vetStart) answers the first, heldByNamesake the second.
+
+// The first sync of each object that existed when this controller started
+// watching (its initial list, also what a manager that just became leader
+// is handed) reads its pods from the API server (a quorum list) and waits
+// until the cache lists every one it controls, as KEP-5647 has a controller
+// wait for its cache to reach its last write. Objects created later need
+// nothing: every write to their pods was ours, and expected, or came after
+// our watch began. The mark is the object's watch notes' (MarkVet); the
+// freshness record is not told: these writes are not ours.
+
+// vetStart lists s.md's pods from the API server while the object needs
+// vetting (marked by noteInitialList): vetted then waits until the cache,
+// read after this list, shows each. A sync that finds one missing lists
+// again the next time (a pod deleted meanwhile is then not listed). An
+// error fails the sync: planning from the cache alone could create a pod
+// the previous manager made. A vetting not done within the record's
+// timeout is given up, as a leaked expectation is.
+func (ob observer) vetStart(ctx context.Context, s *observation) error {
+	need, since := s.obj.NeedsVet()
+	if !need {
+		return nil
+	}
+	if s.now.Sub(since) >= ob.vetTimeout {
+		logf.FromContext(ctx).Info("the cache never listed every pod the API server lists since the controller started; syncing anyway")
+		s.obj.Vetted()
+		return nil
+	}
+	names, err := listedPods(ctx, ob.apiReader, s.md, s.selector)
+	if err != nil {
+		return fmt.Errorf("listing pods from the API server on the first sync since the controller started: %w", err)
+	}
+	s.vetListed = append(make([]string, 0, len(names)), names...) // non-nil: this sync vets
+	return nil
+}
+
+// vetted reports whether the cache lists every pod vetStart listed from
+// the API server (true when this sync does not vet), and marks the object
+// vetted when it does.
+func (ob observer) vetted(ctx context.Context, s *observation) bool {
+	if s.vetListed == nil {
+		return true
+	}
+	cached := make(map[string]bool, len(s.pods))
+	for _, pod := range s.pods {
+		cached[pod.Name] = true
+	}
+	missing := 0
+	for _, name := range s.vetListed {
+		if !cached[name] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		logf.FromContext(ctx).V(1).Info("first sync since the controller started: waiting for the cache to list the pods the API server lists",
+			"missing", missing)
+		return false
+	}
+	logf.FromContext(ctx).V(1).Info("first sync since the controller started: pods listed from the API server", "pods", len(s.vetListed))
+	s.obj.Vetted()
+	return true
+}
+
+// namesakeWait bounds the wait for a deleted namesake's pods, from the new
+// object's creation: the garbage collector releases (or deletes) them
+// within seconds; past this, the pods are another's, as they are to a
+// Deployment.
+const namesakeWait = 30 * time.Second
+
+// heldByNamesake reports whether s.md, created less than namesakeWait ago,
+// must wait because the pod cache still shows live pods that a deleted
+// object of its name (another UID) controls and its selector matches. The
+// garbage collector is releasing them (--cascade=orphan: they become
+// orphans, ours to adopt) or deleting them; until the cache says which,
+// planning would create their replacements beside them. It reads the
+// cache's index by controller name, so it needs no memory of the deleted
+// object, and holds after a manager restart too.
+func (ob observer) heldByNamesake(ctx context.Context, s *observation) (bool, error) {
+	if s.now.Sub(s.md.CreationTimestamp.Time) >= namesakeWait {
+		return false, nil
+	}
+	pods, err := ob.pods.ControlledByName(client.ObjectKeyFromObject(s.md))
+	if err != nil {
+		return false, fmt.Errorf("listing pods: %w", err)
+	}
+	held := ownership.HeldByNamesake(s.md.UID, s.selector, pods)
+	if len(held) == 0 {
+		return false, nil
+	}
+	logf.FromContext(ctx).V(1).Info("waiting for the cache to show the pods of a deleted namesake released or deleted",
+		"pods", held)
+	return true, nil
+}
+
+// Canary analysis (AnalysisAnnotation, the analysis module): observe
+// measures the step the canary record names (analyze: the I/O, through
+// the module's Prometheus client, its part, only when an interval is
+// due), keeping the step's measurements in the object's memory (memory.analysis),
+// and hands the verdict to the module's spec (analysis.Analysis.Judged);
+// decide reads only the verdict: a pass of the step lets the planner end
+// it (the module's rollout.Planner: rollout.AnalysisGate), a failure
+// aborts the rollout through the abort path of on-failure Abort
+// (abortOrNot: the abort record, then every pod back to the current
+// revision), and the plan requeues for the next measurement
+// (syncPlan.analysisAfter). The status's Analysis condition is the
+// module's status.Reporter.
+
+// analyzed says o opts into canary analysis (the analysis module's spec:
+// the controller's other files ask here).
+func analyzed(o optin.Set) bool {
+	return analysis.Of(o) != nil
+}
+
+// analysisKey is the step md's canary record names, while a canary
+// rollout is under way at a step and neither aborted nor paused; ok is
+// false when there is nothing to measure.
+func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool) {
+	c := canary.Of(o)
+	if c == nil || !analyzed(o) || md.Spec.Paused {
+		return analysis.Key{}, false
+	}
+	st := c.State
+	if st.Revision == "" || st.Index >= len(c.Steps) || optin.RecordsOf(md).Aborted == st.Revision ||
+		md.Status.CurrentRevision == st.Revision {
+		return analysis.Key{}, false
+	}
+	return analysis.Key{Revision: st.Revision, Step: st.Index, RetriedAt: abort.Of(o).RetriedAt}, true
+}
+
+// analyze measures s's canary step when a measurement is due, and returns
+// s's opt-ins with the analysis module's spec judged by the verdict of
+// the step's measurements (none when there is no step to measure: the
+// run kept is dropped); without analysis, s's opt-ins as they are.
+func (ob observer) analyze(ctx context.Context, s *observation) optin.Set {
+	a := analysis.Of(s.optIn)
+	if a == nil {
+		return s.optIn
+	}
+	key, ok := analysisKey(s.md, s.optIn)
+	if !ok {
+		s.mem.analysis = nil
+		return s.optIn.With(a.Judged(nil))
+	}
+	q := analysis.QuerierOf(ob.parts)
+	md := s.md
+	expand := func(query string) string {
+		return analysis.Query{Query: query}.Expand(key.Revision, md.Namespace, md.Name)
+	}
+	run, v, taken := analysis.Measure(ctx, q, a, s.mem.analysis, key, expand, s.now)
+	s.mem.analysis = run
+	for _, m := range taken {
+		ob.metrics.AnalysisMeasured(md, m.Query, string(m.Result), m.Value)
+		if m.Err != nil && !errors.Is(m.Err, analysis.ErrNoData) {
+			logf.FromContext(ctx).V(1).Info("analysis query inconclusive", "query", m.Query, "error", m.Err.Error())
+		}
+	}
+	return s.optIn.With(a.Judged(&v))
+}
+
+// requeueUnsettled makes a MyDeployment waiting on its cache look again even
+// if no event comes, so a leaked expectation is found by its timeout.
+const requeueUnsettled = 30 * time.Second
+
+// requeueConflict is when a sync whose status write met a newer object looks
+// again if no event brings it back sooner.
+const requeueConflict = time.Second

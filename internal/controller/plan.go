@@ -18,9 +18,12 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // syncPlan names every write a sync makes once it has claimed its pods and
@@ -237,3 +240,71 @@ func logPlan(ctx context.Context, p *syncPlan) {
 }
 
 const maxLoggedPods = 20
+
+// analysisFailure is the failure of the update revision's analysis that
+// aborts its rollout now (the failing query and value); "" when none.
+func analysisFailure(o *observation, c *claimed) string {
+	v := analysis.Of(o.optIn).Verdict()
+	if v != nil && v.Phase == analysis.Failed && !c.newRevision && v.Key.Revision == c.update.Name {
+		return v.Failure
+	}
+	return ""
+}
+
+// analysisAfter is when the canary step's next measurement is due; 0
+// when none is (no step measured, or its analysis failed).
+func analysisAfter(o *observation) time.Duration {
+	if v := analysis.Of(o.optIn).Verdict(); v != nil {
+		return v.After
+	}
+	return 0
+}
+
+// Abort to stable (on-failure Abort): the controller's part is deciding
+// whether the rollout is aborted, and keeping the abort's record. The
+// verdict is the status package's own (status.AbortDue: the last status
+// said this rollout exceeded its progress deadline, after any retry); the
+// record is AbortedRevisionAnnotation, written by the plan before any pod
+// moves back (recordFirst), with one Warning event. It lives in metadata,
+// not only in the Progressing condition: a status lost or rewritten (a
+// restore, a status written by hand) must not resume a rollout known to
+// fail, and the annotation survives where the condition may not. No new
+// store: the annotation is read from the object as the freshness record
+// has it, like the size record. The planner goes back to the current
+// revision (rollout.Input.Aborted, rollout/abort.go); status says
+// RolloutAborted. A failed canary analysis (analysis.go) takes the same
+// path, with or without on-failure Abort.
+
+// recordedAbort says md's abort record names its update revision, with
+// on-failure Abort or analysis still set (removing the annotation resumes
+// the rollout).
+func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
+	return (abort.Of(o.optIn).OnFailure || analyzed(o.optIn)) && update != nil && !newRevision &&
+		optin.RecordsOf(o.md).Aborted == update.Name
+}
+
+// abortOrNot is the planner's Input.Aborted: the record says so, or a
+// verdict is due now, the deadline's or the analysis' (the record is then
+// written first).
+func abortOrNot(o *observation, c *claimed) bool {
+	a := abort.Of(o.optIn)
+	return recordedAbort(o, c.update, c.newRevision) || analysisFailure(o, c) != "" ||
+		a.OnFailure && !c.newRevision && status.AbortDue(o.md, c.update.Name, a.RetriedAt)
+}
+
+// abortRecord adds to now the abort record's change: the update revision
+// when an abort takes effect now, a removal when the record names another
+// revision (a new template, or one renumbered by going back to it). It
+// reports whether it records a new abort (which must be written first).
+func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision, newRevision, aborted bool, now map[string]string) bool {
+	rec := optin.RecordsOf(md)
+	recorded, ok := rec.Aborted, rec.AbortRecorded
+	switch {
+	case aborted && recorded != update.Name:
+		now[appsv1beta1.AbortedRevisionAnnotation] = update.Name
+		return true
+	case ok && (recorded != update.Name || newRevision):
+		now[appsv1beta1.AbortedRevisionAnnotation] = ""
+	}
+	return false
+}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
@@ -128,4 +129,27 @@ func requeue(settled bool, after ...time.Duration) ctrl.Result {
 		}
 	}
 	return ctrl.Result{RequeueAfter: d}
+}
+
+// metricsObservation is the sync's outcome as the metrics recorder needs it.
+func metricsObservation(o *observation, v counted, st status.Result) metrics.Observation {
+	return metrics.Observation{
+		Object:           o.md,
+		Status:           &st.Status,
+		Current:          v.current,
+		Update:           v.update,
+		NewRevision:      v.newRevision,
+		DeadlineExceeded: st.DeadlineExceeded,
+		Now:              o.now,
+	}
+}
+
+// statusFailure is the ReplicaFailure the status reports before the
+// modules' (drain: DrainAccessDenied) and the config's hold: a hand-over
+// that cannot go on, else the sync's refused write if any.
+func statusFailure(out *outcome) *status.Failure {
+	if out.handOver.failure != nil {
+		return out.handOver.failure
+	}
+	return out.failure
 }

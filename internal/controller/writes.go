@@ -3,19 +3,25 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
+	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // writeKind is one kind of write a sync makes. writeRules is the one place
@@ -245,4 +251,95 @@ func (a actor) adoptedAfterAll(ctx context.Context, md *appsv1beta1.MyDeployment
 		return adoptErr
 	}
 	return errChangedWhileClaiming
+}
+
+// outcome is what act did that the status and the next look need: what
+// the cache cannot show yet (the pods it created, the in-place updates it
+// began), the writes that failed, and when to look again.
+type outcome struct {
+	// planned: a plan was made and its claims written, so the status
+	// counts what it keeps and creates.
+	planned bool
+	// revisionsFailed: a revision write failed before the pods were
+	// claimed: the status counts the pods as cached against the revisions
+	// status names. unclaimed: adopting or releasing pods failed, so the
+	// claimed pods lack some that are ours or about to be: no status is
+	// written.
+	revisionsFailed, unclaimed bool
+	// update is the update revision as written (nil: not written by this
+	// sync); collisionCount the count it was written under.
+	update         *appsv1.ControllerRevision
+	collisionCount int32
+	// created counts the pods this sync created, and createdUpdated those
+	// of the update revision: they exist when the status is written.
+	created, createdUpdated int32
+	// startedInPlace are the pods whose in-place update this sync began
+	// (their gate False written, or a lost reply that landed): counted in
+	// the status it writes as the next sync's cache will show them, on
+	// their way and not ready. Otherwise the status a sync writes after
+	// one batch became Ready and the next began is written again once the
+	// cache shows the gates (issue 31: a status write a batch).
+	startedInPlace []*corev1.Pod
+	// uncertain counts creates whose reply was lost (they may exist).
+	uncertain atomic.Int32
+	failure   *status.Failure
+	// retryAfter, when positive, is when to try evictions a budget refused
+	// again, to look again at a revision an opt-in holds (config access
+	// denied: revision.Input.RetryAfter), or
+	// at a hand-over (handover.go).
+	retryAfter time.Duration
+	// handOver is what a hand-over sync (adopt-from, handover.go) tells
+	// the status.
+	handOver handOverState
+	// What the metrics count once act returns (countOutcome): an abort
+	// recorded, pods removed from draining nodes, in-place updates
+	// started, completed, and failed (their pods replaced).
+	abortRecorded                                     bool
+	drainReplaced                                     atomic.Int32
+	inPlaceStarted, inPlaceCompleted, inPlaceFallback int
+	// mem is what the sync leaves to the next (memory): the claim's, with
+	// what act changed (the eviction backoff).
+	mem memory
+	// md is the MyDeployment as this sync's annotation writes left it (its
+	// records, its resourceVersion: what the status write must see); nil
+	// when it wrote none. The observation's object is never modified.
+	md *appsv1beta1.MyDeployment
+}
+
+// object is md as out's annotation writes left it: out.md, or md when
+// they wrote none.
+func (out *outcome) object(md *appsv1beta1.MyDeployment) *appsv1beta1.MyDeployment {
+	if out != nil && out.md != nil {
+		return out.md
+	}
+	return md
+}
+
+// revision is p's revision named name, as this sync wrote it if it did.
+func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevision {
+	if out.update != nil && out.update.Name == name {
+		return out.update
+	}
+	if rev := named(p.revisions, name); rev != nil {
+		return rev
+	}
+	if p.update != nil && p.update.Name == name {
+		return p.update
+	}
+	return nil
+}
+
+// actor is the act phase: the one writer of a sync's pods, revisions,
+// records and events, through these seams only.
+type actor struct {
+	pods      podcontrol.Interface
+	revisions *revision.Store
+	// writer patches the object's records (its annotations).
+	writer client.Writer
+	// apiReader reads a write's outcome back when its reply was lost.
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	// inPlaceTimeout is how long an in-place update may take before its
+	// pod is replaced.
+	inPlaceTimeout time.Duration
 }
