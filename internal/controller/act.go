@@ -138,7 +138,7 @@ func (a actor) truncateHistory(ctx context.Context, revs []*appsv1.ControllerRev
 }
 
 // writePods carries out the plan's pod writes: deletions, evictions
-// (evict.go), in-place starts, then creations in slow start (one in
+// (evict), in-place starts, then creations in slow start (one in
 // flight, then one more per success) so that a create refused for a
 // systematic reason (quota, admission) costs one request, not one per
 // missing pod. Every successful write is recorded as an expectation before

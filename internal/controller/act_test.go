@@ -367,7 +367,7 @@ func checkWrites(t *testing.T, step int, got []write, want [][]write) {
 // writeVerbs are the writes of each kind of the write table (writeRules),
 // as the fakes log them: every kind must be made by some sequence below,
 // but the status, which is written after act, from its outcome (the
-// envtests prove it: statuswrite.go).
+// envtests prove it: writeStatus).
 var writeVerbs = map[writeKind][]string{
 	writeCreate:      {"create"},
 	writeDelete:      {"delete"},

@@ -201,7 +201,7 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 	return b.
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.
-		// The objects of the initial list are vetted on their first sync (stalecache.go).
+		// The objects of the initial list are vetted on their first sync (observer.vetStart).
 		For(&appsv1beta1.MyDeployment{}, builder.WithPredicates(r.noteInitialList(), podwatch.SpecChanged(true))).
 		Watches(&appsv1beta1.MyDeployment{}, podwatch.LowPriority(&handler.EnqueueRequestForObject{}),
 			builder.WithPredicates(podwatch.SpecChanged(false))).

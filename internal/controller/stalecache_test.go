@@ -21,7 +21,7 @@ import (
 )
 
 // The chaos suite found two ways a pod cache lags behind writes that no
-// expectation of ours covers (stalecache.go). Here the lag is injected into
+// expectation of ours covers (observer.vetStart). Here the lag is injected into
 // the one pod cache of the manager under test, as a slow watch would leave
 // it; everything else is the real API server.
 var _ = Describe("MyDeployment on a pod cache that lags behind writes it did not make", func() {
