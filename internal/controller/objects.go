@@ -10,7 +10,6 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/freshness"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 )
@@ -28,7 +27,7 @@ type objects struct {
 	byUID   map[types.UID]*object
 	byName  map[types.NamespacedName]types.UID
 	// sweeps are the lists of possible strays, one per namespace per
-	// manager run (see sweep in strays.go).
+	// manager run (see claimer.sweep).
 	sweeps map[string]*namespaceSweep
 }
 
@@ -68,13 +67,11 @@ type memory struct {
 	evictionDelay time.Duration
 	// revision is its template's revision data, encoded once per template.
 	revision revisionData
-	// analysis is the measurements of the canary step under way
-	// (AnalysisAnnotation), keyed by revision, step and retry: a step ends
-	// only after count successful measurements, which live nowhere else.
-	// A manager restart loses them and measures the step from its first
-	// measurement again: it never promotes on measurements it lost. A
-	// failed analysis is kept by the abort record, not here.
-	analysis *analysis.Run
+	// modules is each opt-in module's own memory of the object, by module
+	// name (optin.Keeper: the analysis module's measurements of the canary
+	// step under way, which live nowhere else), handed back to the module
+	// at the next sync's read.
+	modules map[string]any
 }
 
 // revisionData is [revision.Patch] of a template at generation and

@@ -18,9 +18,6 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
@@ -187,13 +184,20 @@ func (ob observer) observe(ctx context.Context, md *appsv1beta1.MyDeployment, ob
 	// What the opted-in modules read around the cache (config rollouts:
 	// the config the update revision records; paused, none is recorded but
 	// by a hand-over).
-	env := optin.ReadEnv{APIReader: ob.apiReader, RecordsRevision: !md.Spec.Paused || s.optIn.AdoptFrom != ""}
-	if s.optIn, err = s.optIn.Read(ctx, md, env); err != nil {
+	// The analysis module measures the canary step under way, from the
+	// measurements it kept (the object's memory), and its spec holds the
+	// verdict the plan reads.
+	env := optin.ReadEnv{APIReader: ob.apiReader, RecordsRevision: !md.Spec.Paused || s.optIn.AdoptFrom != "",
+		Now: s.now, Parts: ob.parts}
+	if s.optIn, err = s.optIn.Read(ctx, md, env, s.mem.modules); err != nil {
 		return s, err
 	}
-	// The verdict of the canary step's measurements, in the analysis
-	// module's spec (analysis.go).
-	s.optIn = ob.analyze(ctx, s)
+	s.mem.modules = s.optIn.Kept()
+	for m := range optin.Each[optin.Measurer](s.optIn) {
+		for _, x := range m.Measured() {
+			ob.metrics.AnalysisMeasured(md, x.Name, x.Result, x.Value)
+		}
+	}
 	return s, nil
 }
 
@@ -352,71 +356,6 @@ func (ob observer) heldByNamesake(ctx context.Context, s *observation) (bool, er
 	logf.FromContext(ctx).V(1).Info("waiting for the cache to show the pods of a deleted namesake released or deleted",
 		"pods", held)
 	return true, nil
-}
-
-// Canary analysis (AnalysisAnnotation, the analysis module): observe
-// measures the step the canary record names (analyze: the I/O, through
-// the module's Prometheus client, its part, only when an interval is
-// due), keeping the step's measurements in the object's memory (memory.analysis),
-// and hands the verdict to the module's spec (analysis.Analysis.Judged);
-// decide reads only the verdict: a pass of the step lets the planner end
-// it (the module's rollout.Planner: rollout.AnalysisGate), a failure
-// aborts the rollout through the abort path of on-failure Abort
-// (abortOrNot: the abort record, then every pod back to the current
-// revision), and the plan requeues for the next measurement
-// (syncPlan.analysisAfter). The status's Analysis condition is the
-// module's status.Reporter.
-
-// analyzed says o opts into canary analysis (the analysis module's spec:
-// the controller's other files ask here).
-func analyzed(o optin.Set) bool {
-	return analysis.Of(o) != nil
-}
-
-// analysisKey is the step md's canary record names, while a canary
-// rollout is under way at a step and neither aborted nor paused; ok is
-// false when there is nothing to measure.
-func analysisKey(md *appsv1beta1.MyDeployment, o optin.Set) (analysis.Key, bool) {
-	c := canary.Of(o)
-	if c == nil || !analyzed(o) || md.Spec.Paused {
-		return analysis.Key{}, false
-	}
-	st := c.State
-	if st.Revision == "" || st.Index >= len(c.Steps) || optin.RecordsOf(md).Aborted == st.Revision ||
-		md.Status.CurrentRevision == st.Revision {
-		return analysis.Key{}, false
-	}
-	return analysis.Key{Revision: st.Revision, Step: st.Index, RetriedAt: abort.Of(o).RetriedAt}, true
-}
-
-// analyze measures s's canary step when a measurement is due, and returns
-// s's opt-ins with the analysis module's spec judged by the verdict of
-// the step's measurements (none when there is no step to measure: the
-// run kept is dropped); without analysis, s's opt-ins as they are.
-func (ob observer) analyze(ctx context.Context, s *observation) optin.Set {
-	a := analysis.Of(s.optIn)
-	if a == nil {
-		return s.optIn
-	}
-	key, ok := analysisKey(s.md, s.optIn)
-	if !ok {
-		s.mem.analysis = nil
-		return s.optIn.With(a.Judged(nil))
-	}
-	q := analysis.QuerierOf(ob.parts)
-	md := s.md
-	expand := func(query string) string {
-		return analysis.Query{Query: query}.Expand(key.Revision, md.Namespace, md.Name)
-	}
-	run, v, taken := analysis.Measure(ctx, q, a, s.mem.analysis, key, expand, s.now)
-	s.mem.analysis = run
-	for _, m := range taken {
-		ob.metrics.AnalysisMeasured(md, m.Query, string(m.Result), m.Value)
-		if m.Err != nil && !errors.Is(m.Err, analysis.ErrNoData) {
-			logf.FromContext(ctx).V(1).Info("analysis query inconclusive", "query", m.Query, "error", m.Err.Error())
-		}
-	}
-	return s.optIn.With(a.Judged(&v))
 }
 
 // requeueUnsettled makes a MyDeployment waiting on its cache look again even

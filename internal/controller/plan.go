@@ -19,7 +19,6 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
@@ -107,8 +106,8 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 	if p.towards == nil {
 		p.towards = c.update
 	}
-	if p.analysisFailure = analysisFailure(o, c); !p.aborted {
-		p.analysisAfter = analysisAfter(o)
+	if p.analysisFailure = verdictAbort(o, c); !p.aborted {
+		p.analysisAfter = optin.AfterOf(o.optIn)
 	}
 	if p.inPlace {
 		var refused []rollout.InPlaceRefusal
@@ -138,7 +137,7 @@ func (p *syncPlan) annotate(o *observation) {
 	if p.RecordFirst || p.abortRecorded {
 		// The pods must not move before the record says what they are
 		// sized for (rollout.Plan.RecordFirst), or that the rollout is
-		// aborted (abort.go).
+		// aborted (abortOrNot).
 		p.recordFirst = now
 	} else {
 		// The annotations do not gate the pods: written while the pods
@@ -241,25 +240,6 @@ func logPlan(ctx context.Context, p *syncPlan) {
 
 const maxLoggedPods = 20
 
-// analysisFailure is the failure of the update revision's analysis that
-// aborts its rollout now (the failing query and value); "" when none.
-func analysisFailure(o *observation, c *claimed) string {
-	v := analysis.Of(o.optIn).Verdict()
-	if v != nil && v.Phase == analysis.Failed && !c.newRevision && v.Key.Revision == c.update.Name {
-		return v.Failure
-	}
-	return ""
-}
-
-// analysisAfter is when the canary step's next measurement is due; 0
-// when none is (no step measured, or its analysis failed).
-func analysisAfter(o *observation) time.Duration {
-	if v := analysis.Of(o.optIn).Verdict(); v != nil {
-		return v.After
-	}
-	return 0
-}
-
 // Abort to stable (on-failure Abort): the controller's part is deciding
 // whether the rollout is aborted, and keeping the abort's record. The
 // verdict is the status package's own (status.AbortDue: the last status
@@ -279,7 +259,7 @@ func analysisAfter(o *observation) time.Duration {
 // on-failure Abort or analysis still set (removing the annotation resumes
 // the rollout).
 func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
-	return (abort.Of(o.optIn).OnFailure || analyzed(o.optIn)) && update != nil && !newRevision &&
+	return (abort.Of(o.optIn).OnFailure || optin.Aborts(o.optIn)) && update != nil && !newRevision &&
 		optin.RecordsOf(o.md).Aborted == update.Name
 }
 
@@ -288,7 +268,7 @@ func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevisio
 // written first).
 func abortOrNot(o *observation, c *claimed) bool {
 	a := abort.Of(o.optIn)
-	return recordedAbort(o, c.update, c.newRevision) || analysisFailure(o, c) != "" ||
+	return recordedAbort(o, c.update, c.newRevision) || verdictAbort(o, c) != "" ||
 		a.OnFailure && !c.newRevision && status.AbortDue(o.md, c.update.Name, a.RetriedAt)
 }
 
@@ -307,4 +287,14 @@ func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision
 		now[appsv1beta1.AbortedRevisionAnnotation] = ""
 	}
 	return false
+}
+
+// verdictAbort is why a module's verdict aborts the rollout to the update
+// revision now (the canary analysis: the failing query and value); ""
+// when none does, or the revision is new this sync.
+func verdictAbort(o *observation, c *claimed) string {
+	if c.newRevision {
+		return ""
+	}
+	return optin.AbortCauseOf(o.optIn, c.update.Name)
 }

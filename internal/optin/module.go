@@ -168,19 +168,6 @@ func (s Set) Observe(parts map[string]Part) Set {
 	return out
 }
 
-// With is s with sp in place of the spec of sp's module; s is not
-// modified, nor changed when it does not opt into sp's module. It is for
-// what the controller itself observes for a module beside the module's
-// points: the canary analysis' verdict, measured with the controller's
-// memory of the object (the step's run) until that memory is the
-// module's.
-func (s Set) With(sp Spec) Set {
-	out, _ := s.replaced(func(old Spec) (Spec, bool, error) {
-		return sp, old.Module() == sp.Module(), nil
-	})
-	return out
-}
-
 // replaced is s with the spec replace returns for each spec it replaces
 // (ok); s is not modified. The spec list is copied at the first
 // replacement only: most objects opt into no module that replaces its
@@ -221,19 +208,153 @@ type ReadEnv struct {
 	// RecordsRevision says the sync may record a new revision of the
 	// template: the object is not paused, or a hand-over records one.
 	RecordsRevision bool
+	// Now is the sync's clock.
+	Now time.Time
+	// Parts are the modules' long-lived parts, by module name (the
+	// analysis module's Prometheus client).
+	Parts map[string]Part
+	// Set is the object's opt-ins as observed so far: a module reads
+	// another's view only through the points of this package (StepOf,
+	// RetriedAtOf), never its package.
+	Set Set
+	// Memory is what the module's spec kept at the object's last sync
+	// (Keeper); nil at its first, or after a manager restart.
+	Memory any
 }
 
-// Read is s with each Reader's spec replaced by what it read; s is not
+// Read is s with each Reader's spec replaced by what it read, each handed
+// its module's memory from mem (by module name; Kept made it); s is not
 // modified. The first error ends it.
-func (s Set) Read(ctx context.Context, md *appsv1beta1.MyDeployment, env ReadEnv) (Set, error) {
+func (s Set) Read(ctx context.Context, md *appsv1beta1.MyDeployment, env ReadEnv, mem map[string]any) (Set, error) {
+	env.Set = s
 	return s.replaced(func(sp Spec) (Spec, bool, error) {
 		r, ok := sp.(Reader)
 		if !ok {
 			return nil, false, nil
 		}
+		env.Memory = mem[sp.Module()]
 		read, err := r.Read(ctx, md, env)
 		return read, err == nil, err
 	})
+}
+
+// A Keeper is a Spec with memory of its own between its object's syncs
+// (the analysis module: the measurements of the canary step under way,
+// which live nowhere else). The controller keeps what Keep returns in the
+// object's memory and hands it to the module's next Read (ReadEnv.Memory);
+// nil keeps nothing. A manager restart loses it.
+type Keeper interface {
+	Spec
+	Keep() any
+}
+
+// Kept is what s's Keepers keep, by module name: the memory of every
+// module for the object's next sync (a module s no longer opts into keeps
+// nothing).
+func (s Set) Kept() map[string]any {
+	var kept map[string]any
+	for k := range Each[Keeper](s) {
+		if v := k.Keep(); v != nil {
+			if kept == nil {
+				kept = map[string]any{}
+			}
+			kept[k.Module()] = v
+		}
+	}
+	return kept
+}
+
+// A Stepper is a Spec that moves a rollout through steps (the canary
+// module's): the step its record names, for the modules that act per
+// step (the analysis measures it).
+type Stepper interface {
+	Spec
+	// Step is the step under way: the revision the rollout moves to and
+	// the step's index from 0; ok is false with no step recorded, or past
+	// the last step.
+	Step() (revision string, index int, ok bool)
+}
+
+// StepOf is the step s's Stepper has under way; ok is false without one.
+func StepOf(s Set) (revision string, index int, ok bool) {
+	for st := range Each[Stepper](s) {
+		return st.Step()
+	}
+	return "", 0, false
+}
+
+// A Retrier is a Spec that says when its object's aborted rollout was
+// last started over (the abort module's retried-at): what a step
+// measured before is not counted after.
+type Retrier interface {
+	Spec
+	Retried() time.Time
+}
+
+// RetriedAtOf is when s's rollout was last retried; zero if never.
+func RetriedAtOf(s Set) time.Time {
+	for r := range Each[Retrier](s) {
+		return r.Retried()
+	}
+	return time.Time{}
+}
+
+// A Measurer is a Spec that measured something this sync (the analysis
+// module: its queries), for the controller's metrics.
+type Measurer interface {
+	Spec
+	Measured() []Measurement
+}
+
+// Measurement is one value a module measured: its name (a query's),
+// its result ("success", "failure", "inconclusive") and value.
+type Measurement struct {
+	Name, Result string
+	Value        float64
+}
+
+// An Aborter is a Spec whose verdict aborts a rollout (the analysis
+// module: a canary step's failed measurements): whoever opts into one may
+// see its rollout aborted, as on-failure Abort would.
+type Aborter interface {
+	Spec
+	// AbortCause is why the rollout to revision must be aborted now; ""
+	// when it need not.
+	AbortCause(revision string) string
+	// After is when the spec wants its object synced again to judge anew
+	// (the next measurement); 0 for no such wish.
+	After() time.Duration
+}
+
+// Aborts says s opts into a module whose verdict may abort its rollout.
+func Aborts(s Set) bool {
+	for range Each[Aborter](s) {
+		return true
+	}
+	return false
+}
+
+// AbortCauseOf is why s's Aborters abort the rollout to revision now
+// (the first that does); "" when none does.
+func AbortCauseOf(s Set, revision string) string {
+	for a := range Each[Aborter](s) {
+		if c := a.AbortCause(revision); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// AfterOf is the soonest an Aborter of s wants its object synced again;
+// 0 for none.
+func AfterOf(s Set) time.Duration {
+	var after time.Duration
+	for a := range Each[Aborter](s) {
+		if d := a.After(); d > 0 && (after == 0 || d < after) {
+			after = d
+		}
+	}
+	return after
 }
 
 // TransientRetry is the backoff between two tries of something a

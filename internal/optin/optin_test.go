@@ -1,7 +1,9 @@
 package optin
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,20 +41,63 @@ type spec struct{ name, value string }
 
 func (s *spec) Module() string { return s.name }
 
-// TestSetWith: With replaces the spec of its module, in place, and
-// leaves the set it is called on, and a set without that module, as
-// they were.
-func TestSetWith(t *testing.T) {
-	a, b := &spec{"a", "parsed"}, &spec{"b", "parsed"}
-	s := NewSet(Options{}, a, b)
-	with := s.With(&spec{"b", "observed"})
-	if got, _ := Get[*spec](with, "b"); got.value != "observed" || len(with.Specs()) != 2 || with.Specs()[0] != a {
-		t.Errorf("with: %v", with.Specs())
+// counter is a Spec that reads by counting its memory up: a Reader and a
+// Keeper, and an Aborter once it counted to abortAt.
+type counter struct {
+	n, abortAt int
+	seen       Set
+}
+
+func (*counter) Module() string { return "counter" }
+
+func (c *counter) Read(_ context.Context, _ *appsv1beta1.MyDeployment, env ReadEnv) (Spec, error) {
+	n, _ := env.Memory.(int)
+	return &counter{n: n + 1, abortAt: c.abortAt, seen: env.Set}, nil
+}
+
+func (c *counter) Keep() any { return c.n }
+
+func (c *counter) AbortCause(revision string) string {
+	if c.abortAt > 0 && c.n >= c.abortAt {
+		return "counted to " + revision
 	}
-	if got, _ := Get[*spec](s, "b"); got != b {
-		t.Errorf("the set With was called on changed: %v", s.Specs())
+	return ""
+}
+
+func (c *counter) After() time.Duration { return time.Duration(c.n) * time.Second }
+
+// TestSetReadKeeps: a module's memory goes from one sync's Read to the
+// next through Kept, only to its own module; Read leaves the set it is
+// called on as it was and shows the module the set; the Aborter's
+// verdict and wish to be synced again are the set's.
+func TestSetReadKeeps(t *testing.T) {
+	other := &spec{"b", "parsed"}
+	parsed := NewSet(Options{}, &counter{abortAt: 3}, other)
+	var mem map[string]any
+	for sync := 1; sync <= 3; sync++ {
+		read, err := parsed.Read(context.Background(), &appsv1beta1.MyDeployment{}, ReadEnv{}, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := Get[*counter](read, "counter")
+		if c.n != sync || len(c.seen.Specs()) != 2 {
+			t.Fatalf("sync %d: read %d with a set of %d specs", sync, c.n, len(c.seen.Specs()))
+		}
+		if first, _ := Get[*counter](parsed, "counter"); first.n != 0 {
+			t.Fatal("Read modified the set it was called on")
+		}
+		mem = read.Kept()
+		if len(mem) != 1 || mem["counter"] != sync {
+			t.Fatalf("sync %d kept %v", sync, mem)
+		}
+		if got, want := AbortCauseOf(read, "web-2"), map[bool]string{true: "counted to web-2"}[sync >= 3]; got != want {
+			t.Errorf("sync %d: abort cause %q, want %q", sync, got, want)
+		}
+		if !Aborts(read) || AfterOf(read) != time.Duration(sync)*time.Second {
+			t.Errorf("sync %d: Aborts %v, After %v", sync, Aborts(read), AfterOf(read))
+		}
 	}
-	if none := NewSet(Options{}, a).With(&spec{"b", "observed"}); len(none.Specs()) != 1 || none.Specs()[0] != a {
-		t.Errorf("a set without b: %v", none.Specs())
+	if none := NewSet(Options{}, other); Aborts(none) || AbortCauseOf(none, "x") != "" || AfterOf(none) != 0 || none.Kept() != nil {
+		t.Error("a set without Aborters or Keepers aborts, waits or keeps")
 	}
 }

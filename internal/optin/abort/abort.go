@@ -96,4 +96,11 @@ func (a *Abort) ReportInput(in *status.Input) {
 	in.AbortOnFailure, in.RetriedAt = a.OnFailure, a.RetriedAt
 }
 
-var _ status.Reporter = (*Abort)(nil)
+// Retried implements optin.Retrier: when the rollout was last retried
+// (the analysis measures a retried step afresh).
+func (a *Abort) Retried() time.Time { return a.RetriedAt }
+
+var (
+	_ status.Reporter = (*Abort)(nil)
+	_ optin.Retrier   = (*Abort)(nil)
+)

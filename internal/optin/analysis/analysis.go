@@ -1,10 +1,11 @@
 // Package analysis is the canary analysis opt-in (AnalysisAnnotation): each
 // canary step ends only once Prometheus says the step's pods are healthy,
 // and a failed measurement aborts the rollout to the current revision. The
-// module parses the annotation (Module, Parse); the controller measures the
-// step under way with it (Measure: Prometheus is asked for each query's
-// value when an interval is due, the step's measurements are kept in a Run,
-// and a Verdict says what they add up to), and the planner reads only the
+// module parses the annotation (Module, Parse) and measures the step under
+// way as the sync reads (Read, measure.go: Prometheus is asked for each
+// query's value when an interval is due, the step's measurements are kept
+// in a Run, the module's memory of the object, and a Verdict says what
+// they add up to); the planner, the abort and the status read only the
 // verdict.
 package analysis
 
@@ -75,10 +76,13 @@ type Analysis struct {
 	Count        int
 	FailureLimit int
 	Queries      []Query
-	// judged: the controller measured (Judged), and verdict is what the
-	// measurements of the step under way say (nil: no step measured).
+	// judged: the step was measured (Read, Judged), and verdict is what
+	// the measurements of the step under way say (nil: no step measured);
+	// run is the step's run to keep, taken the measurements of this sync.
 	judged  bool
 	verdict *Verdict
+	run     *Run
+	taken   []Measurement
 }
 
 // Build implements optin.Builder: the module's part is its Prometheus
@@ -108,12 +112,12 @@ func Of(s optin.Set) *Analysis {
 // Module implements optin.Spec.
 func (*Analysis) Module() string { return Name }
 
-// Judged is a with v, the verdict of the canary step's measurements the
-// controller took this sync (Measure; nil: there was no step to
-// measure); a is not modified.
+// Judged is a with v, the verdict of the canary step's measurements
+// taken this sync (Read; nil: there was no step to measure), and no run
+// or measurements of its own; a is not modified.
 func (a *Analysis) Judged(v *Verdict) *Analysis {
 	out := *a
-	out.judged, out.verdict = true, v
+	out.judged, out.verdict, out.run, out.taken = true, v, nil, nil
 	return &out
 }
 

@@ -13,6 +13,8 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -248,5 +250,59 @@ func TestQuerierOf(t *testing.T) {
 	fake := querierFunc(func(context.Context, string, string, time.Time) (float64, error) { asked++; return 1, nil })
 	if _, err := QuerierOf(map[string]optin.Part{Name: fake}).Query(context.Background(), "", "", time.Time{}); err != nil || asked != 1 {
 		t.Errorf("QuerierOf did not return the part it was given (asked %d, error %v)", asked, err)
+	}
+}
+
+// TestReadMeasuresTheStepUnderWay: Read measures the step the canary spec
+// names (optin.StepOf), since the abort spec's retry (optin.RetriedAtOf),
+// with the module's part and the run it kept at the last sync
+// (optin.Keeper); without a step, or paused, or with the step's revision
+// current, it measures nothing and keeps no run.
+func TestReadMeasuresTheStepUnderWay(t *testing.T) {
+	a, err := ParseValue(`{"prometheus":"http://prometheus","interval":"10s","count":2,"queries":[
+		{"name":"ok","query":"ok{revision=\"{{revision}}\"}","threshold":">= 0.99"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	q := querierFunc(func(_ context.Context, _, query string, _ time.Time) (float64, error) {
+		asked = append(asked, query)
+		return 1, nil
+	})
+	retried := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	c := &canary.Canary{Canary: rollout.Canary{Steps: []rollout.CanaryStep{{Size: optin.PodCount{Value: 1}}, {Pause: true}},
+		State: rollout.CanaryState{Revision: "web-2", Index: 0}}}
+	set := optin.NewSet(optin.Options{}, c, a, &abort.Abort{RetriedAt: retried})
+	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	t0 := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	env := optin.ReadEnv{Now: t0, Parts: map[string]optin.Part{Name: q}}
+	var mem map[string]any
+	read := func(at time.Duration) *Analysis {
+		t.Helper()
+		env.Now = t0.Add(at)
+		s, err := set.Read(context.Background(), md, env, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem = s.Kept()
+		return Of(s)
+	}
+	first := read(0)
+	if v := first.Verdict(); v == nil || v.Key != (Key{Revision: "web-2", Step: 0, RetriedAt: retried}) || v.Phase != Running {
+		t.Fatalf("first read: %+v", v)
+	}
+	if len(asked) != 0 || first.Keep() == nil || mem[Name] != first.Keep() {
+		t.Fatalf("first read asked %v (none is due before an interval) and kept %v", asked, mem)
+	}
+	second := read(10 * time.Second)
+	if len(asked) != 1 || asked[0] != `ok{revision="web-2"}` || len(second.Measured()) != 1 || second.Measured()[0].Result != "success" {
+		t.Fatalf("an interval later: asked %v, measured %+v", asked, second.Measured())
+	}
+	if v := read(20 * time.Second).Verdict(); v.Phase != Passed || v.After != 10*time.Second {
+		t.Fatalf("two successes over the kept run: %+v", v)
+	}
+	md.Status.CurrentRevision = "web-2"
+	if none := read(30 * time.Second); none.Verdict() != nil || none.Keep() != nil || len(mem) != 0 {
+		t.Fatalf("the step's revision current: verdict %+v, kept %v", none.Verdict(), mem)
 	}
 }

@@ -104,7 +104,20 @@ func (c *Canary) PlanInput(in *rollout.Input) {
 	in.Canary = &c.Canary
 }
 
-var _ rollout.Planner = (*Canary)(nil)
+// Step implements optin.Stepper: the step the record names, while it is
+// one of the steps (the analysis measures it).
+func (c *Canary) Step() (revision string, index int, ok bool) {
+	st := c.State
+	if st.Revision == "" || st.Index >= len(c.Steps) {
+		return "", 0, false
+	}
+	return st.Revision, st.Index, true
+}
+
+var (
+	_ rollout.Planner = (*Canary)(nil)
+	_ optin.Stepper   = (*Canary)(nil)
+)
 
 // maxSteps bounds a step list (a list this long is a mistake).
 const maxSteps = 100
