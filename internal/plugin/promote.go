@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
@@ -103,16 +103,24 @@ func (t *target) promoteCanary(ctx context.Context, out io.Writer, md *appsv1bet
 	return nil
 }
 
-// canaryOf is md's canary as the canary module parses it (canary.Of of
-// modules.Parse): nil without canary steps, and nil with md's errors when
-// any of its opt-ins does not parse.
+// A canarySpec is the spec of the opt-in that moves a rollout in steps
+// (the canary module's): the plugin's promote, status and status column
+// read its steps, its record and its promote as the planner does.
+type canarySpec interface {
+	optin.Spec
+	RolloutCanary() *rollout.Canary
+}
+
+// canaryOf is md's canary as the registry parses it (modules.Parse): nil
+// without canary steps, and nil with md's errors when any of its opt-ins
+// does not parse.
 func canaryOf(md *appsv1beta1.MyDeployment) (*rollout.Canary, field.ErrorList) {
 	o, errs := modules.Parse(md)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if c := canary.Of(o); c != nil {
-		return &c.Canary, nil
+	for c := range optin.Each[canarySpec](o) {
+		return c.RolloutCanary(), nil
 	}
 	return nil, nil
 }

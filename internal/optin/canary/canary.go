@@ -104,6 +104,10 @@ func (c *Canary) PlanInput(in *rollout.Input) {
 	in.Canary = &c.Canary
 }
 
+// RolloutCanary is c as the planner reads it: its steps, the step record
+// and the promote (the plugin's promote, status and status column read it).
+func (c *Canary) RolloutCanary() *rollout.Canary { return &c.Canary }
+
 // Step implements optin.Stepper: the step the record names, while it is
 // one of the steps (the analysis measures it).
 func (c *Canary) Step() (revision string, index int, ok bool) {
