@@ -161,8 +161,9 @@ func (h handOverSync) readHandOver(ctx context.Context, s *observation) (in hand
 	for _, p := range s.pods {
 		cached[p.UID] = true
 	}
-	in = handover.Input{Name: s.optIn.AdoptFrom, Owner: md.UID, Selector: s.selector, LabelSelector: md.Spec.Selector,
-		Template: &md.Spec.Template, Recorded: s.optIn.AdoptRevisions, Cached: func(uid types.UID) bool { return cached[uid] }}
+	from, recorded := optin.HandOverOf(s.optIn)
+	in = handover.Input{Name: from, Owner: md.UID, Selector: s.selector, LabelSelector: md.Spec.Selector,
+		Template: &md.Spec.Template, Recorded: recorded, Cached: func(uid types.UID) bool { return cached[uid] }}
 	dep := &appsv1.Deployment{}
 	switch err := h.claimer.apiReader.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: in.Name}, dep); {
 	case err == nil:
@@ -293,7 +294,7 @@ func (h handOverSync) adoptHandedOver(ctx context.Context, o *observation, c *cl
 		}
 		return err
 	}, func(err error) { errs = append(errs, err) })
-	logf.FromContext(ctx).V(1).Info("adopted handed-over pods", "deployment", klog.KRef(o.md.Namespace, o.optIn.AdoptFrom),
+	logf.FromContext(ctx).V(1).Info("adopted handed-over pods", "deployment", klog.KRef(o.md.Namespace, handingOver(o.optIn)),
 		"adopted", adopted, "of", len(pods))
 	return kerrors.NewAggregate(errs)
 }

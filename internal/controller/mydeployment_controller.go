@@ -131,7 +131,7 @@ func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		out     *outcome
 		syncErr error
 	)
-	if o.optIn.AdoptFrom != "" {
+	if handingOver(o.optIn) != "" {
 		c, out, syncErr = r.handOverSync().handOver(ctx, o)
 	} else {
 		c, p, out, syncErr = r.sync(ctx, o)

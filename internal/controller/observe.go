@@ -187,7 +187,7 @@ func (ob observer) observe(ctx context.Context, md *appsv1beta1.MyDeployment, ob
 	// The analysis module measures the canary step under way, from the
 	// measurements it kept (the object's memory), and its spec holds the
 	// verdict the plan reads.
-	env := optin.ReadEnv{APIReader: ob.apiReader, RecordsRevision: !md.Spec.Paused || s.optIn.AdoptFrom != "",
+	env := optin.ReadEnv{APIReader: ob.apiReader, RecordsRevision: !md.Spec.Paused || handingOver(s.optIn) != "",
 		Now: s.now, Parts: ob.parts}
 	if s.optIn, err = s.optIn.Read(ctx, md, env, s.mem.modules); err != nil {
 		return s, err
@@ -365,3 +365,10 @@ const requeueUnsettled = 30 * time.Second
 // requeueConflict is when a sync whose status write met a newer object looks
 // again if no event brings it back sooner.
 const requeueConflict = time.Second
+
+// handingOver names the Deployment whose pods s's object takes over (the
+// adopt-from module's spec); "" when none: its sync is then no hand-over.
+func handingOver(s optin.Set) string {
+	from, _ := optin.HandOverOf(s)
+	return from
+}

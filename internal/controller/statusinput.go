@@ -60,7 +60,7 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 		Failure:        statusFailure(out),
 		Now:            o.now,
 	}
-	if o.optIn.AdoptFrom != "" {
+	if handingOver(o.optIn) != "" {
 		in.WaitingForHandOver = out.handOver.wait
 	}
 	if v.update != nil {

@@ -47,18 +47,15 @@ type Spec interface {
 	Module() string
 }
 
-// Set is one object's opt-ins: the Spec of each module it opts into, in the
-// registry's order, and the Options of the opt-ins that are not modules
-// yet (issue 52 moves them into modules one by one, and Options goes with
-// the last).
+// Set is one object's opt-ins: the Spec of each module it opts into, in
+// the registry's order.
 type Set struct {
-	Options
 	specs []Spec
 }
 
-// NewSet is the Set of o and specs (none nil), which it keeps.
-func NewSet(o Options, specs ...Spec) Set {
-	return Set{Options: o, specs: specs}
+// NewSet is the Set of specs (none nil), which it keeps.
+func NewSet(specs ...Spec) Set {
+	return Set{specs: specs}
 }
 
 // Specs are s's specs in the registry's order.

@@ -5,8 +5,7 @@
 // the one parser for the controller, the webhook and the kubectl plugin,
 // so that what admission refuses and what the controller refuses to act on
 // are the same thing, with the same message. It also reads the records the
-// controller keeps on the object (Records), and, until every opt-in is a
-// module, parses the rest (ParseRest).
+// controller keeps on the object (Records).
 package optin
 
 import (
@@ -16,22 +15,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
-
-// Options are the opt-in behaviours of one MyDeployment that are not
-// modules yet (internal/optin/modules has the others). The zero value is
-// plain Deployment behaviour.
-type Options struct {
-	// AdoptFrom names the Deployment whose pods the MyDeployment takes
-	// over (AdoptFromAnnotation); "" when the annotation is absent.
-	AdoptFrom string
-	// AdoptRevisions maps a ReplicaSet's pod-template-hash to the revision
-	// its pods are adopted into (AdoptRevisionsAnnotation); nil when the
-	// annotation is absent, empty when it is "{}".
-	AdoptRevisions map[string]string
-}
 
 // PodCount is a count of pods or a percentage of spec.replicas, as a
 // partition and a canary step's size say it.
@@ -78,22 +62,3 @@ func ParsePodCount(v string) (PodCount, error) {
 func Path(annotation string) *field.Path {
 	return field.NewPath("metadata", "annotations").Key(annotation)
 }
-
-// ParseRest reads md's opt-in annotations that no module owns yet: call
-// modules.Parse, which calls it after the modules. Each value that can
-// never work is an error naming its annotation: an adopt-from other than
-// Deployment/<name>, an adopt-revisions that is not a JSON object of hashes
-// to revision names. The Options returned hold what could be parsed.
-func ParseRest(md *appsv1beta1.MyDeployment) (Options, field.ErrorList) {
-	var (
-		o    Options
-		errs field.ErrorList
-	)
-	o.AdoptFrom, errs = parseAdoptFrom(md, errs)
-	o.AdoptRevisions, errs = parseAdoptRevisions(md, errs)
-	return o, errs
-}
-
-// Annotations are the opt-in annotations ParseRest reads, in the order
-// their errors are reported (modules.Annotations has every opt-in's).
-var Annotations = []string{appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}

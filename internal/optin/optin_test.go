@@ -72,7 +72,7 @@ func (c *counter) After() time.Duration { return time.Duration(c.n) * time.Secon
 // verdict and wish to be synced again are the set's.
 func TestSetReadKeeps(t *testing.T) {
 	other := &spec{"b", "parsed"}
-	parsed := NewSet(Options{}, &counter{abortAt: 3}, other)
+	parsed := NewSet(&counter{abortAt: 3}, other)
 	var mem map[string]any
 	for sync := 1; sync <= 3; sync++ {
 		read, err := parsed.Read(context.Background(), &appsv1beta1.MyDeployment{}, ReadEnv{}, mem)
@@ -97,7 +97,7 @@ func TestSetReadKeeps(t *testing.T) {
 			t.Errorf("sync %d: Aborts %v, After %v", sync, Aborts(read), AfterOf(read))
 		}
 	}
-	if none := NewSet(Options{}, other); Aborts(none) || AbortCauseOf(none, "x") != "" || AfterOf(none) != 0 || none.Kept() != nil {
+	if none := NewSet(other); Aborts(none) || AbortCauseOf(none, "x") != "" || AfterOf(none) != 0 || none.Kept() != nil {
 		t.Error("a set without Aborters or Keepers aborts, waits or keeps")
 	}
 }

@@ -190,8 +190,9 @@ func (m *migration) handOverInput(ctx context.Context, md *appsv1beta1.MyDeploym
 		return in, fmt.Errorf("selector: %w", err)
 	}
 	o, _ := modules.Parse(in.md)
+	_, recorded := optin.HandOverOf(o)
 	in.Input = handover.Input{Name: m.name, Owner: in.md.UID, Selector: sel, LabelSelector: in.md.Spec.Selector,
-		Template: &in.md.Spec.Template, Recorded: o.AdoptRevisions}
+		Template: &in.md.Spec.Template, Recorded: recorded}
 	if in.Deployment, err = m.deployment(ctx); err != nil {
 		return in, err
 	}

@@ -57,9 +57,9 @@ func TestParse(t *testing.T) {
 			case tc.err != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err)):
 				t.Fatalf("errors %v, want one containing %q", errs, tc.err)
 			}
-			a := Of(optin.NewSet(optin.Options{}))
+			a := Of(optin.NewSet())
 			if spec != nil {
-				a = Of(optin.NewSet(optin.Options{}, spec))
+				a = Of(optin.NewSet(spec))
 			}
 			if a.OnFailure != tc.abort {
 				t.Errorf("on-failure Abort %v, want %v", a.OnFailure, tc.abort)
@@ -77,7 +77,7 @@ func TestReportInput(t *testing.T) {
 	spec, _ := Module.Parse(md("", map[string]string{appsv1beta1.OnFailureAnnotation: "Abort",
 		appsv1beta1.RetriedAtAnnotation: "2026-11-27T22:00:00Z"}))
 	in := status.Input{}
-	for r := range optin.Each[status.Reporter](optin.NewSet(optin.Options{}, spec)) {
+	for r := range optin.Each[status.Reporter](optin.NewSet(spec)) {
 		r.ReportInput(&in)
 	}
 	if !in.AbortOnFailure || !in.RetriedAt.Equal(t0) {

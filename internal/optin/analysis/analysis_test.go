@@ -116,10 +116,10 @@ func TestAnalysisNeedsCanarySteps(t *testing.T) {
 	if spec, errs = Module.Parse(md); len(errs) != 0 || spec == nil {
 		t.Fatalf("errors %v, analysis %+v", errs, spec)
 	}
-	if a := Of(optin.NewSet(optin.Options{}, spec)); a == nil || a.Count != 1 || len(a.Queries) != 1 {
+	if a := Of(optin.NewSet(spec)); a == nil || a.Count != 1 || len(a.Queries) != 1 {
 		t.Fatalf("Of: %+v", a)
 	}
-	if Of(optin.NewSet(optin.Options{})) != nil {
+	if Of(optin.NewSet()) != nil {
 		t.Fatal("Of an object without analysis is not nil")
 	}
 }
@@ -272,7 +272,7 @@ func TestReadMeasuresTheStepUnderWay(t *testing.T) {
 	retried := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	c := &canary.Canary{Canary: rollout.Canary{Steps: []rollout.CanaryStep{{Size: optin.PodCount{Value: 1}}, {Pause: true}},
 		State: rollout.CanaryState{Revision: "web-2", Index: 0}}}
-	set := optin.NewSet(optin.Options{}, c, a, &abort.Abort{RetriedAt: retried})
+	set := optin.NewSet(c, a, &abort.Abort{RetriedAt: retried})
 	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 	t0 := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 	env := optin.ReadEnv{Now: t0, Parts: map[string]optin.Part{Name: q}}

@@ -190,11 +190,11 @@ func TestPlanInput(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	set := optin.NewSet(optin.Options{}, spec)
+	set := optin.NewSet(spec)
 	if Of(set) != spec {
 		t.Fatalf("Of: %+v, want %+v", Of(set), spec)
 	}
-	if Of(optin.NewSet(optin.Options{})) != nil {
+	if Of(optin.NewSet()) != nil {
 		t.Fatal("Of a set without canary is not nil")
 	}
 	var in rollout.Input

@@ -30,7 +30,7 @@ func TestObserveDenied(t *testing.T) {
 	if len(errs) > 0 || spec == nil {
 		t.Fatalf("parse: %v, %v", spec, errs)
 	}
-	parsed := optin.NewSet(optin.Options{}, spec)
+	parsed := optin.NewSet(spec)
 	seen := parsed.Observe(map[string]optin.Part{Name: w, "other": nil})
 	if !On(seen) || !On(parsed) {
 		t.Fatal("observing lost the opt-in")
@@ -70,7 +70,7 @@ func TestObserveDenied(t *testing.T) {
 // denial.
 func TestObserveNoWatch(t *testing.T) {
 	spec, _ := Module.Parse(opted())
-	seen := optin.NewSet(optin.Options{}, spec).Observe(nil)
+	seen := optin.NewSet(spec).Observe(nil)
 	var in rollout.Input
 	st := status.Input{}
 	for p := range optin.Each[rollout.Planner](seen) {

@@ -10,6 +10,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/adoptfrom"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/analysis"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
@@ -20,8 +21,8 @@ import (
 )
 
 // All are the opt-in modules, in the order their errors are reported and
-// their extension points are called (analysis after canary: the errors
-// come in the order they did when optin.ParseRest read the analysis).
+// their extension points are called (analysis after canary, adopt-from
+// last: the order of the errors before they were modules).
 var All = []optin.Module{
 	partition.Module,
 	respectpdb.Module,
@@ -31,16 +32,16 @@ var All = []optin.Module{
 	configrollout.Module,
 	canary.Module,
 	analysis.Module,
+	adoptfrom.Module,
 }
 
-// Annotations are the keys every opt-in owns: the modules' in All's order,
-// then those optin.ParseRest reads.
+// Annotations are the keys every opt-in owns, in All's order.
 var Annotations = func() []string {
 	var keys []string
 	for _, m := range All {
 		keys = append(keys, m.Keys()...)
 	}
-	return append(keys, optin.Annotations...)
+	return keys
 }()
 
 // Builders are the modules of All with a long-lived part (optin.Builder:
@@ -55,10 +56,9 @@ var Builders = func() []optin.Builder {
 	return bs
 }()
 
-// Parse reads md's opt-ins: each module's Spec, and the Options of the
-// opt-ins not in a module yet (optin.ParseRest). Every value that can
-// never work is an error naming its annotation, in All's order and then
-// ParseRest's; the Set holds what could be parsed.
+// Parse reads md's opt-ins: each module's Spec. Every value that can
+// never work is an error naming its annotation, in All's order; the Set
+// holds what could be parsed.
 func Parse(md *appsv1beta1.MyDeployment) (optin.Set, field.ErrorList) {
 	var (
 		specs []optin.Spec
@@ -71,6 +71,5 @@ func Parse(md *appsv1beta1.MyDeployment) (optin.Set, field.ErrorList) {
 			specs = append(specs, spec)
 		}
 	}
-	rest, e := optin.ParseRest(md)
-	return optin.NewSet(rest, specs...), append(errs, e...)
+	return optin.NewSet(specs...), errs
 }

@@ -153,7 +153,7 @@ func TestParse(t *testing.T) {
 // analysisValue is an AnalysisAnnotation value the analysis module takes.
 const analysisValue = `{"prometheus":"http://prometheus:9090","queries":[{"name":"success-rate","query":"ok","threshold":">= 0.99"}]}`
 
-// TestAnnotations: every key a module owns or ParseRest reads is listed
+// TestAnnotations: every key a module owns is listed
 // once (the webhook re-validates an update that touches any of them).
 func TestAnnotations(t *testing.T) {
 	seen := map[string]bool{}
@@ -178,10 +178,10 @@ func TestAnnotations(t *testing.T) {
 	}
 }
 
-// TestErrorOrder: errors come in All's order, each module's in its own,
-// then ParseRest's; the keys in that order too (the canary module before
-// the analysis module, last of All, and adopt-from after both, as when
-// ParseRest read the analysis).
+// TestErrorOrder: errors come in All's order, each module's in its own;
+// the keys in that order too (the canary module before the analysis
+// module, and adopt-from, last of All, after both, as before they were
+// modules).
 func TestErrorOrder(t *testing.T) {
 	_, errs := Parse(md("", map[string]string{
 		appsv1beta1.AdoptFromAnnotation:     "web",
