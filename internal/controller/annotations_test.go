@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
@@ -78,7 +79,7 @@ func TestScopeAnnotations(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations},
 				Spec:       appsv1beta1.MyDeploymentSpec{RolloutSpec: appsv1beta1.RolloutSpec{Paused: tc.paused}},
 			}
-			now, afterPods := annotations(md, &appsv1.ControllerRevision{Revision: 2}, tc.plan)
+			now, afterPods := annotations(md, optin.RecordsOf(md), &appsv1.ControllerRevision{Revision: 2}, tc.plan)
 			if !maps.Equal(now, tc.now) || !maps.Equal(afterPods, tc.afterPod) {
 				t.Fatalf("got now=%v afterPods=%v\nwant now=%v afterPods=%v", now, afterPods, tc.now, tc.afterPod)
 			}

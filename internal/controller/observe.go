@@ -62,6 +62,9 @@ type observation struct {
 	// spec.replicas; optIn the opt-in annotations: parsed once, here.
 	maxSurge, maxUnavailable int32
 	optIn                    optin.Set
+	// records are the controller's records on md (its revision number,
+	// size, abort), parsed once.
+	records optin.Records
 }
 
 // written is o with its object as out's annotation writes left it (its
@@ -116,7 +119,7 @@ func parseOptIn(md *appsv1beta1.MyDeployment) (optin.Set, error) {
 // strategy's fenceposts and its opt-ins, parsed once, or (invalid) why
 // the spec can never work; obj is what the controller keeps of md.
 func observeSpec(md *appsv1beta1.MyDeployment, obj *object, now time.Time) *observation {
-	s := &observation{md: md, obj: obj, mem: obj.mem, now: now}
+	s := &observation{md: md, obj: obj, mem: obj.mem, now: now, records: optin.RecordsOf(md)}
 	var err error
 	if s.selector, err = selectorOf(md); err != nil {
 		s.invalid, s.invalidReason = err, appsv1beta1.ReasonInvalidSelector

@@ -97,7 +97,7 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 	if c.current != nil {
 		current = c.current.Name
 	}
-	in := rollout.NewInputOf(o.md, rollout.Parsed{OptIn: o.optIn, MaxSurge: o.maxSurge, MaxUnavailable: o.maxUnavailable},
+	in := rollout.NewInputOf(o.md, rollout.Parsed{OptIn: o.optIn, MaxSurge: o.maxSurge, MaxUnavailable: o.maxUnavailable, Records: o.records},
 		current, c.update.Name, c.revisions, c.pods, o.now)
 	in.Aborted = abortOrNot(o, c)
 	p := &syncPlan{md: o.md, obj: o.obj, now: o.now, selector: o.selector, claims: c, revisions: c.revisions,
@@ -132,8 +132,8 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 // the size record (annotations), the abort record (abortRecord) and the
 // canary step, each in the phase of act it must be written in.
 func (p *syncPlan) annotate(o *observation) {
-	now, afterPods := annotations(o.md, p.update, p.Plan)
-	p.abortRecorded = abortRecord(o.md, p.update, p.claims.newRevision, p.aborted, now)
+	now, afterPods := annotations(o.md, o.records, p.update, p.Plan)
+	p.abortRecorded = abortRecord(o.records, p.update, p.claims.newRevision, p.aborted, now)
 	if p.RecordFirst || p.abortRecorded {
 		// The pods must not move before the record says what they are
 		// sized for (rollout.Plan.RecordFirst), or that the rollout is
@@ -162,12 +162,12 @@ func (p *syncPlan) annotate(o *observation) {
 // deletes comes in afterPods: written once they are, or the next plan would
 // not know the scale is unfinished. A size the plan must record first
 // (RecordFirst) comes in now, which the caller then writes before any pod.
-func annotations(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision, p rollout.Plan) (now, afterPods map[string]string) {
+func annotations(md *appsv1beta1.MyDeployment, rec optin.Records, update *appsv1.ControllerRevision, p rollout.Plan) (now, afterPods map[string]string) {
 	now = map[string]string{}
 	if !md.Spec.Paused {
 		now[appsv1beta1.RevisionAnnotation] = strconv.FormatInt(update.Revision, 10)
 	}
-	if recorded := rollout.SizedForOf(md); recorded != nil && *recorded == p.SizedFor {
+	if recorded := rec.SizedFor; recorded != nil && *recorded == p.SizedFor {
 		return now, nil
 	}
 	switch {
@@ -175,7 +175,7 @@ func annotations(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision
 		maps.Copy(now, p.SizedFor.Annotations())
 	case p.RecordSize && (len(p.Create) > 0 || p.Removes() > 0):
 		afterPods = p.SizedFor.Annotations()
-	case p.RecordSize || optin.RecordsOf(md).RevisionText != now[appsv1beta1.RevisionAnnotation]:
+	case p.RecordSize || rec.RevisionText != now[appsv1beta1.RevisionAnnotation]:
 		maps.Copy(now, p.SizedFor.Annotations())
 	}
 	return now, afterPods
@@ -260,7 +260,7 @@ const maxLoggedPods = 20
 // the rollout).
 func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
 	return (abort.Of(o.optIn).OnFailure || optin.Aborts(o.optIn)) && update != nil && !newRevision &&
-		optin.RecordsOf(o.md).Aborted == update.Name
+		o.records.Aborted == update.Name
 }
 
 // abortOrNot is the planner's Input.Aborted: the record says so, or a
@@ -272,12 +272,11 @@ func abortOrNot(o *observation, c *claimed) bool {
 		a.OnFailure && !c.newRevision && status.AbortDue(o.md, c.update.Name, a.RetriedAt)
 }
 
-// abortRecord adds to now the abort record's change: the update revision
+// abortRecord adds to now the abort record's change (rec is md's records): the update revision
 // when an abort takes effect now, a removal when the record names another
 // revision (a new template, or one renumbered by going back to it). It
 // reports whether it records a new abort (which must be written first).
-func abortRecord(md *appsv1beta1.MyDeployment, update *appsv1.ControllerRevision, newRevision, aborted bool, now map[string]string) bool {
-	rec := optin.RecordsOf(md)
+func abortRecord(rec optin.Records, update *appsv1.ControllerRevision, newRevision, aborted bool, now map[string]string) bool {
 	recorded, ok := rec.Aborted, rec.AbortRecorded
 	switch {
 	case aborted && recorded != update.Name:

@@ -37,15 +37,17 @@ func NewInput(md *appsv1beta1.MyDeployment, opts optin.Set, currentRevision, upd
 	if err != nil {
 		return Input{}, err
 	}
-	return NewInputOf(md, Parsed{OptIn: opts, MaxSurge: surge, MaxUnavailable: unavailable},
+	return NewInputOf(md, Parsed{OptIn: opts, MaxSurge: surge, MaxUnavailable: unavailable, Records: optin.RecordsOf(md)},
 		currentRevision, updateRevision, revisions, pods, now), nil
 }
 
 // Parsed is what NewInputOf takes parsed already: md's opt-ins
-// (modules.Parse) and its strategy's fenceposts (StrategyFenceposts).
+// (modules.Parse), its strategy's fenceposts (StrategyFenceposts) and its
+// records (optin.RecordsOf: the size the pods were last sized for).
 type Parsed struct {
 	OptIn                    optin.Set
 	MaxSurge, MaxUnavailable int32
+	Records                  optin.Records
 }
 
 // NewInputOf is NewInput of an object whose fenceposts the caller has
@@ -66,7 +68,7 @@ func NewInputOf(md *appsv1beta1.MyDeployment, parsed Parsed, currentRevision, up
 		Paused:          md.Spec.Paused,
 		UpdateRevision:  updateRevision,
 		Revisions:       olderRevisions(revisions, updateRevision),
-		SizedFor:        SizedForOf(md),
+		SizedFor:        parsed.Records.SizedFor,
 		CurrentRevision: currentRevision,
 		MaxBurst:        DefaultMaxBurst,
 		Pods:            pods,
