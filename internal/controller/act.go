@@ -597,3 +597,26 @@ func inSeries(md *appsv1beta1.MyDeployment) *corev1.ObjectReference {
 func revisionInSeries(rev *appsv1.ControllerRevision) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "apps/v1", Kind: "ControllerRevision", Namespace: rev.Namespace, Name: rev.Name}
 }
+
+// object is md as out's annotation writes left it: out.md, or md when
+// they wrote none.
+func (out *outcome) object(md *appsv1beta1.MyDeployment) *appsv1beta1.MyDeployment {
+	if out != nil && out.md != nil {
+		return out.md
+	}
+	return md
+}
+
+// revision is p's revision named name, as this sync wrote it if it did.
+func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevision {
+	if out.update != nil && out.update.Name == name {
+		return out.update
+	}
+	if rev := named(p.revisions, name); rev != nil {
+		return rev
+	}
+	if p.update != nil && p.update.Name == name {
+		return p.update
+	}
+	return nil
+}

@@ -92,22 +92,23 @@ type syncPlan struct {
 // in-place steps' (a template that cannot be decoded), and the plan comes
 // back with it (what status says of an abort).
 func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout time.Duration) (*syncPlan, error) {
-	memo := updatemode.MemoOf(parts)
+	memo, inPlace := updatemode.MemoOf(parts), updatemode.InPlace(o.optIn)
 	current := c.update.Name
 	if c.current != nil {
 		current = c.current.Name
 	}
 	in := rollout.NewInputOf(o.md, rollout.Parsed{OptIn: o.optIn, MaxSurge: o.maxSurge, MaxUnavailable: o.maxUnavailable, Records: o.records},
 		current, c.update.Name, c.revisions, c.pods, o.now)
-	in.Aborted = abortOrNot(o, c)
+	ab := abortingOf(o, c)
+	in.Aborted = ab.now(o, c)
 	p := &syncPlan{md: o.md, obj: o.obj, now: o.now, selector: o.selector, claims: c, revisions: c.revisions,
 		update: c.update, towards: named(c.revisions, in.Target()), aborted: in.Target() != in.UpdateRevision,
-		inPlace: updatemode.InPlace(o.optIn)}
+		inPlace: inPlace}
 	if p.towards == nil {
 		p.towards = c.update
 	}
-	if p.analysisFailure = verdictAbort(o, c); !p.aborted {
-		p.analysisAfter = optin.AfterOf(o.optIn)
+	if p.analysisFailure = ab.cause; !p.aborted {
+		p.analysisAfter = ab.after
 	}
 	if p.inPlace {
 		var refused []rollout.InPlaceRefusal
@@ -137,7 +138,7 @@ func (p *syncPlan) annotate(o *observation) {
 	if p.RecordFirst || p.abortRecorded {
 		// The pods must not move before the record says what they are
 		// sized for (rollout.Plan.RecordFirst), or that the rollout is
-		// aborted (abortOrNot).
+		// aborted (aborting.now).
 		p.recordFirst = now
 	} else {
 		// The annotations do not gate the pods: written while the pods
@@ -255,21 +256,53 @@ const maxLoggedPods = 20
 // RolloutAborted. A failed canary analysis (analysis.go) takes the same
 // path, with or without on-failure Abort.
 
-// recordedAbort says md's abort record names its update revision, with
-// on-failure Abort or analysis still set (removing the annotation resumes
-// the rollout).
-func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
-	return (abort.Of(o.optIn).OnFailure || optin.Aborts(o.optIn)) && update != nil && !newRevision &&
-		o.records.Aborted == update.Name
+// aborting is what a sync reads once of the opt-ins that abort a rollout
+// to the update revision: on-failure Abort and its retry (the abort
+// module), and a module's verdict (optin.Aborter: the canary analysis).
+type aborting struct {
+	onFailure bool
+	retriedAt time.Time
+	// verdicts: a module's verdict may abort the rollout; cause is why one
+	// aborts it now ("" when none does, or the revision is new this
+	// sync), after when the next verdict is due.
+	verdicts bool
+	cause    string
+	after    time.Duration
 }
 
-// abortOrNot is the planner's Input.Aborted: the record says so, or a
-// verdict is due now, the deadline's or the analysis' (the record is then
-// written first).
-func abortOrNot(o *observation, c *claimed) bool {
+// abortingOf is what o's opt-ins say of aborting the rollout to c's
+// update revision.
+func abortingOf(o *observation, c *claimed) aborting {
 	a := abort.Of(o.optIn)
-	return recordedAbort(o, c.update, c.newRevision) || verdictAbort(o, c) != "" ||
-		a.OnFailure && !c.newRevision && status.AbortDue(o.md, c.update.Name, a.RetriedAt)
+	ab := aborting{onFailure: a.OnFailure, retriedAt: a.RetriedAt}
+	ab.verdicts, ab.cause, ab.after = optin.VerdictOf(o.optIn, c.update.Name)
+	if c.newRevision {
+		ab.cause = ""
+	}
+	return ab
+}
+
+// recorded says o's abort record names the update revision, with
+// on-failure Abort or a verdict's module still set (removing the
+// annotation resumes the rollout).
+func (ab aborting) recorded(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
+	return (ab.onFailure || ab.verdicts) && update != nil && !newRevision && o.records.Aborted == update.Name
+}
+
+// now is the planner's Input.Aborted: the record says so, or a verdict is
+// due now, the deadline's or a module's (the record is then written first).
+func (ab aborting) now(o *observation, c *claimed) bool {
+	return ab.recorded(o, c.update, c.newRevision) || ab.cause != "" ||
+		ab.onFailure && !c.newRevision && status.AbortDue(o.md, c.update.Name, ab.retriedAt)
+}
+
+// recordedAbort says o's abort record names update, as a sync with update
+// as its update revision reads it (the status of a sync that made no plan).
+func recordedAbort(o *observation, update *appsv1.ControllerRevision, newRevision bool) bool {
+	if update == nil {
+		return false
+	}
+	return abortingOf(o, &claimed{update: update, newRevision: newRevision}).recorded(o, update, newRevision)
 }
 
 // abortRecord adds to now the abort record's change (rec is md's records): the update revision
@@ -286,14 +319,4 @@ func abortRecord(rec optin.Records, update *appsv1.ControllerRevision, newRevisi
 		now[appsv1beta1.AbortedRevisionAnnotation] = ""
 	}
 	return false
-}
-
-// verdictAbort is why a module's verdict aborts the rollout to the update
-// revision now (the canary analysis: the failing query and value); ""
-// when none does, or the revision is new this sync.
-func verdictAbort(o *observation, c *claimed) string {
-	if c.newRevision {
-		return ""
-	}
-	return optin.AbortCauseOf(o.optIn, c.update.Name)
 }

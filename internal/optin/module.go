@@ -323,35 +323,21 @@ type Aborter interface {
 	After() time.Duration
 }
 
-// Aborts says s opts into a module whose verdict may abort its rollout.
-func Aborts(s Set) bool {
-	for range Each[Aborter](s) {
-		return true
-	}
-	return false
-}
-
-// AbortCauseOf is why s's Aborters abort the rollout to revision now
-// (the first that does); "" when none does.
-func AbortCauseOf(s Set, revision string) string {
+// VerdictOf is what s's Aborters say of the rollout to revision: whether
+// any may abort it (aborts: s opts into one), why the first that does
+// aborts it now ("" when none does), and the soonest any wants its object
+// synced again to judge anew (0 for none).
+func VerdictOf(s Set, revision string) (aborts bool, cause string, after time.Duration) {
 	for a := range Each[Aborter](s) {
-		if c := a.AbortCause(revision); c != "" {
-			return c
+		aborts = true
+		if c := a.AbortCause(revision); c != "" && cause == "" {
+			cause = c
 		}
-	}
-	return ""
-}
-
-// AfterOf is the soonest an Aborter of s wants its object synced again;
-// 0 for none.
-func AfterOf(s Set) time.Duration {
-	var after time.Duration
-	for a := range Each[Aborter](s) {
 		if d := a.After(); d > 0 && (after == 0 || d < after) {
 			after = d
 		}
 	}
-	return after
+	return aborts, cause, after
 }
 
 // TransientRetry is the backoff between two tries of something a

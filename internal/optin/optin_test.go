@@ -90,14 +90,15 @@ func TestSetReadKeeps(t *testing.T) {
 		if len(mem) != 1 || mem["counter"] != sync {
 			t.Fatalf("sync %d kept %v", sync, mem)
 		}
-		if got, want := AbortCauseOf(read, "web-2"), map[bool]string{true: "counted to web-2"}[sync >= 3]; got != want {
-			t.Errorf("sync %d: abort cause %q, want %q", sync, got, want)
+		aborts, cause, after := VerdictOf(read, "web-2")
+		if want := map[bool]string{true: "counted to web-2"}[sync >= 3]; cause != want {
+			t.Errorf("sync %d: abort cause %q, want %q", sync, cause, want)
 		}
-		if !Aborts(read) || AfterOf(read) != time.Duration(sync)*time.Second {
-			t.Errorf("sync %d: Aborts %v, After %v", sync, Aborts(read), AfterOf(read))
+		if !aborts || after != time.Duration(sync)*time.Second {
+			t.Errorf("sync %d: aborts %v, after %v", sync, aborts, after)
 		}
 	}
-	if none := NewSet(other); Aborts(none) || AbortCauseOf(none, "x") != "" || AfterOf(none) != 0 || none.Kept() != nil {
+	if aborts, cause, after := VerdictOf(NewSet(other), "x"); aborts || cause != "" || after != 0 || NewSet(other).Kept() != nil {
 		t.Error("a set without Aborters or Keepers aborts, waits or keeps")
 	}
 }
