@@ -253,7 +253,7 @@ const maxLoggedPods = 20
 // store: the annotation is read from the object as the freshness record
 // has it, like the size record. The planner goes back to the current
 // revision (rollout.Input.Aborted, rollout/abort.go); status says
-// RolloutAborted. A failed canary analysis (analysis.go) takes the same
+// RolloutAborted. A failed canary analysis (a module's verdict, optin.Aborter) takes the same
 // path, with or without on-failure Abort.
 
 // aborting is what a sync reads once of the opt-ins that abort a rollout
