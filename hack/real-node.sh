@@ -104,10 +104,17 @@ need_root() { [ "$(id -u)" = 0 ] || die "needs root (kubelet, containerd, cgroup
 # --- processes, by pid ---------------------------------------------------
 
 # ours PID: PID is alive and a process of this node (its command line names
-# the state directory).
+# the state directory). The command line is read whole, then matched: with
+# pipefail, a `grep -q` that stops reading early can fail the pipe it
+# matched in. While a wrapper (env) execs its daemon, the command line can
+# read empty for a moment: a live process that shows none yet is taken for
+# the one started (a containerd that had booted was once reported exited).
 ours() {
-  local pid=$1
-  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$W"
+  local pid=$1 cmd
+  [ -n "$pid" ] || return 1
+  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmd == *"$W"* ]] && return 0
+  [ -z "$cmd" ] && kill -0 "$pid" 2>/dev/null
 }
 
 pid_of() { [ -f "$W/pids/$1.pid" ] && cat "$W/pids/$1.pid" || true; }
