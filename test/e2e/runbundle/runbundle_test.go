@@ -187,6 +187,38 @@ var _ = Describe("operator-sdk run bundle, then run bundle-upgrade, on real pods
 		w.ExpectGoesOn()
 	})
 
+	It("lets a user bound only to the built-in edit role create an Application, which runs on real pods", func() {
+		// The bundle's editor ClusterRoles, installed by OLM, aggregate
+		// into edit (kube-controller-manager): nothing else grants them.
+		const ns, editor = "edit-user", "e2e-editor"
+		kubectl("create", "namespace", ns)
+		kubectl("-n", ns, "create", "rolebinding", "editor", "--clusterrole=edit", "--user="+editor)
+		for _, verb := range []string{"create", "patch", "delete"} {
+			Eventually(func() string {
+				out, _ := utils.Kubectl("-n", ns, "--as", editor, "auth", "can-i", verb, "applications.apps.mydeployment.io")
+				return strings.TrimSpace(out)
+			}, time.Minute, time.Second).Should(Equal("yes"), "edit may %s Applications once OLM installed the bundle's roles", verb)
+		}
+		app := fmt.Sprintf(`{"apiVersion":"apps.mydeployment.io/v1beta1","kind":"Application","metadata":{"name":"shop"},`+
+			`"spec":{"deployment":{"image":"%s:v1","replicas":2,"port":8080},"service":{}}}`, testwebBase)
+		// Right after an upgrade the webhook can refuse a call for a while
+		// (expectWebhook): asked until it answers, and how long said.
+		start, failed := time.Now(), 0
+		Eventually(func(g Gomega) {
+			out, err := utils.KubectlStdin(app, "-n", ns, "--as", editor, "create", "-f", "-")
+			if err != nil && strings.Contains(out, "failed calling webhook") {
+				failed++
+			}
+			g.Expect(err).NotTo(HaveOccurred(), out)
+		}, 3*time.Minute, 2*time.Second).Should(Succeed())
+		By(fmt.Sprintf("created as %s after %s (%d calls the webhook failed before)", editor, time.Since(start).Round(time.Second), failed))
+		Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}`, "-n", ns, "mdapp", "shop"),
+			3*time.Minute, time.Second).Should(Equal("True"), "the Application is Ready")
+		Eventually(utils.JSONPath(`{range .items[?(@.status.phase=="Running")]}{.spec.nodeName} {end}`, "-n", ns, "pods"),
+			time.Minute, time.Second).Should(Equal(node+" "+node+" "), "its 2 pods run on %s", node)
+		By(fmt.Sprintf("%s (bound to edit in %s) created the Application shop: Ready, its 2 pods Running on %s", editor, ns, node))
+	})
+
 	It("passes operator-sdk scorecard against the cluster: the built-in basic and OLM tests and ours, in pods", func() {
 		// The one flag beyond a user's CI command: upstream's untar image
 		// is pinned by a digest nothing here can rebuild; ubi9 (its base,
