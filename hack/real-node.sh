@@ -112,7 +112,8 @@ need_root() { [ "$(id -u)" = 0 ] || die "needs root (kubelet, containerd, cgroup
 ours() {
   local pid=$1 cmd
   [ -n "$pid" ] || return 1
-  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  # The redirection's error (a pid gone since) is the shell's: silenced too.
+  cmd=$({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null) || return 1
   [[ $cmd == *"$W"* ]] && return 0
   [ -z "$cmd" ] && kill -0 "$pid" 2>/dev/null
 }
@@ -472,6 +473,20 @@ makeIPTablesUtilChains: false
 # Lowering it needs CAP_SYS_RESOURCE.
 oomScoreAdj: 0
 failSwapOn: false
+# The node's filesystems are this machine's disk, shared with its builds,
+# caches and other clusters. Kubelet's default thresholds (imagefs 15%,
+# nodefs 10% free) measure that whole disk: with 15% of it free, kubelet
+# tainted real-0 DiskPressure and new pods stayed Pending (seen: a manager
+# upgrade stuck for minutes). It evicts only when the disk is really out,
+# and never deletes images to meet a percentage.
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1Gi
+  nodefs.inodesFree: 1%
+  imagefs.available: 1Gi
+  imagefs.inodesFree: 1%
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
 EOF
   if ! alive kubelet; then
     log "starting kubelet"

@@ -34,8 +34,15 @@ func operatorSDK(args ...string) {
 	start := time.Now()
 	out, err := utils.Run(cmd)
 	_, _ = fmt.Fprintf(GinkgoWriter, "%s", out)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred(), "operator-sdk %s failed after %s; its last lines:\n%s",
+		strings.Join(args, " "), time.Since(start).Round(time.Second), lastLines(out, 6))
 	By(fmt.Sprintf("operator-sdk %s: done in %s", strings.Join(args, " "), time.Since(start).Round(time.Second)))
+}
+
+// lastLines is the last n lines of out: what a failed command said last.
+func lastLines(out string, n int) string {
+	lines := utils.GetNonEmptyLines(out)
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func kubectl(args ...string) string {
