@@ -9,10 +9,11 @@ set -euo pipefail
 log=${1:?usage: $0 LOG}
 max=${MAX:-30}
 
-sed 's/\x1b\[[0-9;]*m//g' "$log" | awk -v max="$max" '
+# Colours go, and a time of day a caller put before each line (HH:MM:SS).
+sed -E -e 's/\x1b\[[0-9;]*m//g' -e 's/^[0-9]{2}:[0-9]{2}:[0-9]{2} //' "$log" | awk -v max="$max" '
   # A Ginkgo failure: from [FAILED] (or [PANICKED], [TIMEDOUT]) to its
   # "In [It] at:" line: its first 8 lines and that one.
-  /^[ \t]*\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED)\] / && !/\] in \[/ { inblock = 1; n = 0; out[++k] = "---" }
+  /^[ \t]*\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED)\] / && !/\] in \[/ && n_blocks++ < 3 { inblock = 1; n = 0; out[++k] = "---" }
   inblock {
     if ($0 ~ /^[ \t]*In \[/) { inblock = 0; out[++k] = $0 } else if (n++ < 8) out[++k] = substr($0, 1, 400)
     next

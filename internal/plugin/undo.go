@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,8 +89,12 @@ func (t *target) undo(ctx context.Context, out io.Writer, to int64) error {
 		return nil
 	}
 	ops := []map[string]any{
-		// Fail rather than overwrite a template changed since it was read.
-		{"op": "test", "path": "/metadata/resourceVersion", "value": md.ResourceVersion},
+		// Fail rather than overwrite a spec changed since it was read. The
+		// generation, not the resourceVersion: the controller writes the
+		// status and its records on the object all through a rollout, and
+		// none of that is a reason to refuse (seen: an undo refused, 422,
+		// right after a rollout completed).
+		{"op": "test", "path": "/metadata/generation", "value": md.Generation},
 		{"op": "replace", "path": "/spec/template", "value": tmpl},
 	}
 	// The change-cause follows the template, as kubectl copies the
@@ -110,7 +115,14 @@ func (t *target) undo(ctx context.Context, out io.Writer, to int64) error {
 	if err != nil {
 		return fmt.Errorf("failed restoring revision %d: %w", rev.Revision, err)
 	}
+	read := md.Generation
 	if err := t.c.Patch(ctx, md, client.RawPatch(types.JSONPatchType, data)); err != nil {
+		if apierrors.IsInvalid(err) {
+			if now, gerr := t.get(ctx); gerr == nil && now.Generation != read {
+				return fmt.Errorf("%s changed while rolling back (generation %d, now %d): nothing was rolled back; run the command again",
+					resourceString(md.Name), read, now.Generation)
+			}
+		}
 		return fmt.Errorf("failed restoring revision %d: %w", rev.Revision, err)
 	}
 	fmt.Fprintf(out, "%s rolled back\n", resourceString(md.Name))

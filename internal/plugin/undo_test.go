@@ -17,10 +17,14 @@ limitations under the License.
 package plugin
 
 import (
+	"bytes"
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -94,6 +98,37 @@ var _ = Describe("rollout undo", func() {
 		expectTemplate("nginx:3")
 	})
 
+	// undoWithWrite runs undo with write made on the API server between
+	// undo's read of the MyDeployment and its patch.
+	undoWithWrite := func(write func()) (string, error) {
+		c := writeBeforePatch{Client: k8sClient, write: write}
+		var out bytes.Buffer
+		err := (&target{c: c, namespace: ns, name: "web"}).undo(context.Background(), &out, 0)
+		return out.String(), err
+	}
+
+	It("rolls back while the controller writes the status and its records", func() {
+		out, err := undoWithWrite(func() {
+			setStatus(md, func(cur *appsv1beta1.MyDeployment) { cur.Status.ReadyReplicas = 1 })
+			setAnnotation(md, "example.com/noted", "by the controller")
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(Equal("mydeployment.apps.mydeployment.io/web rolled back\n"))
+		expectTemplate("nginx:2")
+	})
+
+	It("refuses to overwrite a template changed since it was read, and says so", func() {
+		out, err := undoWithWrite(func() {
+			cur := getMD(md)
+			cur.Spec.Template = *podTemplate("web", "nginx:4")
+			Expect(k8sClient.Update(context.Background(), cur)).To(Succeed())
+		})
+		Expect(err).To(MatchError(MatchRegexp(
+			`^mydeployment.apps.mydeployment.io/web changed while rolling back \(generation \d+, now \d+\): nothing was rolled back; run the command again$`)))
+		Expect(out).To(BeEmpty())
+		expectTemplate("nginx:4")
+	})
+
 	It("fails when there is no earlier revision", func() {
 		fresh := createMD(ns, "fresh", "nginx:1", 1)
 		createRevision(fresh, "nginx:1", 1, "")
@@ -102,3 +137,16 @@ var _ = Describe("rollout undo", func() {
 		Expect(r.err).To(Equal(`error: no rollout history found for mydeployment "fresh"` + "\n"))
 	})
 })
+
+// writeBeforePatch is a client that makes write on the API server right
+// before each patch it sends: what another writer does between a read and
+// a patch.
+type writeBeforePatch struct {
+	client.Client
+	write func()
+}
+
+func (c writeBeforePatch) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.write()
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
