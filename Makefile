@@ -218,16 +218,22 @@ test-real: build plugin kwok-tools real-node-tools ## Run the operator and its w
 # canary, an in-place update, an Application) on real-0 keep every UID and
 # restart count. Then `operator-sdk scorecard bundle` against the cluster:
 # the built-in basic and OLM tests (operator-sdk's scorecard-test image,
-# built from its source) and ours, in pods on real-0. The cluster goes at
-# the end, and the registry if this started it.
+# built from its source) and ours, in pods on real-0. Then the OperatorHub
+# way, in each of OLM v0's four install modes: docs/install.md's
+# CatalogSource (the serving catalog image, polled), OperatorGroup and
+# Subscription; the previous release's catalog published under the
+# CatalogSource's tag installs it, this version's published under the same
+# tag upgrades it (registry pods reached by the Service's DNS name: the
+# real node runs CoreDNS). The cluster goes at the end, and the registry if
+# this started it.
 RUNBUNDLE_CLUSTER ?= mydeployment-runbundle
 .PHONY: test-runbundle
-test-runbundle: build plugin operator-sdk kwok-tools real-node-tools ## Run README's operator-sdk run bundle (previous release) and run bundle-upgrade (this one) on real pods, OLM v0 running on the real node real-0, workloads in flight kept; then operator-sdk scorecard in the cluster.
+test-runbundle: build plugin operator-sdk kwok-tools real-node-tools ## Run README's operator-sdk run bundle (previous release) and run bundle-upgrade (this one) on real pods, OLM v0 running on the real node real-0, workloads in flight kept; operator-sdk scorecard in the cluster; then docs/install.md's CatalogSource and Subscription upgrade in every install mode.
 	@registry_was_up=0; LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh running && registry_was_up=1; \
 	rc=0; $(MAKE) --no-print-directory images olm-local LOCAL_CLUSTER=$(RUNBUNDLE_CLUSTER) LOCAL_KUBECONFIG=$(LOCALBIN)/$(RUNBUNDLE_CLUSTER)/kubeconfig && \
 	  KUBECONFIG=$(LOCALBIN)/$(RUNBUNDLE_CLUSTER)/kubeconfig VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) \
 	  TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) PATH="$(LOCALBIN):$$PATH" \
-	  go test ./test/e2e/runbundle/ -count=1 -v -ginkgo.v -timeout 25m || rc=$$?; \
+	  go test ./test/e2e/runbundle/ -count=1 -v -ginkgo.v -timeout 45m || rc=$$?; \
 	hack/local-cluster.sh down $(RUNBUNDLE_CLUSTER) || rc=1; \
 	[ $$registry_was_up = 1 ] || LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh down; exit $$rc
 
@@ -562,8 +568,8 @@ control-plane: ## Build kube-apiserver, kube-controller-manager, kube-scheduler,
 	@hack/tools.sh control-plane
 kwok-tools: control-plane ## Build kwok and kwokctl if necessary.
 	@hack/tools.sh kwok kwokctl
-real-node-tools: ## Build kubelet and kube-proxy if necessary (the real node of make local-up REAL_NODES=1).
-	@hack/tools.sh kubelet kube-proxy
+real-node-tools: ## Build kubelet, kube-proxy and CoreDNS if necessary (the real node of make local-up REAL_NODES=1 and its cluster DNS).
+	@hack/tools.sh kubelet kube-proxy coredns
 
 BUNDLE_CSV = bundle/manifests/mydeployment-operator.clusterserviceversion.yaml
 .PHONY: bundle

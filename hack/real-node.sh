@@ -2,13 +2,15 @@
 # One real node, real-0, in a local cluster of hack/local-cluster.sh, beside
 # kwok's fake nodes: kubelet and kube-proxy (built from source:
 # hack/tools.sh kubelet kube-proxy), containerd and runc (Debian's), a CNI
-# bridge of its own, all as processes of this machine. Needs root.
+# bridge of its own, all as processes of this machine; and the cluster's
+# DNS, CoreDNS (hack/tools.sh coredns) in a pod on it. Needs root.
 #
 #   hack/real-node.sh up    CLUSTER [KUBECONFIG]  start it (idempotent), wait until Ready
 #   hack/real-node.sh down  CLUSTER               undo everything up did (also after a killed up)
 #   hack/real-node.sh check CLUSTER [KUBECONFIG]  prove it: a server pod with a readiness
 #                                                 probe, a Service from the host and a pod,
-#                                                 in-cluster config, logs, exec
+#                                                 by address and by name, in-cluster config,
+#                                                 logs, exec
 #
 # `make local-up REAL_NODES=1` runs up, `make local-down` runs down. The
 # cluster must have been created with REAL_NODES=1 (hack/local-cluster.sh):
@@ -36,7 +38,8 @@
 # interface and what kube-proxy would translate to an address off this
 # machine (a fake pod's). kube-proxy (nftables mode) serves ClusterIPs to
 # pods and to the host, NodePorts on the bridge's address only (never on
-# this host's own address, where other clusters listen). Pods get no DNS.
+# this host's own address, where other clusters listen). Pods resolve
+# cluster names through kube-dns (CoreDNS on this node), and no other name.
 # containerd pulls only through hosts.toml mirrors:
 # quay.io, registry.access.redhat.com, the IMAGE_TAG_BASE host
 # (mydeployment.io) and LOCAL_REGISTRY itself
@@ -65,6 +68,9 @@ IMAGE_TAG_BASE=${IMAGE_TAG_BASE:-mydeployment.io/mydeployment-operator}
 MIRRORED="quay.io registry.access.redhat.com ${IMAGE_TAG_BASE%%/*} $LOCAL_REGISTRY"
 PAUSE_IMAGE=mydeployment.io/realnode/pause:v1
 NETTOOL_IMAGE=mydeployment.io/realnode/nettool:v1
+# The cluster's DNS (CoreDNS, hack/realnode/coredns): tagged with its
+# module's version when built.
+COREDNS_IMAGE=mydeployment.io/realnode/coredns
 # Ports away from the control plane's (kwokctl counts down from 32767) and
 # from a kubelet's defaults.
 KUBELET_PORT=10450
@@ -251,6 +257,12 @@ addresses() {
     die "the API server advertises $NODE_IP, not an address of this host: set ADVERTISE_ADDRESS (hack/local-cluster.sh)"
   SERVICE_CIDR=$(k get servicecidrs.networking.k8s.io kubernetes -o jsonpath='{.spec.cidrs[0]}')
   [ -n "$SERVICE_CIDR" ] || die "no ServiceCIDR kubernetes"
+  # kube-dns's address, the tenth of the Service range, as kubeadm's: in
+  # the range's static band, which the API server never hands out itself.
+  case $SERVICE_CIDR in
+    *.0/*) DNS_IP=${SERVICE_CIDR%.0/*}.10 ;;
+    *) die "Service range $SERVICE_CIDR: kube-dns's address is its tenth, which needs an IPv4 range ending in .0" ;;
+  esac
   local c
   for c in $SERVICE_CIDR $(k get nodes -o jsonpath='{.items[*].spec.podCIDRs[*]}'); do
     case $c in *:*) continue ;; esac
@@ -268,6 +280,34 @@ addresses() {
     overlap "$c" "$POD_CIDR" && die "pod range $POD_CIDR overlaps the route to $c of this host: set REAL_NODE_POD_CIDR"
   done < <(ip -4 route show table main)
   return 0
+}
+
+# coredns_image: CoreDNS (hack/tools.sh coredns, cached beside the control
+# plane) packed as COREDNS_IMAGE:VERSION by its Dockerfile in
+# bin/realnode/coredns.tar; the tag is printed.
+coredns_image() {
+  local v
+  v=$(cd "$ROOT/hack/tools/coredns" && go list -m -f '{{.Version}}' github.com/coredns/coredns)
+  [ -x "$BIN/coredns" ] || "$ROOT/hack/tools.sh" coredns >&2
+  mkdir -p "$BIN/realnode"
+  cp -f "$(readlink -f "$BIN/coredns")" "$BIN/realnode/coredns"
+  (cd "$ROOT" && go run ./hack/images \
+    "$COREDNS_IMAGE:$v,file=hack/realnode/coredns/Dockerfile,context=$BIN/realnode,tar=$BIN/realnode/coredns.tar") >/dev/null
+  echo "$COREDNS_IMAGE:$v"
+}
+
+# cluster_dns: kube-dns at DNS_IP, CoreDNS in a pod on this node, so pods
+# reach Services by name (OLM's catalog-operator dials a CatalogSource's
+# registry Service by its DNS name). Waits until it answers.
+cluster_dns() {
+  local image=$1
+  log "starting the cluster DNS: CoreDNS ($image) as kube-dns at $DNS_IP"
+  import_image "$BIN/realnode/coredns.tar"
+  sed -e "s#image: IMAGE#image: $image#" -e "s#clusterIP: 10.96.0.10#clusterIP: $DNS_IP#" \
+    -e "s#kubernetes.io/hostname: real-0#kubernetes.io/hostname: $NODE#" \
+    "$ROOT/hack/realnode/coredns/coredns.yaml" | k apply --server-side -f - >/dev/null
+  k -n kube-system rollout status deployment/coredns --timeout=120s >/dev/null ||
+    { k -n kube-system get pods -l k8s-app=kube-dns -o wide >&2; die "the cluster DNS (CoreDNS) is not Ready"; }
 }
 
 # static_image NAME PKG TAG: a static binary of PKG built into bin/realnode
@@ -466,8 +506,11 @@ cgroupRoot: $CGROUP_ROOT
 containerRuntimeEndpoint: unix://$SOCK
 podLogsDir: $W/pod-logs
 volumePluginDir: $W/volume-plugins
-# No DNS for pods: the host's resolver is off this machine.
+# Pods' DNS is the cluster's (cluster_dns), and only it: the host's
+# resolver is off this machine, so pods of dnsPolicy Default get none.
 resolvConf: ""
+clusterDNS: [$DNS_IP]
+clusterDomain: cluster.local
 # kube-proxy runs in nftables mode: no iptables chains from kubelet.
 makeIPTablesUtilChains: false
 # Lowering it needs CAP_SYS_RESOURCE.
@@ -551,6 +594,8 @@ up() {
   addresses
   log "building the sandbox image $PAUSE_IMAGE"
   static_image pause ./hack/realnode/pause "$PAUSE_IMAGE"
+  local dns_image
+  dns_image=$(coredns_image)
   cgroups
   cni_config
   guard
@@ -559,7 +604,8 @@ up() {
   kubelet_up
   kube_proxy_up
   wait_ready
-  log "$NODE is Ready: $NODE_IP, pods on $POD_CIDR (bridge $BRIDGE), Services $SERVICE_CIDR; logs in $W/logs"
+  cluster_dns "$dns_image"
+  log "$NODE is Ready: $NODE_IP, pods on $POD_CIDR (bridge $BRIDGE), Services $SERVICE_CIDR, DNS $DNS_IP; logs in $W/logs"
 }
 
 # --- down --------------------------------------------------------------------
@@ -871,6 +917,17 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: dnsclient}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: dnsclient
+    image: $NETTOOL_IMAGE
+    imagePullPolicy: Never
+    args: [get, "http://web.$ns.svc/"]
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: apiclient}
 spec:
   restartPolicy: Never
@@ -880,9 +937,10 @@ spec:
     imagePullPolicy: Never
     args: [apiserver]
 EOF
-  run k -n "$ns" wait --for=jsonpath='{.status.phase}'=Succeeded pod/client pod/apiclient --timeout=60s ||
-    { k -n "$ns" get pods -o wide; k -n "$ns" logs client; k -n "$ns" logs apiclient; return 1; }
+  run k -n "$ns" wait --for=jsonpath='{.status.phase}'=Succeeded pod/client pod/dnsclient pod/apiclient --timeout=60s ||
+    { k -n "$ns" get pods -o wide; k -n "$ns" logs client; k -n "$ns" logs dnsclient; k -n "$ns" logs apiclient; return 1; }
   run k -n "$ns" logs client
+  run k -n "$ns" logs dnsclient
   run k -n "$ns" logs apiclient
   run k -n "$ns" logs web
   run k -n "$ns" exec web -- /nettool get http://127.0.0.1:8080/healthz

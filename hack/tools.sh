@@ -19,6 +19,8 @@
 #                           for KUBEBUILDER_ASSETS)
 #                           kubelet kube-proxy (both, for the local cluster's
 #                           real node: hack/real-node.sh)
+#                           coredns (the real node's cluster DNS: CoreDNS with
+#                           the plugins hack/tools/coredns/main.go links)
 #
 # Versions live in the go.mod of each module under hack/tools/ and nowhere else.
 #
@@ -217,6 +219,10 @@ tool() {
     kwok|kwokctl) build "$tool" "$TOOLS/kwok" "$(modversion "$TOOLS/kwok" sigs.k8s.io/kwok)" "sigs.k8s.io/kwok/cmd/$tool" -ldflags=-s\ -w ;;
     control-plane) control_plane ;;
     kubelet|kube-proxy) node_binaries ;;
+    coredns)
+      # Our main.go chooses the plugins: its hash is part of the key.
+      v=$(modversion "$TOOLS/coredns" github.com/coredns/coredns)-$(sha256sum "$TOOLS/coredns/main.go" | cut -c1-12)
+      build coredns "$TOOLS/coredns" "$v" . -ldflags=-s\ -w ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 }

@@ -22,7 +22,10 @@ limitations under the License.
 // mydeployment.io). operator-sdk runs on the host through
 // hack/registry-host.sh, which gives it those names and the registry's CA,
 // as a user's host has their registry's; real-0's containerd pulls the same
-// images through its mirrors.
+// images through its mirrors. Then docs/install.md's OperatorHub-style
+// install (a CatalogSource of the serving catalog image, an OperatorGroup,
+// a Subscription) in every install mode, upgraded by publishing the
+// catalog image again (operatorhub_test.go).
 package runbundle
 
 import (
@@ -77,7 +80,7 @@ var _ = ReportAfterEach(func(report SpecReport) {
 	}
 	for _, args := range [][]string{
 		{"get", "pods", "-A", "-o", "wide"},
-		{"-n", namespace, "get", "csv,subscription,installplan,catalogsource", "-o", "wide"},
+		{"get", "csv,subscription,installplan,catalogsource,operatorgroup", "-A", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		{"-n", namespace, "logs", "-l", "control-plane=controller-manager", "--tail=50", "--prefix"},
 		{"-n", "olm", "logs", "deployment/catalog-operator", "--tail=50"},

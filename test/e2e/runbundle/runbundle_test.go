@@ -52,10 +52,16 @@ func kubectl(args ...string) string {
 	return out
 }
 
-// expectInstalled checks that CSV release's is Succeeded and that every
-// manager pod runs on real-0, Ready, from image, whose digest (the one
-// make images pushed) real-0's containerd pulled.
+// expectInstalled checks that CSV release's is Succeeded in the operator's
+// namespace and that every manager pod runs on real-0, Ready, from image,
+// whose digest (the one make images pushed) real-0's containerd pulled.
 func expectInstalled(release, image string) {
+	GinkgoHelper()
+	expectInstalledIn(namespace, release, image)
+}
+
+// expectInstalledIn is expectInstalled for an operator installed in ns.
+func expectInstalledIn(namespace, release, image string) {
 	GinkgoHelper()
 	csv := "mydeployment-operator.v" + release
 	Eventually(utils.JSONPath("{.status.phase}", "-n", namespace, "csv", csv), 5*time.Minute, time.Second).
@@ -85,12 +91,13 @@ func expectInstalled(release, image string) {
 }
 
 // expectWebhook checks the manager's admission webhook, served by its pods
-// with OLM's certificate, refuses an annotation that can never work. Right
+// with OLM's certificate, refuses in namespace ns (one the install
+// watches) an annotation that can never work. Right
 // after an upgrade a call can fail for some seconds (seen: a pod answering
 // with a certificate the API server's caBundle did not trust, "tls: bad
 // certificate", while OLM's rotation settled), so it is asked until it
 // answers, and how long that took is printed.
-func expectWebhook() {
+func expectWebhook(ns string) {
 	GinkgoHelper()
 	start := time.Now()
 	var failures []string
@@ -105,7 +112,7 @@ spec:
   template:
     metadata: {labels: {app: refused}}
     spec: {containers: [{name: web, image: web}]}
-`, "-n", "default", "apply", "--dry-run=server", "-f", "-")
+`, "-n", ns, "apply", "--dry-run=server", "-f", "-")
 		g.Expect(err).To(HaveOccurred(), out)
 		if strings.Contains(out, "failed calling webhook") {
 			failures = append(failures, out)
@@ -119,7 +126,16 @@ spec:
 	}
 }
 
-var _ = Describe("operator-sdk run bundle, then run bundle-upgrade, on real pods", Ordered, func() {
+// Both installs share OLM, the registry and real-0: the OperatorHub-style
+// install (operatorhub_test.go) begins by removing what run bundle left, so
+// the two run in this order, in one ordered container.
+var _ = Describe("OLM v0 on real pods", Ordered, func() {
+	Describe("operator-sdk run bundle, then run bundle-upgrade", runBundle)
+	Describe("OperatorHub-style: a CatalogSource of the catalog image and a Subscription, in every install mode", operatorHub)
+})
+
+// runBundle: README's run bundle and run bundle-upgrade, work in flight.
+func runBundle() {
 	var w *inflight.Workloads
 	const inFlight = "inflight"
 
@@ -147,7 +163,7 @@ var _ = Describe("operator-sdk run bundle, then run bundle-upgrade, on real pods
 			"the CatalogSource's address is a registry pod on %s running run bundle's default index image", node)
 
 		expectInstalled(previous, utils.ReleaseManagerImage(projectDir, previous))
-		expectWebhook()
+		expectWebhook("default")
 	})
 
 	It("leaves workloads in flight under the previous release, on real pods", func() {
@@ -187,7 +203,7 @@ var _ = Describe("operator-sdk run bundle, then run bundle-upgrade, on real pods
 			return out
 		}, 2*time.Minute, time.Second).Should(BeEmpty(), "OLM removed the previous CSV")
 		w.ExpectKept()
-		expectWebhook()
+		expectWebhook("default")
 	})
 
 	It("carries on what the previous release left", func() {
@@ -195,35 +211,7 @@ var _ = Describe("operator-sdk run bundle, then run bundle-upgrade, on real pods
 	})
 
 	It("lets a user bound only to the built-in edit role create an Application, which runs on real pods", func() {
-		// The bundle's editor ClusterRoles, installed by OLM, aggregate
-		// into edit (kube-controller-manager): nothing else grants them.
-		const ns, editor = "edit-user", "e2e-editor"
-		kubectl("create", "namespace", ns)
-		kubectl("-n", ns, "create", "rolebinding", "editor", "--clusterrole=edit", "--user="+editor)
-		for _, verb := range []string{"create", "patch", "delete"} {
-			Eventually(func() string {
-				out, _ := utils.Kubectl("-n", ns, "--as", editor, "auth", "can-i", verb, "applications.apps.mydeployment.io")
-				return strings.TrimSpace(out)
-			}, time.Minute, time.Second).Should(Equal("yes"), "edit may %s Applications once OLM installed the bundle's roles", verb)
-		}
-		app := fmt.Sprintf(`{"apiVersion":"apps.mydeployment.io/v1beta1","kind":"Application","metadata":{"name":"shop"},`+
-			`"spec":{"deployment":{"image":"%s:v1","replicas":2,"port":8080},"service":{}}}`, testwebBase)
-		// Right after an upgrade the webhook can refuse a call for a while
-		// (expectWebhook): asked until it answers, and how long said.
-		start, failed := time.Now(), 0
-		Eventually(func(g Gomega) {
-			out, err := utils.KubectlStdin(app, "-n", ns, "--as", editor, "create", "-f", "-")
-			if err != nil && strings.Contains(out, "failed calling webhook") {
-				failed++
-			}
-			g.Expect(err).NotTo(HaveOccurred(), out)
-		}, 3*time.Minute, 2*time.Second).Should(Succeed())
-		By(fmt.Sprintf("created as %s after %s (%d calls the webhook failed before)", editor, time.Since(start).Round(time.Second), failed))
-		Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}`, "-n", ns, "mdapp", "shop"),
-			3*time.Minute, time.Second).Should(Equal("True"), "the Application is Ready")
-		Eventually(utils.JSONPath(`{range .items[?(@.status.phase=="Running")]}{.spec.nodeName} {end}`, "-n", ns, "pods"),
-			time.Minute, time.Second).Should(Equal(node+" "+node+" "), "its 2 pods run on %s", node)
-		By(fmt.Sprintf("%s (bound to edit in %s) created the Application shop: Ready, its 2 pods Running on %s", editor, ns, node))
+		expectEditorCreatesApplication("edit-user", "e2e-editor")
 	})
 
 	It("passes operator-sdk scorecard against the cluster: the built-in basic and OLM tests and ours, in pods", func() {
@@ -265,4 +253,39 @@ var _ = Describe("operator-sdk run bundle, then run bundle-upgrade, on real pods
 		By(fmt.Sprintf("operator-sdk scorecard bundle: %d tests passed in %s, their pods on %s (the only node that runs pods):\n%s",
 			len(lines), time.Since(start).Round(time.Second), node, strings.Join(lines, "\n")))
 	})
-})
+}
+
+// expectEditorCreatesApplication checks that a user bound in a new
+// namespace ns only to the built-in edit role may create, patch and delete
+// Applications, and creates one that becomes Ready on real pods.
+func expectEditorCreatesApplication(ns, editor string) {
+	GinkgoHelper()
+	// The bundle's editor ClusterRoles, installed by OLM, aggregate
+	// into edit (kube-controller-manager): nothing else grants them.
+	kubectl("create", "namespace", ns)
+	kubectl("-n", ns, "create", "rolebinding", "editor", "--clusterrole=edit", "--user="+editor)
+	for _, verb := range []string{"create", "patch", "delete"} {
+		Eventually(func() string {
+			out, _ := utils.Kubectl("-n", ns, "--as", editor, "auth", "can-i", verb, "applications.apps.mydeployment.io")
+			return strings.TrimSpace(out)
+		}, time.Minute, time.Second).Should(Equal("yes"), "edit may %s Applications once OLM installed the bundle's roles", verb)
+	}
+	app := fmt.Sprintf(`{"apiVersion":"apps.mydeployment.io/v1beta1","kind":"Application","metadata":{"name":"shop"},`+
+		`"spec":{"deployment":{"image":"%s:v1","replicas":2,"port":8080},"service":{}}}`, testwebBase)
+	// Right after an upgrade the webhook can refuse a call for a while
+	// (expectWebhook): asked until it answers, and how long said.
+	start, failed := time.Now(), 0
+	Eventually(func(g Gomega) {
+		out, err := utils.KubectlStdin(app, "-n", ns, "--as", editor, "create", "-f", "-")
+		if err != nil && strings.Contains(out, "failed calling webhook") {
+			failed++
+		}
+		g.Expect(err).NotTo(HaveOccurred(), out)
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+	By(fmt.Sprintf("created as %s after %s (%d calls the webhook failed before)", editor, time.Since(start).Round(time.Second), failed))
+	Eventually(utils.JSONPath(`{.status.conditions[?(@.type=="Ready")].status}`, "-n", ns, "mdapp", "shop"),
+		3*time.Minute, time.Second).Should(Equal("True"), "the Application is Ready")
+	Eventually(utils.JSONPath(`{range .items[?(@.status.phase=="Running")]}{.spec.nodeName} {end}`, "-n", ns, "pods"),
+		time.Minute, time.Second).Should(Equal(node+" "+node+" "), "its 2 pods run on %s", node)
+	By(fmt.Sprintf("%s (bound to edit in %s) created the Application shop: Ready, its 2 pods Running on %s", editor, ns, node))
+}
