@@ -217,7 +217,7 @@ func (s podSet) waveStep(in Input) *WaveProgress {
 			break
 		}
 		if st.BakeStarted.IsZero() {
-			st.BakeStarted = in.Now.UTC().Truncate(time.Second) // as the record keeps it
+			st.BakeStarted = ceilSecond(in.Now) // as the record keeps it, never shortening the bake
 		}
 		if wait = st.BakeStarted.Add(w.Bake).Sub(in.Now); wait > 0 {
 			break
@@ -374,4 +374,14 @@ func PinTemplate(t *corev1.PodTemplateSpec, pin Pin) {
 		t.Annotations = map[string]string{}
 	}
 	t.Annotations[WavePodAnnotation] = pin.Domain
+}
+
+// ceilSecond is t in UTC rounded up to the second: the record keeps
+// seconds, and a bake recorded as begun before it did would end early.
+func ceilSecond(t time.Time) time.Time {
+	c := t.UTC().Truncate(time.Second)
+	if c.Before(t) {
+		c = c.Add(time.Second)
+	}
+	return c
 }

@@ -230,12 +230,17 @@ func (w *Waves) domainOf(p *corev1.Pod) string {
 var ErrAccessDenied = fmt.Errorf("%s: the manager may not list and watch Nodes, so it does not know the pods' domains "+
 	"(grant it the ClusterRole of config/rbac/node_reader_role.yaml); the rollout holds", Annotation)
 
-// ReportInput implements status.Reporter: with no other failure to
-// report, the status says the manager may not see Nodes, and the rollout
-// holds.
+// ReportInput implements status.Reporter: while a rollout is under way,
+// the wave the record names (Progressing: "wave 2 of 3: zone-b", a hold
+// while it bakes); with no other failure to report, that the manager may
+// not see Nodes, and the rollout holds.
 func (w *Waves) ReportInput(in *status.Input) {
 	if in.Failure == nil && w.denied {
 		in.Failure = &status.Failure{Reason: ReasonWavesAccessDenied, Message: ErrAccessDenied.Error()}
+	}
+	st := w.state
+	if in.UpdateRevision != "" && in.CurrentRevision != in.UpdateRevision && st.Revision == in.UpdateRevision && st.Index < st.Of {
+		in.Wave = &status.Wave{Message: st.Describe(w.bake), Baking: !st.BakeStarted.IsZero()}
 	}
 }
 
