@@ -216,13 +216,15 @@ func (s podSet) waveStep(in Input) *WaveProgress {
 			st = WaveState{Revision: st.Revision, Index: wv.n, Of: wv.n} // the last wave bakes before nothing
 			break
 		}
-		if st.BakeStarted.IsZero() {
-			st.BakeStarted = ceilSecond(in.Now) // as the record keeps it, never shortening the bake
+		if w.Bake > 0 {
+			if st.BakeStarted.IsZero() {
+				st.BakeStarted = ceilSecond(in.Now) // as the record keeps it, never shortening the bake
+			}
+			if wait = st.BakeStarted.Add(w.Bake).Sub(in.Now); wait > 0 {
+				break
+			}
+			wait = 0
 		}
-		if wait = st.BakeStarted.Add(w.Bake).Sub(in.Now); wait > 0 {
-			break
-		}
-		wait = 0
 		st = WaveState{Revision: st.Revision, Index: st.Index + 1, Of: wv.n, Domain: domains[st.Index+1]}
 	}
 	return wv.progress(st, wait)

@@ -76,6 +76,14 @@ func TestWavesStep(t *testing.T) {
 		{name: "a done zone starts its bake; nothing moves",
 			in:   wavesInput(doneA, 1, 0, wavesOf(doneA, recA, 10*time.Minute)),
 			wave: "wave 1 of 3: a, baking until 2025-06-01T12:10:00Z", held: 4, baking: true, record: true, requeue: 10 * time.Minute},
+		{name: "a bake begun between seconds is recorded from the next second, never shorter",
+			in: func() Input {
+				in := wavesInput(doneA, 1, 0, wavesOf(doneA, recA, 10*time.Minute))
+				in.Now = t0.Add(300 * time.Millisecond)
+				return in
+			}(),
+			wave: "wave 1 of 3: a, baking until 2025-06-01T12:10:01Z", held: 4, baking: true, record: true,
+			requeue: 10*time.Minute + 700*time.Millisecond},
 		{name: "a restart mid-bake bakes on, not again",
 			in:   wavesInput(doneA, 1, 0, wavesOf(doneA, baking, 10*time.Minute)),
 			wave: "wave 1 of 3: a, baking until 2025-06-01T12:06:00Z", held: 4, baking: true, requeue: 6 * time.Minute},

@@ -270,6 +270,13 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 		}
 		remove(s, appsv1beta1.ConditionProgressing)
 		set(s, c) // refreshes lastUpdateTime: progress restarts the deadline
+	case in.Wave != nil && current.Reason == appsv1beta1.ReasonRevisionUpdated && current.Message != in.Wave.Message:
+		// The next wave began before any of its pods moved: said at once,
+		// the deadline still running from the last progress.
+		c := *current
+		c.Message = in.Wave.Message
+		remove(s, appsv1beta1.ConditionProgressing)
+		s.Conditions = append(s.Conditions, c)
 	case current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded, current.Reason == appsv1beta1.ReasonCanaryPaused:
 		// A pause is left as it is by a sync that planned nothing: no
 		// deadline runs from it.

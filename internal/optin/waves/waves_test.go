@@ -202,3 +202,28 @@ func watchOf(more ...client.Object) *Watch {
 	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(append(more, opted)...).Build()
 	return newWatch(optin.BuildEnv{Reader: cl, Writer: cl, Pods: podwatch.NewIndex(), Log: logr.Discard()})
 }
+
+// TestReportWave: the wave the record names while its rollout is under
+// way, a bake as a bake; nothing once done or for another revision.
+func TestReportWave(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		state rollout.WaveState
+		want  *status.Wave
+	}{
+		{"moving", rollout.WaveState{Revision: "r2", Index: 1, Of: 3, Domain: "zone-b"}, &status.Wave{Message: "wave 2 of 3: zone-b"}},
+		{"baking", rollout.WaveState{Revision: "r2", Index: 0, Of: 3, Domain: "zone-a", BakeStarted: at},
+			&status.Wave{Message: "wave 1 of 3: zone-a, baking until 2026-01-01T00:10:00Z", Baking: true}},
+		{"unlabelled nodes", rollout.WaveState{Revision: "r2", Index: 2, Of: 3, Domain: ""},
+			&status.Wave{Message: "wave 3 of 3: nodes without the label"}},
+		{"done", rollout.WaveState{Revision: "r2", Index: 3, Of: 3}, nil},
+		{"another revision's", rollout.WaveState{Revision: "r1", Index: 1, Of: 3, Domain: "zone-b"}, nil},
+	} {
+		in := status.Input{CurrentRevision: "r1", UpdateRevision: "r2"}
+		(&Waves{bake: 10 * time.Minute, state: tc.state}).ReportInput(&in)
+		if (in.Wave == nil) != (tc.want == nil) || in.Wave != nil && *in.Wave != *tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, in.Wave, tc.want)
+		}
+	}
+}
