@@ -252,7 +252,7 @@ var _ = Describe("Beyond Deployment: zone-by-zone waves", Ordered, ContinueOnFai
 
 	It("does not start the next wave early, nor bake again, after a restart mid-bake", func() {
 		zones := []string{ns + "-z1", ns + "-z2", ns + "-z3"}
-		md := wavesMD(ns, "restart", "6s", zones)
+		md := wavesMD(ns, "restart", "8s", zones)
 		z := start(md, zones)
 		l := watchWaves(md, zones, z.oldRev)
 		defer l.stop()
@@ -262,7 +262,8 @@ var _ = Describe("Beyond Deployment: zone-by-zone waves", Ordered, ContinueOnFai
 		baked := waveRecord(md)
 		Expect(baked.Domain).To(Equal(zones[0]))
 
-		By("the manager restarts during zone 1's bake")
+		By("the manager restarts 4s into zone 1's 8s bake")
+		time.Sleep(time.Until(baked.BakeStarted.Add(4 * time.Second)))
 		stopManager()
 		startManager(func(r *MyDeploymentReconciler) {
 			rec = &countingRecorder{EventRecorder: r.Recorder, notes: map[string][]string{}}
@@ -270,8 +271,9 @@ var _ = Describe("Beyond Deployment: zone-by-zone waves", Ordered, ContinueOnFai
 		})
 		Eventually(func() time.Time { c, _ := l.times(zones[1]); return c }, timeout, interval).ShouldNot(BeZero())
 		changed, _ := l.times(zones[1])
-		Expect(changed).To(BeTemporally(">=", baked.BakeStarted.Add(6*time.Second)), "zone 2 began before the recorded bake ended")
-		Expect(changed).To(BeTemporally("<", baked.BakeStarted.Add(6*time.Second+10*time.Second)), "the bake ran again")
+		Expect(changed).To(BeTemporally(">=", baked.BakeStarted.Add(8*time.Second)), "zone 2 began before the recorded bake ended")
+		Expect(changed).To(BeTemporally("<", baked.BakeStarted.Add(11*time.Second)),
+			"the bake ran again from the restart (it would end 12s after it began)")
 		complete(md)
 		Expect(l.result()).To(BeEmpty())
 	})

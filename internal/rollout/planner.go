@@ -294,7 +294,7 @@ func Compute(in Input) Plan {
 	s := newPodSet(in)
 	l := newLimits(in, len(s.finished))
 	if l.waves = s.waveStep(in); l.waves != nil {
-		s.held = max(s.held, l.waves.Held) // a partition per domain
+		s.held = max(s.held, min(l.waves.Held, l.replicas)) // a partition per domain, as heldTarget at most Replicas
 	}
 	p, sized, scaled, rolling := step(in, s, l)
 	p.Delete = slices.Concat(s.finished, p.Delete)

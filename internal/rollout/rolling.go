@@ -24,7 +24,7 @@ func planRolling(s podSet, l limits) Plan {
 	// move in place (inplace.go) are not replaced by new pods (they
 	// become updated ones), the others are.
 	// A wave under way takes them from its own domain only (waves.go).
-	leaving := s.leavingOrder(l.inWave(keepOld), s.held > 0)[:max(0, len(keepOld)-s.held)]
+	leaving := s.leaving(l, keepOld)
 	moving, replaced := s.splitLeaving(l, leaving, len(keepNew), target)
 
 	create, createHeld := s.rollingCreates(l, active, len(keepNew), len(keepOld), len(moving), target)

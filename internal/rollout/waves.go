@@ -198,7 +198,7 @@ func (s podSet) waveStep(in Input) *WaveProgress {
 	case w == nil || in.Strategy == Recreate || len(s.old) == 0 && !recorded:
 		return nil
 	case w.Unknown:
-		return heldByUnknown(s, w)
+		return heldByUnknown(s, w, max(int(in.Replicas), 0))
 	}
 	domains := w.domains(slices.Concat(s.updated, s.old), in.UpdateRevision)
 	if len(domains) == 0 {
@@ -230,13 +230,17 @@ func (s podSet) waveStep(in Input) *WaveProgress {
 	return wv.progress(st, wait)
 }
 
-// heldByUnknown holds every old pod: without the domains no wave can start.
-func heldByUnknown(s podSet, w *Waves) *WaveProgress {
+// heldByUnknown holds every old pod, and every pod a scale-up adds (of
+// the current revision, as a partition's held side): without the domains
+// no wave can start, and a new pod of the update revision could not be
+// pinned. Pods already updated stay (the watch may have just started,
+// mid-rollout).
+func heldByUnknown(s podSet, w *Waves, replicas int) *WaveProgress {
 	later := make(map[*corev1.Pod]bool, len(s.old))
 	for _, p := range s.old {
 		later[p] = true
 	}
-	return &WaveProgress{Held: len(s.old), later: later, State: w.State,
+	return &WaveProgress{Held: max(len(s.old), replicas-len(s.updated)), later: later, State: w.State,
 		Message: "waiting for the Nodes' " + w.Key + " labels: every pod holds"}
 }
 
@@ -314,13 +318,20 @@ func (v waveView) progress(st WaveState, wait time.Duration) *WaveProgress {
 	return p
 }
 
-// inWave are the pods of pods a rolling step may take to the update
-// revision: those the wave under way does not hold (all without one).
-func (l limits) inWave(pods []*corev1.Pod) []*corev1.Pod {
+// leaving are the old pods of keep (unlabelled) beyond the held share
+// that leave their side in a rolling step, in leavingOrder; with a wave
+// under way its own (or an earlier wave's) first, and one it holds only
+// when Replicas are fewer than the pods it holds (a scale-down: s.held is
+// at most Replicas).
+func (s podSet) leaving(l limits, keep []*corev1.Pod) []*corev1.Pod {
+	n := max(0, len(keep)-s.held)
 	if l.waves == nil {
-		return pods
+		return s.leavingOrder(keep, s.held > 0)[:n]
 	}
-	return slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return l.waves.later[p] })
+	later := func(p *corev1.Pod) bool { return l.waves.later[p] }
+	inWave := slices.DeleteFunc(slices.Clone(keep), later)
+	held := slices.DeleteFunc(slices.Clone(keep), func(p *corev1.Pod) bool { return !later(p) })
+	return slices.Concat(s.leavingOrder(inWave, s.held > 0), s.leavingOrder(held, s.held > 0))[:n]
 }
 
 // withWaves is p with the wave's pin on the update revision's creations
@@ -337,8 +348,8 @@ func (w *WaveProgress) withWaves(p Plan, update string) Plan {
 	if w.wait > 0 && (p.RequeueAfter == 0 || w.wait < p.RequeueAfter) {
 		p.RequeueAfter = w.wait
 	}
-	if w.Baking && p.Reason == ReasonPartitionHeld {
-		p.Reason = ReasonWaveBake
+	if acts := len(p.Create) > 0 || p.Removes() > 0 || len(p.UpdateInPlace) > 0; w.Baking && w.wait > 0 && !acts {
+		p.Reason = ReasonWaveBake // held for the bake, whatever else waits
 	}
 	p.Waves = w
 	return p

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // zoned are pods named <zone>-<rev>-<i> on nodes of that zone; zone "" is a
@@ -214,21 +216,39 @@ func checkWavesPlan(t testing.TB, in Input, p Plan) {
 	held := in
 	held.Partition = max(in.Partition, int32(w.Held))
 	held.Waves = nil
-	if in.CurrentRevision != "" && in.CurrentRevision != in.UpdateRevision {
-		q := p
-		if q.Reason == ReasonWaveBake {
-			q.Reason = ReasonPartitionHeld // checkPlan's name of a held step
+	switch {
+	case p.Reason == ReasonWaveBake:
+		// A bake holds with nothing to do: checkPlan would want progress.
+		if p.Creates() > 0 || p.Removes() > 0 || len(p.UpdateInPlace) > 0 || p.RequeueAfter <= 0 {
+			t.Fatalf("a bake that acts, or does not requeue: %s", describe(p))
 		}
-		checkPlan(t, withWait(held, w.wait), q)
+	case in.CurrentRevision != "" && in.CurrentRevision != in.UpdateRevision:
+		checkPlan(t, withWait(held, w.wait), p)
 	}
-	for _, pod := range slices.Concat(p.Delete, p.Evict, p.UpdateInPlace) {
+	scale := slices.Contains([]Reason{ReasonScaleDown, ReasonProportionalScaleDown, ReasonPausedScaleDown, ReasonPartitionScaleDown}, p.Reason)
+	for _, pod := range p.UpdateInPlace {
 		if w.later[pod] {
-			t.Fatalf("%s of a later wave than %q removed or moved: %s", pod.Name, w.State.Domain, describe(p))
+			t.Fatalf("%s of a later wave than %q moved in place: %s", pod.Name, w.State.Domain, describe(p))
+		}
+	}
+	for _, pod := range slices.Concat(p.Delete, p.Evict) {
+		// A scale-down may take any pod, and a pod labelled
+		// specified-delete or on a draining node is replaced where it is
+		// (by one of the current revision, the held side's).
+		doomed := pod.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true" || in.DrainingNodes[pod.Spec.NodeName]
+		beyond := w.Held > int(max(in.Replicas, 0)) // the held pods are more than Replicas: a scale-down
+		if w.later[pod] && !scale && !doomed && !beyond {
+			t.Fatalf("%s of a later wave than %q removed: %s", pod.Name, w.State.Domain, describe(p))
 		}
 	}
 	for _, c := range p.Create {
-		if c.Revision == in.UpdateRevision && (c.Pin == nil || c.Pin.Domain != w.State.Domain) {
-			t.Fatalf("pods of the update revision created outside wave %q: %+v", w.State.Domain, c)
+		scaleUp := slices.Contains([]Reason{ReasonScaleUp, ReasonProportionalScaleUp, ReasonPausedScaleUp}, p.Reason)
+		if in.Waves.Unknown && c.Revision == in.UpdateRevision && labelledUpdated(in) == 0 && !scaleUp {
+			t.Fatalf("pods of the update revision created with the domains unknown: %s", describe(p))
+		}
+		allDone := w.State.Index >= w.State.Of // no old pod left: new pods go anywhere
+		if !in.Waves.Unknown && !allDone && c.Revision == in.UpdateRevision && (c.Pin == nil || c.Pin.Domain != w.State.Domain) {
+			t.Fatalf("pods of the update revision created outside wave %q: %+v (wave %+v, unknown %v): %s", w.State.Domain, c, *w, in.Waves.Unknown, describe(p))
 		}
 	}
 }
@@ -431,4 +451,84 @@ func (c *zoneCluster) converged(replicas int32) bool {
 		n++
 	}
 	return n == int(replicas)
+}
+
+// TestWavesRandomInputs plans single steps from random waves inputs
+// (zones and their pods of either revision, ready or not, terminating,
+// labelled, unscheduled; a random record, bake, partition, pause,
+// in-place gate, draining node) and checks each plan's promises: those of
+// every plan with the partition the wave holds, and that no pod the wave
+// holds is removed or moved, and every new pod goes to the wave's zone.
+func TestWavesRandomInputs(t *testing.T) {
+	r := rand.New(rand.NewPCG(530, 0))
+	inputs := 20_000
+	if testing.Short() {
+		inputs = 2_000
+	}
+	for i := range inputs {
+		in := randomWavesInput(r)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("input %d: panic %v", i, p)
+				}
+			}()
+			checkWavesPlan(t, in, Compute(in))
+		}()
+	}
+}
+
+func randomWavesInput(r *rand.Rand) Input {
+	zones := []string{"a", "b", "c", NoDomain}[:1+r.IntN(4)]
+	w := &Waves{Key: "zone", Domain: map[string]string{}, Bake: time.Duration(r.IntN(3)) * time.Minute}
+	if r.IntN(3) == 0 {
+		w.Order = []string{zones[r.IntN(len(zones))]}
+	}
+	var ps []*corev1.Pod
+	for i := range r.IntN(9) {
+		rev := []string{revOld, revNew, revOld2}[r.IntN(3)]
+		p := mkPod(fmt.Sprintf("p%d", i), rev)
+		switch r.IntN(8) {
+		case 0:
+			notReady(p)
+		case 1:
+			terminating(p)
+		case 2:
+			labelled(p)
+		case 3:
+			pending(p)
+		}
+		w.Domain[p.Name] = zones[r.IntN(len(zones))]
+		ps = append(ps, p)
+	}
+	if r.IntN(2) == 0 {
+		w.State = WaveState{Revision: revNew, Index: r.IntN(len(zones)), Of: len(zones), Domain: zones[r.IntN(len(zones))]}
+		if r.IntN(2) == 0 {
+			w.State.BakeStarted = t0.Add(-time.Duration(r.IntN(4)) * time.Minute)
+		}
+	}
+	w.Unknown = r.IntN(10) == 0
+	in := Input{Replicas: int32(r.IntN(8)), MaxSurge: int32(r.IntN(3)), MaxUnavailable: int32(r.IntN(3)),
+		UpdateRevision: revNew, CurrentRevision: revOld, Revisions: []string{revOld2, revOld}, Pods: ps, Now: t0, Waves: w,
+		Partition: int32(r.IntN(3)) * int32(r.IntN(2)), Paused: r.IntN(10) == 0}
+	if r.IntN(3) == 0 {
+		in.SizedFor = &Size{Replicas: int32(r.IntN(8)), MaxReplicas: int32(r.IntN(10))}
+	}
+	if r.IntN(5) == 0 && len(ps) > 0 {
+		in.DrainingNodes = map[string]bool{ps[0].Spec.NodeName: true}
+	}
+	return in
+}
+
+// labelledUpdated counts the active pods of the update revision labelled
+// specified-delete: with the domains unknown, their replacements are the
+// only new pods of the update revision (not pinned).
+func labelledUpdated(in Input) int {
+	n := 0
+	for _, p := range in.Pods {
+		if isActive(p) && revisionOf(p) == in.UpdateRevision && (p.Labels[appsv1beta1.SpecifiedDeleteLabel] == "true" || in.DrainingNodes[p.Spec.NodeName]) {
+			n++
+		}
+	}
+	return n
 }
