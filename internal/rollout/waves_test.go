@@ -532,3 +532,15 @@ func labelledUpdated(in Input) int {
 	}
 	return n
 }
+
+// FuzzWaves is TestWavesRandomInputs for the coverage-guided fuzzer
+// (go test -fuzz FuzzWaves): the seed draws one input.
+func FuzzWaves(f *testing.F) {
+	for _, seed := range []uint64{0, 1, 53, 530} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		in := randomWavesInput(rand.New(rand.NewPCG(seed, 0)))
+		checkWavesPlan(t, in, Compute(in))
+	})
+}
