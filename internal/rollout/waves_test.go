@@ -498,6 +498,9 @@ func randomWavesInput(r *rand.Rand) Input {
 		case 3:
 			pending(p)
 		}
+		if r.IntN(4) == 0 { // may move in place (Input.InPlace below)
+			p.Spec.ReadinessGates = append(p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: appsv1beta1.InPlaceUpdateReadyCondition})
+		}
 		w.Domain[p.Name] = zones[r.IntN(len(zones))]
 		ps = append(ps, p)
 	}
@@ -513,6 +516,9 @@ func randomWavesInput(r *rand.Rand) Input {
 		Partition: int32(r.IntN(3)) * int32(r.IntN(2)), Paused: r.IntN(10) == 0}
 	if r.IntN(3) == 0 {
 		in.SizedFor = &Size{Replicas: int32(r.IntN(8)), MaxReplicas: int32(r.IntN(10))}
+	}
+	if r.IntN(3) == 0 {
+		in.InPlace = []string{revOld}
 	}
 	if r.IntN(5) == 0 && len(ps) > 0 {
 		in.DrainingNodes = map[string]bool{ps[0].Spec.NodeName: true}
