@@ -294,7 +294,7 @@ var _ = Describe("Beyond Deployment: zone-by-zone waves", Ordered, ContinueOnFai
 })
 
 var _ = Describe("Waves without access to Nodes", Ordered, Serial, func() {
-	const serviceAccount = "mydeployment-manager-no-nodes"
+	const serviceAccount = "mydeployment-manager-no-nodes-waves" // its own binding: the drain's spec makes one too
 	BeforeAll(func() {
 		stopManager()
 		bindClusterRole(ctx, clusterRole("role.yaml").Name, serviceAccount) // the markers' rules only
