@@ -280,8 +280,8 @@ func (v waveView) later(k int) int {
 }
 
 // done says wave k is done: no old pod left up to it, every pod of the
-// update revision in it available, and Replicas less the later waves' old
-// pods of the update revision available.
+// update revision in it available, and at least Replicas less the later
+// waves' old pods of the update revision available in all.
 func (v waveView) done(k int) bool {
 	if len(v.s.old)-v.later(k) > 0 {
 		return false
