@@ -40,6 +40,8 @@ type zonePlayer struct {
 	md     *appsv1beta1.MyDeployment
 	zones  []string
 	oldRev string
+	// bare is the node without the label that pods pinned to no domain go to.
+	bare   string
 	mu     sync.Mutex
 	next   int
 	broken map[string]bool
@@ -65,9 +67,12 @@ func (z *zonePlayer) play() {
 		switch {
 		case p.Spec.NodeName == "":
 			zone, pinned := p.Annotations[rollout.WavePodAnnotation]
-			if !pinned {
+			switch {
+			case !pinned:
 				zone = z.zones[z.next%len(z.zones)]
 				z.next++
+			case zone == rollout.NoDomain:
+				zone = z.bare
 			}
 			_ = k8sClient.SubResource("binding").Create(ctx, &p, &corev1.Binding{
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
@@ -179,12 +184,22 @@ var _ = Describe("Beyond Deployment: zone-by-zone waves", Ordered, ContinueOnFai
 	withCountingManager(&rec)
 	BeforeEach(func() { ns = newNamespace() })
 
-	// start creates md on zones (2 pods each, ready) and plays the
-	// scheduler and kubelet until the spec ends.
-	start := func(md *appsv1beta1.MyDeployment, zones []string) *zonePlayer {
-		zoneNodes(zones...)
+	// start creates md on zones (2 pods each, ready; the zone bare, if
+	// given, a node without the label) and plays the scheduler and
+	// kubelet until the spec ends.
+	start := func(md *appsv1beta1.MyDeployment, zones []string, bare ...string) *zonePlayer {
+		for _, zone := range zones {
+			if slices.Contains(bare, zone) {
+				newNode(zone)
+			} else {
+				zoneNodes(zone)
+			}
+		}
 		Expect(k8sClient.Create(ctx, md)).To(Succeed())
 		z := &zonePlayer{md: md, zones: zones, broken: map[string]bool{}}
+		if len(bare) > 0 {
+			z.bare = bare[0]
+		}
 		DeferCleanup(everyTick(100*time.Millisecond, z.play))
 		complete(md)
 		view := zoneView(md)
@@ -226,6 +241,29 @@ var _ = Describe("Beyond Deployment: zone-by-zone waves", Ordered, ContinueOnFai
 				Key: zoneKey, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Spec.NodeName}}))
 		}
 		Expect(rec.of(md, appsv1beta1.ReasonProgressDeadlineExceeded)).To(BeEmpty())
+	})
+
+	It("rolls the pods on nodes without the label last, pinned to such nodes", func() {
+		zones := []string{ns + "-z1", ns + "-z2", ns + "-bare"} // the waves: by name, the unlabelled node last
+		md := rolling(newMD(ns, "bare", 6, "nginx:1.27"), intstr.FromInt32(1), intstr.FromInt32(0))
+		md.Annotations = map[string]string{waves.Annotation: zoneKey}
+		z := start(md, []string{zones[2], zones[1], zones[0]}, zones[2]) // placed in another order than they roll
+		l := watchWaves(md, zones, z.oldRev)
+		defer l.stop()
+
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		Eventually(progressing(md), timeout, interval).Should(ContainSubstring("wave 3 of 3: nodes without the label"))
+		complete(md)
+		Expect(l.result()).To(BeEmpty(), "no zone moved before the zones before it were done")
+		for _, p := range podsOf(md) {
+			if p.Spec.NodeName != zones[2] {
+				continue
+			}
+			Expect(p.Annotations).To(HaveKeyWithValue(rollout.WavePodAnnotation, ""))
+			terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			Expect(terms[0].MatchExpressions).To(ContainElement(corev1.NodeSelectorRequirement{
+				Key: zoneKey, Operator: corev1.NodeSelectorOpDoesNotExist}))
+		}
 	})
 
 	It("holds zone 3 untouched while a pod of zone 2 does not become ready", func() {
