@@ -219,6 +219,9 @@ func (a actor) create(ctx context.Context, p *syncPlan, out *outcome, rev *appsv
 	if p.inPlace {
 		inplace.WithGate(&template.Spec) // readiness gates cannot be added later
 	}
+	if c.Pin != nil {
+		rollout.PinTemplate(template, *c.Pin) // a wave's pods go to its domain only
+	}
 	var mu sync.Mutex
 	var gated []*corev1.Pod
 	created, err := slowStart(int(c.Count), func() error {

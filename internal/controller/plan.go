@@ -130,8 +130,9 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 }
 
 // annotate decides the plan's annotation writes: the revision number and
-// the size record (annotations), the abort record (abortRecord) and the
-// canary step, each in the phase of act it must be written in.
+// the size record (annotations), the abort record (abortRecord), the
+// canary step and the wave under way, each in the phase of act it must be
+// written in.
 func (p *syncPlan) annotate(o *observation) {
 	now, afterPods := annotations(o.md, o.records, p.update, p.Plan)
 	p.abortRecorded = abortRecord(o.records, p.update, p.claims.newRevision, p.aborted, now)
@@ -153,6 +154,14 @@ func (p *syncPlan) annotate(o *observation) {
 			p.recordFirst = map[string]string{}
 		}
 		p.recordFirst[appsv1beta1.CanaryStepAnnotation] = c.State.String()
+	}
+	if w := p.Waves; w != nil && w.Record {
+		// The same for a wave: a sync reading the older record would
+		// start the next wave early, or bake again.
+		if p.recordFirst == nil {
+			p.recordFirst = map[string]string{}
+		}
+		p.recordFirst[rollout.WaveStateAnnotation] = w.State.String()
 	}
 }
 

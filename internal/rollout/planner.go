@@ -106,6 +106,11 @@ type Input struct {
 	// being replaced; one whose update is under way (inplace.UnderWay)
 	// counts as on its way to UpdateRevision (Plan.MovingInPlace).
 	InPlace []string
+	// Waves rolls the pods one failure domain at a time (waves.go): the
+	// domains, each pod's, the bake and the record of the wave under way
+	// (the waves module's PlanInput); nil without waves. Ignored by
+	// Recreate and while Aborted.
+	Waves *Waves
 	// Aborted says the rollout to UpdateRevision is aborted (on-failure
 	// Abort, past its progress deadline): every pod goes back to
 	// CurrentRevision (abort.go), which must be listed in Revisions.
@@ -127,6 +132,9 @@ type Creation struct {
 	Revision string
 	// Count is how many; always positive.
 	Count int32
+	// Pin, when set, is the domain the pods are pinned to (a wave's,
+	// waves.go): the caller creates them with PinTemplate.
+	Pin *Pin
 }
 
 // Plan is what to do now. Executing it in any order (creates before, after or
@@ -185,6 +193,9 @@ type Plan struct {
 	// Canary is where a canary rollout is once the plan is carried out
 	// (canary.go); nil when none is under way.
 	Canary *CanaryProgress
+	// Waves is where a waves rollout is once the plan is carried out
+	// (waves.go); nil when none is under way.
+	Waves *WaveProgress
 	// RequeueAfter, when positive, is when the next ready pod becomes
 	// available (MinReadySeconds) or a timed canary pause ends; requeue
 	// then rather than poll.
@@ -254,6 +265,9 @@ const (
 	// ReasonDrain: pods on draining nodes are replaced, surge first, while
 	// no rollout is under way (drain.go).
 	ReasonDrain Reason = "Drain:SurgeFirst"
+	// ReasonWaveBake: a wave's pods are updated and available, and its
+	// bake runs before the next wave starts (waves.go).
+	ReasonWaveBake Reason = "Waves:Bake"
 )
 
 // Compute plans the next step for the MyDeployment described by in. It is
@@ -279,6 +293,9 @@ func Compute(in Input) Plan {
 	}
 	s := newPodSet(in)
 	l := newLimits(in, len(s.finished))
+	if l.waves = s.waveStep(in); l.waves != nil {
+		s.held = max(s.held, min(l.waves.Held, l.replicas)) // a partition per domain, as heldTarget at most Replicas
+	}
 	p, sized, scaled, rolling := step(in, s, l)
 	p.Delete = slices.Concat(s.finished, p.Delete)
 	p = p.cut(l.maxBurst)
@@ -302,7 +319,7 @@ func Compute(in Input) Plan {
 	if p.Canary = s.canary; s.canary != nil && s.canary.wait > 0 && (p.RequeueAfter == 0 || s.canary.wait < p.RequeueAfter) {
 		p.RequeueAfter = s.canary.wait
 	}
-	return p
+	return l.waves.withWaves(p, in.UpdateRevision)
 }
 
 // limits are the Input's numbers, normalized and widened so sums cannot overflow.
@@ -319,6 +336,9 @@ type limits struct {
 	// replicas changed since it was recorded.
 	sizedFor     *Size
 	scalingEvent bool
+	// waves is the wave under way (waves.go): the old pods it holds do
+	// not leave their side (inWave); nil without one.
+	waves *WaveProgress
 }
 
 // newLimits applies the normalization documented on Input.

@@ -23,7 +23,8 @@ func planRolling(s podSet, l limits) Plan {
 	// Old pods beyond the held share leave their side: those that can
 	// move in place (inplace.go) are not replaced by new pods (they
 	// become updated ones), the others are.
-	leaving := s.leavingOrder(keepOld, s.held > 0)[:max(0, len(keepOld)-s.held)]
+	// A wave under way takes them from its own domain only (waves.go).
+	leaving := s.leaving(l, keepOld)
 	moving, replaced := s.splitLeaving(l, leaving, len(keepNew), target)
 
 	create, createHeld := s.rollingCreates(l, active, len(keepNew), len(keepOld), len(moving), target)

@@ -86,6 +86,9 @@ type Input struct {
 	// passed the step (a failure at the last step must still find the
 	// stable revision to abort to).
 	AnalysisHolds bool
+	// Wave is where a waves rollout is (the waves module's Reporter); nil
+	// when none is under way.
+	Wave *Wave
 	// WaitingForHandOver, when not empty, says what a MyDeployment taking
 	// over a Deployment's pods waits for (adopt-from): Progressing is
 	// Unknown with ReasonWaitingForHandOver and that message, and no
@@ -93,6 +96,19 @@ type Input struct {
 	WaitingForHandOver string
 	Now                time.Time
 }
+
+// Wave is where a waves rollout is: Progressing says Message ("wave 2 of
+// 3: zone-b") while the rollout moves; while the wave bakes (Baking) with
+// every pod available, the rollout holds (ReasonWaveBaking), as at a canary
+// pause: no deadline runs from a bake.
+type Wave struct {
+	Message string
+	Baking  bool
+}
+
+// ReasonWaveBaking: Progressing=True, a waves rollout holds while its
+// done wave bakes, before the next wave starts.
+const ReasonWaveBaking = "WaveBaking"
 
 // Result is the new status and, when a rollout is under way, when to check
 // its progress deadline again.
@@ -231,6 +247,9 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused,
 			in.Canary.Message, now))
 		return 0, false
+	case bakingWave(in, s, desired):
+		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, ReasonWaveBaking, in.Wave.Message, now))
+		return 0, false
 	case heldAtPartition(in, s, desired):
 		// Held, not failing: no deadline runs. A new hold (another
 		// partition) says so with its own message.
@@ -241,15 +260,23 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionAvailable,
 			fmt.Sprintf("MyDeployment %q has successfully progressed.", md.Name), now))
 		return 0, false
-	case progressed(old, *s) || current.Reason == appsv1beta1.ReasonCanaryPaused && in.Canary != nil:
-		// A pause that ended restarts the deadline as progress does.
+	case progressed(old, *s) || current.Reason == appsv1beta1.ReasonCanaryPaused && in.Canary != nil ||
+		current.Reason == ReasonWaveBaking:
+		// A pause or a bake that ended restarts the deadline as progress does.
 		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonRevisionUpdated,
-			fmt.Sprintf("Revision %q is progressing.", in.UpdateRevision), now)
+			progressMessage(in), now)
 		if current.Status == corev1.ConditionTrue {
 			c.LastTransitionTime = current.LastTransitionTime
 		}
 		remove(s, appsv1beta1.ConditionProgressing)
 		set(s, c) // refreshes lastUpdateTime: progress restarts the deadline
+	case in.Wave != nil && current.Reason == appsv1beta1.ReasonRevisionUpdated && current.Message != in.Wave.Message:
+		// The next wave began before any of its pods moved: said at once,
+		// the deadline still running from the last progress.
+		c := *current
+		c.Message = in.Wave.Message
+		remove(s, appsv1beta1.ConditionProgressing)
+		s.Conditions = append(s.Conditions, c)
 	case current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded, current.Reason == appsv1beta1.ReasonCanaryPaused:
 		// A pause is left as it is by a sync that planned nothing: no
 		// deadline runs from it.
@@ -317,6 +344,22 @@ func pausedAtCanaryStep(in Input, s *appsv1beta1.MyDeploymentStatus, desired int
 	return c != nil && (c.Paused || c.Analyzing) && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
 		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(max(c.Held, 0), desired) &&
 		ptr.Deref(s.TerminatingReplicas, 0) == 0
+}
+
+// bakingWave: a waves rollout's done wave bakes with every pod
+// available: the generation observed, desired pods, none terminating.
+func bakingWave(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32) bool {
+	return in.Wave != nil && in.Wave.Baking && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
+		s.AvailableReplicas == desired && ptr.Deref(s.TerminatingReplicas, 0) == 0
+}
+
+// progressMessage is Progressing's message while a rollout moves: the
+// wave under way, or the revision.
+func progressMessage(in Input) string {
+	if in.Wave != nil {
+		return in.Wave.Message
+	}
+	return fmt.Sprintf("Revision %q is progressing.", in.UpdateRevision)
 }
 
 // progressed is Deployment's DeploymentProgressing: more pods updated, ready

@@ -165,6 +165,9 @@ var (
 	adoptFromField  = "metadata.annotations[" + appsv1beta1.AdoptFromAnnotation + "]"
 	adoptRevsField  = "metadata.annotations[" + appsv1beta1.AdoptRevisionsAnnotation + "]"
 	analysisField   = "metadata.annotations[" + appsv1beta1.AnalysisAnnotation + "]"
+	// wavesKey is the waves module's annotation (internal/optin/waves.Annotation).
+	wavesKey   = "apps.mydeployment.io/waves"
+	wavesField = "metadata.annotations[" + wavesKey + "]"
 )
 
 // analysed sets canary steps and an analysis whose fields are the valid
@@ -438,6 +441,30 @@ func Cases() []Case {
 		{Name: "strategy switched to Recreate while drain SurgeFirst by an update", Update: true,
 			Before: annotate(appsv1beta1.DrainAnnotation, appsv1beta1.DrainSurgeFirst), Change: recreate,
 			Field: drainField, Why: "SurgeFirst needs spec.strategy.type RollingUpdate", By: Webhook},
+
+		{Name: "waves with an invalid label key", Change: annotate(wavesKey, "not a key!"),
+			Field: wavesField, Why: `key "not a key!" is not a node label key`, By: Webhook},
+		{Name: "waves with a bad bake", Change: annotate(wavesKey, `{"key":"topology.kubernetes.io/zone","bake":"ten minutes"}`),
+			Field: wavesField, Why: `bake "ten minutes" must be a non-negative duration`, By: Webhook},
+		{Name: "waves with an order entry twice", Change: annotate(wavesKey, `{"key":"zone","order":["a","a"]}`),
+			Field: wavesField, Why: `order[1] "a" is listed twice`, By: Webhook},
+		{Name: "waves with an unknown field", Change: annotate(wavesKey, `{"key":"zone","bakes":"1m"}`),
+			Field: wavesField, Why: `unknown field "bakes"`, By: Webhook},
+		{Name: "waves with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(wavesKey, "topology.kubernetes.io/zone")(m)
+		}, Field: wavesField, Why: "waves need spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "strategy switched to Recreate while waves by an update", Update: true,
+			Before: annotate(wavesKey, "topology.kubernetes.io/zone"), Change: recreate,
+			Field: wavesField, Why: "waves need spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "waves with canary steps", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
+			annotate(wavesKey, "topology.kubernetes.io/zone")(m)
+		}, Field: wavesField, Why: "waves cannot be set together with " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "wave record not the controller's", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(wavesKey, "topology.kubernetes.io/zone")(m)
+			annotate("apps.mydeployment.io/wave-state", "wave 2")(m)
+		}, Field: "metadata.annotations[apps.mydeployment.io/wave-state]", Why: "not a wave record", By: Webhook},
 
 		{Name: "adopt-from of another kind", Change: annotate(appsv1beta1.AdoptFromAnnotation, "StatefulSet/web"),
 			Field: adoptFromField, Why: "must be Deployment/<name>", By: Webhook},

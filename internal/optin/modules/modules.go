@@ -18,11 +18,13 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/waves"
 )
 
 // All are the opt-in modules, in the order their errors are reported and
-// their extension points are called (analysis after canary, adopt-from
-// last: the order of the errors before they were modules).
+// their extension points are called (analysis after canary, waves after
+// both, adopt-from last: the order of the errors before they were
+// modules).
 var All = []optin.Module{
 	partition.Module,
 	respectpdb.Module,
@@ -32,6 +34,7 @@ var All = []optin.Module{
 	configrollout.Module,
 	canary.Module,
 	analysis.Module,
+	waves.Module,
 	adoptfrom.Module,
 }
 

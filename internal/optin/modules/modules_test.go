@@ -19,6 +19,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/waves"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -46,6 +47,7 @@ func TestParse(t *testing.T) {
 		drain       bool
 		config      bool
 		analysis    bool
+		waves       string // the waves' node label key; "" for none
 		canarySteps int    // how many canary steps; 0 for none
 		err         string // substring of the only error; "" for none
 	}{
@@ -63,6 +65,18 @@ func TestParse(t *testing.T) {
 		{name: "leading plus", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "+3"}, err: "apps.mydeployment.io/partition"},
 		{name: "beyond int32", annotations: map[string]string{appsv1beta1.PartitionAnnotation: "2147483648"}, err: "apps.mydeployment.io/partition"},
 		{name: "with Recreate", strategy: appsv1.RecreateDeploymentStrategyType, annotations: map[string]string{appsv1beta1.PartitionAnnotation: "2"}, err: "needs spec.strategy.type RollingUpdate"},
+		{name: "waves", annotations: map[string]string{wavesKey: "topology.kubernetes.io/zone"}, waves: "topology.kubernetes.io/zone"},
+		{name: "waves JSON", annotations: map[string]string{wavesKey: `{"key":"zone","order":["b"],"bake":"10m"}`}, waves: "zone"},
+		{name: "waves invalid key", annotations: map[string]string{wavesKey: "not a key!"},
+			err: `metadata.annotations[apps.mydeployment.io/waves]: Invalid value: "not a key!": key "not a key!" is not a node label key`},
+		{name: "waves bad bake", annotations: map[string]string{wavesKey: `{"key":"zone","bake":"soon"}`},
+			err: `metadata.annotations[apps.mydeployment.io/waves]: Invalid value: "{\"key\":\"zone\",\"bake\":\"soon\"}": bake "soon" must be a non-negative duration`},
+		{name: "waves with Recreate", strategy: appsv1.RecreateDeploymentStrategyType, annotations: map[string]string{wavesKey: "zone"},
+			err: "metadata.annotations[apps.mydeployment.io/waves]: Forbidden: waves need spec.strategy.type RollingUpdate"},
+		{name: "waves with canary steps", annotations: map[string]string{wavesKey: "zone", appsv1beta1.CanaryStepsAnnotation: "1, 100%"},
+			canarySteps: 2, err: "waves cannot be set together with apps.mydeployment.io/canary-steps"},
+		{name: "wave record not the controller's", annotations: map[string]string{wavesKey: "zone", "apps.mydeployment.io/wave-state": "2"},
+			err: "metadata.annotations[apps.mydeployment.io/wave-state]: Invalid value"},
 		{name: "respect-pdb", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "true"}, respectPDB: true},
 		{name: "respect-pdb false", annotations: map[string]string{appsv1beta1.RespectPDBAnnotation: "false"}},
 		{name: "update-mode InPlaceIfPossible", annotations: map[string]string{appsv1beta1.UpdateModeAnnotation: "InPlaceIfPossible"}, inPlace: true},
@@ -143,12 +157,22 @@ func TestParse(t *testing.T) {
 			if n != tc.canarySteps {
 				t.Errorf("canary steps %d, want %d", n, tc.canarySteps)
 			}
+			key := ""
+			if w := waves.Of(o); w != nil {
+				key = w.Key()
+			}
+			if key != tc.waves {
+				t.Errorf("waves key %q, want %q", key, tc.waves)
+			}
 			if on := analysis.Of(o) != nil; on != tc.analysis {
 				t.Errorf("analysis %v, want %v", on, tc.analysis)
 			}
 		})
 	}
 }
+
+// wavesKey is the waves module's annotation.
+const wavesKey = waves.Annotation
 
 // analysisValue is an AnalysisAnnotation value the analysis module takes.
 const analysisValue = `{"prometheus":"http://prometheus:9090","queries":[{"name":"success-rate","query":"ok","threshold":">= 0.99"}]}`
@@ -207,8 +231,8 @@ func TestErrorOrder(t *testing.T) {
 	keys := []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 		appsv1beta1.DrainAnnotation, appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation,
 		appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation,
-		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.AnalysisAnnotation, appsv1beta1.AdoptFromAnnotation,
-		appsv1beta1.AdoptRevisionsAnnotation}
+		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.AnalysisAnnotation, waves.Annotation, rollout.WaveStateAnnotation,
+		appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 	if !slices.Equal(Annotations, keys) {
 		t.Errorf("keys\n%q, want\n%q", Annotations, keys)
 	}
