@@ -91,7 +91,19 @@ type Input struct {
 	// Unknown with ReasonWaitingForHandOver and that message, and no
 	// deadline runs.
 	WaitingForHandOver string
-	Now                time.Time
+	// Waiting, when set, says the rollout waits on something a module runs
+	// (the hooks module: a hook's Job, running or failed): Progressing
+	// says so, no deadline runs, and the update revision does not become
+	// current.
+	Waiting *Waiting
+	Now     time.Time
+}
+
+// Waiting is the Progressing condition of a rollout that waits on a
+// module (Input.Waiting).
+type Waiting struct {
+	Status          corev1.ConditionStatus
+	Reason, Message string
 }
 
 // Result is the new status and, when a rollout is under way, when to check
@@ -136,7 +148,7 @@ func Compute(in Input) Result {
 	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas
 	abortable := in.AbortOnFailure || in.AnalysisOptIn
 	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!abortable || c.Available == desired) &&
-		!in.AnalysisHolds {
+		!in.AnalysisHolds && in.Waiting == nil {
 		// The rollout is complete: the update revision becomes current
 		// (StatefulSet). Under on-failure Abort or analysis only once its
 		// pods are available: the current revision is what an abort goes
@@ -160,6 +172,8 @@ func Compute(in Input) Result {
 		r.HandOverBegan = waitForHandOver(&s, in.WaitingForHandOver, now)
 	case in.Aborted != "":
 		setAborted(in, &s, now)
+	case in.Waiting != nil:
+		setWaiting(&s, *in.Waiting, now)
 	case hasDeadline(md):
 		r.RequeueAfter, r.DeadlineExceeded = progress(in, &s, desired, now)
 		if c := Get(&s, appsv1beta1.ConditionProgressing); c != nil && c.Reason == appsv1beta1.ReasonPartitionAvailable {
@@ -284,6 +298,21 @@ func waitForHandOver(s *appsv1beta1.MyDeploymentStatus, msg string, now metav1.T
 	remove(s, appsv1beta1.ConditionProgressing)
 	set(s, c)
 	return began
+}
+
+// setWaiting sets Progressing as w says; a condition of the same status
+// keeps its transition time, and one the same in every word its update
+// time too (no write at rest).
+func setWaiting(s *appsv1beta1.MyDeploymentStatus, w Waiting, now metav1.Time) {
+	c := cond(appsv1beta1.ConditionProgressing, w.Status, w.Reason, w.Message, now)
+	if cur := Get(s, appsv1beta1.ConditionProgressing); cur != nil && cur.Status == c.Status {
+		if cur.Reason == c.Reason && cur.Message == c.Message {
+			return
+		}
+		c.LastTransitionTime = cur.LastTransitionTime
+	}
+	remove(s, appsv1beta1.ConditionProgressing)
+	set(s, c)
 }
 
 // heldAtPartition: the rollout went as far as the partition lets it: the
