@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -51,6 +53,7 @@ func (a actor) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
 	for _, e := range p.events {
 		a.recorder.Eventf(p.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
 	}
+	modulesErr := a.writeModules(ctx, p, out)
 	var err error
 	if len(p.recordFirst) > 0 {
 		if out.md, err = a.setAnnotations(ctx, out.object(p.md), p.obj, p.recordFirst)(); err != nil {
@@ -72,7 +75,57 @@ func (a actor) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
 		out.md, err = a.setAnnotations(ctx, out.object(p.md), p.obj, p.recordAfterPods)()
 		errs = append(errs, err)
 	}
-	return kerrors.NewAggregate(append(errs, a.truncateHistory(ctx, p.truncate)))
+	return kerrors.NewAggregate(append(errs, modulesErr, a.truncateHistory(ctx, p.truncate)))
+}
+
+// writeModules carries out the modules' own writes (optin.Write: a hook's
+// Job), before any pod moves. Its names are the modules' (a hook's Job is
+// named for its object, revision, point and retry), so a create whose
+// reply was lost, or whose object the cache does not show yet, finds it
+// taken on the next try and reads it back instead of making another. A
+// failed write is the status's ReplicaFailure with the write's reason,
+// and the sync's error (tried again: a template Job created later is
+// found so, as no watch of ours sees it).
+func (a actor) writeModules(ctx context.Context, p *syncPlan, out *outcome) error {
+	var errs []error
+	for _, w := range p.writes {
+		if err := a.writeModule(ctx, p.md, w); err != nil {
+			out.failure = &status.Failure{Reason: w.Reason, Message: err.Error()}
+			errs = append(errs, err)
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// writeModule carries out w for md: a create (from w.From read around the
+// cache, when set), or a delete.
+func (a actor) writeModule(ctx context.Context, md *appsv1beta1.MyDeployment, w optin.Write) error {
+	if w.Delete != nil {
+		return client.IgnoreNotFound(a.writer.Delete(ctx, w.Delete, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	}
+	var from client.Object
+	if w.From != nil {
+		from = w.From.DeepCopyObject().(client.Object)
+		if err := a.apiReader.Get(ctx, client.ObjectKeyFromObject(w.From), from); err != nil {
+			return fmt.Errorf("reading %s: %w", w.From.GetName(), err)
+		}
+	}
+	obj, err := w.Create(from)
+	if err != nil {
+		return err
+	}
+	err = a.writer.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	found := obj.DeepCopyObject().(client.Object)
+	if err := a.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), found); err != nil {
+		return fmt.Errorf("reading %s back: %w", obj.GetName(), err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(found); ref == nil || ref.UID != md.UID {
+		return fmt.Errorf("%s: name taken by an object the MyDeployment does not control", obj.GetName())
+	}
+	return nil // made by an earlier sync
 }
 
 // setAnnotations sets want's annotations on md (the revision number, like

@@ -81,6 +81,9 @@ type syncPlan struct {
 	analysisAfter time.Duration
 	// truncate are the revisions beyond revisionHistoryLimit to delete.
 	truncate []*appsv1.ControllerRevision
+	// writes are the modules' own objects to write (optin.Writer: a hook's
+	// Job), before any pod moves.
+	writes []optin.Write
 }
 
 // decide computes the plan of a sync from its observation and claims
@@ -126,6 +129,7 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 		Towards: p.towards, Plan: p.Plan, Template: memo.Template, Diff: memo.Change,
 		Pending: c.stepsPending, Now: o.now, Timeout: timeout})
 	p.truncate = truncation(o.md, c)
+	p.writes = optin.WritesOf(o.optIn, optin.Planned{Update: c.update.Name, Current: current})
 	return p, stepsErr
 }
 
