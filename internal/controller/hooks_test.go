@@ -99,7 +99,11 @@ func retryRollout(md *appsv1beta1.MyDeployment) time.Time {
 }
 
 var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
-	var ns string
+	var (
+		ns  string
+		rec *countingRecorder
+	)
+	withCountingManager(&rec)
 	BeforeEach(func() {
 		ns = newNamespace()
 		hookTemplate(ns, "db-migrate")
@@ -171,8 +175,10 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 
 		By("a manager restart finds the failed Job: none made again, still held")
 		stopManager()
-		startManager()
+		startManager(func(r *MyDeploymentReconciler) { rec.EventRecorder, r.Recorder = r.Recorder, rec })
 		Consistently(func() []string { return hookJobs(md) }, 2*time.Second, interval).Should(ConsistOf(name))
+		Expect(rec.of(md, hooks.ReasonHookFailed)).To(ConsistOf("Job "+name+" (pre) failed: BackoffLimitExceeded: played by the test"),
+			"one event, not one a sync nor one a manager")
 		Expect(podsOfRevision(md, upd)).To(BeZero())
 
 		By("rollout retry: the hook runs again under a new name; the failed Job stays for its logs")
@@ -219,6 +225,29 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 		Eventually(conditionReason(md, appsv1beta1.ConditionReplicaFailure), timeout, interval).Should(Equal(hooks.ReasonHookFailed))
 		Expect(condition(get(md), appsv1beta1.ConditionReplicaFailure).Message).To(HavePrefix("Job " + name + " (post) failed"))
 		Expect(podsOfRevision(md, upd)).To(Equal(2), "Report: the pods stay")
+		Eventually(func() []string { return rec.of(md, hooks.ReasonHookFailed) }, timeout, interval).Should(
+			ConsistOf(HavePrefix("Job " + name + " (post) failed")))
+		Expect(hookJobs(md)).To(ConsistOf(name))
+	})
+
+	It("rolls back to the revision before when a post hook under onFailure Abort failed", func() {
+		md := hooked("post-abort", `{"post":{"job":"notify","onFailure":"Abort"}}`)
+		createReady(md)
+		stop := kubelet(md, 200*time.Millisecond)
+		defer stop()
+		stable, upd := rollOut(md)
+		name := hooks.JobName(md.Name, upd, hooks.Post, time.Time{})
+		complete(md)
+		Expect(get(md).Status.CurrentRevision).To(Equal(upd))
+		Eventually(hookJob(md, name), timeout, interval).ShouldNot(BeNil())
+		finishJob(md, name, false)
+		Eventually(conditionReason(md, appsv1beta1.ConditionProgressing), timeout, interval).Should(Equal(appsv1beta1.ReasonRolloutAborted))
+		Expect(get(md).Annotations).To(HaveKeyWithValue(appsv1beta1.AbortedRevisionAnnotation, upd))
+		Expect(progressing(md)()).To(ContainSubstring("hook Job " + name + " (post) failed"))
+		Eventually(func() int { return podsOfRevision(md, stable) }, timeout, interval).Should(Equal(2))
+		Eventually(func() int { return podsOfRevision(md, upd) }, timeout, interval).Should(BeZero())
+		Eventually(func() string { return get(md).Status.CurrentRevision }, timeout, interval).Should(Equal(stable))
+		Expect(get(md).Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.28"), "the spec is never written")
 		Expect(hookJobs(md)).To(ConsistOf(name))
 	})
 })

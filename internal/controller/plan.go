@@ -129,7 +129,15 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 		Towards: p.towards, Plan: p.Plan, Template: memo.Template, Diff: memo.Change,
 		Pending: c.stepsPending, Now: o.now, Timeout: timeout})
 	p.truncate = truncation(o.md, c)
-	p.writes = optin.WritesOf(o.optIn, optin.Planned{Update: c.update.Name, Current: current})
+	planned := optin.Planned{Update: c.update.Name, Current: current}
+	p.writes = optin.WritesOf(o.optIn, planned)
+	for _, e := range optin.EventsOf(o.optIn, planned) {
+		t := corev1.EventTypeNormal
+		if e.Warning {
+			t = corev1.EventTypeWarning
+		}
+		p.events = append(p.events, planEvent{related: c.update, eventType: t, reason: e.Reason, action: "Rollout", note: e.Note})
+	}
 	return p, stepsErr
 }
 

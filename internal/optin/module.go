@@ -394,6 +394,32 @@ func WritesOf(s Set, p Planned) []Write {
 	return out
 }
 
+// An Announcer is a Spec with events for its object, which act records
+// with the plan's (a hook's failure). A module keeps no memory of what it
+// announced: it announces what the status the last sync wrote does not say
+// yet, so an event comes once per change.
+type Announcer interface {
+	Spec
+	Events(p Planned) []Event
+}
+
+// Event is one event an Announcer asks for: Warning or Normal, its reason
+// and note.
+type Event struct {
+	Warning      bool
+	Reason, Note string
+}
+
+// EventsOf is what s's Announcers announce after a plan p, in the
+// registry's order.
+func EventsOf(s Set, p Planned) []Event {
+	var out []Event
+	for a := range Each[Announcer](s) {
+		out = append(out, a.Events(p)...)
+	}
+	return out
+}
+
 // TransientRetry is the backoff between two tries of something a
 // transient API error stopped (asking for access, starting a watch): from
 // 100 ms, doubling, to at most 5 s, with 20% jitter. A transient error is

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
@@ -303,5 +307,76 @@ func TestStateOf(t *testing.T) {
 	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
 	if got := stateOf(job, "uid-1"); got.phase != succeeded {
 		t.Errorf("complete: got %+v", got)
+	}
+}
+
+// TestReadAndRollback: Read takes the object's hook Jobs from the cache;
+// a post hook under onFailure Abort whose Job failed rolls the current
+// revision back to the one before it by number, through the abort.
+func TestReadAndRollback(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	md := object("", map[string]string{Annotation: `{"post":{"job":"n","onFailure":"Abort"}}`, appsv1beta1.RevisionAnnotation: "3"})
+	md.Spec.Replicas = ptr.To[int32](2)
+	md.Status = appsv1beta1.MyDeploymentStatus{CurrentRevision: "web-3333", UpdateRevision: "web-3333",
+		Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}
+	owned := []metav1.OwnerReference{{UID: md.UID, Controller: ptr.To(true)}}
+	rev := func(name string, n int64, owners []metav1.OwnerReference) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: owners}, Revision: n}
+	}
+	failedJob := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-3333-post", Labels: map[string]string{HookLabel: Post}, OwnerReferences: owned},
+		Status:     batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded"}}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(failedJob,
+		rev("web-1111", 1, owned), rev("web-2222", 2, owned), rev("web-3333", 3, owned), rev("other-9999", 9, nil)).Build()
+	spec, errs := Module.Parse(md)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	got, err := spec.(*Hooks).Read(context.Background(), md, optin.ReadEnv{Parts: map[string]optin.Part{Name: part{cache: c}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := got.(*Hooks)
+	in := rollout.Input{UpdateRevision: "web-3333", CurrentRevision: "web-3333", Revisions: []string{"web-1111", "web-2222"}}
+	h.PlanInput(&in)
+	if in.CurrentRevision != "web-2222" || in.Paused {
+		t.Errorf("plan: want the current revision the one before (web-2222), not paused; got %q, %v", in.CurrentRevision, in.Paused)
+	}
+	if cause := h.AbortCause("web-3333"); !strings.Contains(cause, "Job web-3333-post (post) failed: DeadlineExceeded") {
+		t.Errorf("abort cause: got %q", cause)
+	}
+	st := status.Input{UpdateRevision: "web-3333", CurrentRevision: "web-3333", Aborted: "web-3333"}
+	h.ReportInput(&st)
+	if st.CurrentRevision != "web-2222" || st.Failure == nil || st.Failure.Reason != ReasonHookFailed {
+		t.Errorf("status: want web-2222 current and HookFailed, got %q, %+v", st.CurrentRevision, st.Failure)
+	}
+	if w := h.Writes(optin.Planned{Update: "web-3333", Current: "web-3333"}); len(w) != 0 {
+		t.Errorf("the post Job exists: want no write, got %d", len(w))
+	}
+	if cause := spec.(*Hooks).AbortCause("web-3333"); cause != "" {
+		t.Errorf("a spec not read: want no abort, got %q", cause)
+	}
+}
+
+// TestEvents: a hook's failure is announced once: not when the status the
+// last sync wrote reports it already.
+func TestEvents(t *testing.T) {
+	const cur, upd, job = "web-1111", "web-2222", "web-2222-pre"
+	h := parsed(t, `{"pre":{"job":"m"}}`)
+	jobs := map[string]jobState{job: {phase: failed, why: "BackoffLimitExceeded"}}
+	p := optin.Planned{Update: upd, Current: cur}
+	ev := read(h, &view{jobs: jobs}).Events(p)
+	if len(ev) != 1 || !ev[0].Warning || ev[0].Reason != ReasonHookFailed || ev[0].Note != "Job "+job+" (pre) failed: BackoffLimitExceeded" {
+		t.Fatalf("want one HookFailed warning naming the Job, got %+v", ev)
+	}
+	if ev := read(h, &view{jobs: jobs, reported: ev[0].Note}).Events(p); len(ev) != 0 {
+		t.Errorf("reported already: want no event, got %+v", ev)
+	}
+	if ev := read(h, &view{jobs: map[string]jobState{job: {phase: running}}}).Events(p); len(ev) != 0 {
+		t.Errorf("running: want no event, got %+v", ev)
 	}
 }

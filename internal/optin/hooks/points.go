@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
@@ -55,6 +57,19 @@ type view struct {
 	// rollout led to it.
 	complete string
 	first    bool
+	// reported is the hook failure the object's status reports
+	// (ReplicaFailure HookFailed): announced already.
+	reported string
+	// rollback, when set, is the rollout a post hook under onFailure Abort
+	// undoes: its Job of the current revision (from) failed, and the
+	// pods go back to the revision before it by number (to).
+	rollback *rollback
+}
+
+// rollback is a post hook's abort: from the revision whose post hook
+// failed, to the one before it.
+type rollback struct {
+	from, to, cause string
 }
 
 // Read implements optin.Reader: the hook Jobs in the manager's cache,
@@ -78,9 +93,58 @@ func (h *Hooks) Read(ctx context.Context, md *appsv1beta1.MyDeployment, env opti
 	if completeOf(md) {
 		v.complete = md.Status.CurrentRevision
 	}
+	for _, c := range md.Status.Conditions {
+		if c.Type == appsv1beta1.ConditionReplicaFailure && c.Reason == ReasonHookFailed {
+			v.reported = c.Message
+		}
+	}
+	var err error
+	if v.rollback, err = h.rollbackOf(ctx, p.cache, md, v); err != nil {
+		return nil, err
+	}
 	out := *h
 	out.view = v
 	return &out, nil
+}
+
+// rollbackOf is the rollback of md's current revision when its post
+// hook, under onFailure Abort, failed: to the revision before it by number
+// among md's revisions in the cache (read only then); nil otherwise, or
+// with no revision before it.
+func (h *Hooks) rollbackOf(ctx context.Context, c client.Reader, md *appsv1beta1.MyDeployment, v *view) (*rollback, error) {
+	from := md.Status.CurrentRevision
+	if h.Post == nil || h.Post.OnFailure != Abort || from == "" {
+		return nil, nil
+	}
+	name := JobName(h.object.Name, from, Post, v.retried)
+	st := v.jobs[name]
+	if st.phase != failed {
+		return nil, nil
+	}
+	var list appsv1.ControllerRevisionList
+	if err := c.List(ctx, &list, client.InNamespace(md.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the revisions a failed post hook of %s goes back to: %w", Annotation, err)
+	}
+	var to *appsv1.ControllerRevision
+	for i := range list.Items {
+		r := &list.Items[i]
+		if ref := metav1.GetControllerOfNoCopy(r); ref == nil || ref.UID != md.UID || r.Name == from {
+			continue
+		}
+		if to == nil || r.Revision > to.Revision {
+			to = r
+		}
+	}
+	if to == nil {
+		return nil, nil
+	}
+	return &rollback{from: from, to: to.Name, cause: failure(name, Post, st)}, nil
+}
+
+// rollsBack says the post hook's abort undoes the rollout to update, which
+// is current.
+func (h *Hooks) rollsBack(update, current string) bool {
+	return h.view != nil && h.view.rollback != nil && h.view.rollback.from == update && current == update
 }
 
 // completeOf says md's status has its current revision rolled out: the
@@ -132,9 +196,16 @@ func (h *Hooks) holds(update, current string) bool {
 // the rollout, and scaling still works on the revisions the pods run
 // (under either strategy and with canary steps, which a partition of
 // every pod would not hold).
+//
+// A post hook under onFailure Abort whose Job failed rolls the current
+// revision back: the planner's current revision is the one before it,
+// which the abort (AbortCause) sends every pod back to.
 func (h *Hooks) PlanInput(in *rollout.Input) {
 	if h.holds(in.UpdateRevision, in.CurrentRevision) {
 		in.Paused = true
+	}
+	if h.rollsBack(in.UpdateRevision, in.CurrentRevision) {
+		in.CurrentRevision = h.view.rollback.to
 	}
 }
 
@@ -174,36 +245,55 @@ func (h *Hooks) create(k *Hook, point, revision, name string) optin.Write {
 
 // ReportInput implements status.Reporter: a pre hook's Job running (or
 // about to be made) is Progressing WaitingForHook, one that failed, or
-// whose name is taken, is ReplicaFailure HookFailed naming it, and under
-// Hold Progressing False HookFailed too (the abort path reports an
-// abort); a post hook's failure is ReplicaFailure HookFailed. A failure
-// of a pod write this sync is reported first.
+// whose name is taken, Progressing False HookFailed while it holds the
+// rollout (the abort path reports an abort); every hook failure is
+// ReplicaFailure HookFailed naming the Job (failure), unless a pod write
+// failed this sync. A post hook's abort makes the revision before the
+// current one current again.
 func (h *Hooks) ReportInput(in *status.Input) {
 	if name, st, ok := h.pre(in.UpdateRevision, in.CurrentRevision); ok && in.Aborted == "" && h.view.aborted != in.UpdateRevision {
-		switch st.phase {
-		case missing, running:
+		switch {
+		case st.phase == missing || st.phase == running:
 			in.Waiting = &status.Waiting{Status: corev1.ConditionTrue, Reason: ReasonWaitingForHook,
 				Message: fmt.Sprintf("waiting for Job %s (%s) to succeed", name, Pre)}
-		case failed, taken:
-			msg := failure(name, Pre, st)
-			if h.Pre.OnFailure == Hold || st.phase == taken {
-				in.Waiting = &status.Waiting{Status: corev1.ConditionFalse, Reason: ReasonHookFailed,
-					Message: msg + "; `kubectl mydeployment rollout retry` runs it again"}
-			}
-			report(in, msg)
+		case st.phase == taken || st.phase == failed && h.Pre.OnFailure == Hold:
+			in.Waiting = &status.Waiting{Status: corev1.ConditionFalse, Reason: ReasonHookFailed,
+				Message: failure(name, Pre, st) + "; `kubectl mydeployment rollout retry` runs it again"}
 		}
 	}
-	if name, st, ok := h.post(in.UpdateRevision); ok && (st.phase == failed || st.phase == taken) {
-		report(in, failure(name, Post, st))
+	if msg := h.failure(in.UpdateRevision, in.CurrentRevision); msg != "" && in.Failure == nil {
+		in.Failure = &status.Failure{Reason: ReasonHookFailed, Message: msg}
+	}
+	if h.rollsBack(in.UpdateRevision, in.CurrentRevision) {
+		// The revision rolled back is no longer current: the one before
+		// it is, and the next syncs abort towards it as the record says.
+		in.CurrentRevision = h.view.rollback.to
 	}
 }
 
-// report sets in's failure to HookFailed with msg, unless a pod write
-// failed this sync.
-func report(in *status.Input, msg string) {
-	if in.Failure == nil {
-		in.Failure = &status.Failure{Reason: ReasonHookFailed, Message: msg}
+// failure is the failure of the hook of the rollout from current to
+// update that the status reports: its pre hook's, or the post hook's of
+// update once current; "" when none failed.
+func (h *Hooks) failure(update, current string) string {
+	if name, st, ok := h.pre(update, current); ok && (st.phase == failed || st.phase == taken) {
+		return failure(name, Pre, st)
 	}
+	if name, st, ok := h.post(update); ok && (st.phase == failed || st.phase == taken) {
+		return failure(name, Post, st)
+	}
+	if h.rollsBack(update, current) {
+		return h.view.rollback.cause
+	}
+	return ""
+}
+
+// Events implements optin.Announcer: a hook's failure, once (the status
+// the last sync wrote does not report it yet).
+func (h *Hooks) Events(p optin.Planned) []optin.Event {
+	if msg := h.failure(p.Update, p.Current); msg != "" && msg != h.view.reported {
+		return []optin.Event{{Warning: true, Reason: ReasonHookFailed, Note: msg}}
+	}
+	return nil
 }
 
 // failure says why the hook at point whose Job is name failed.
@@ -215,8 +305,12 @@ func failure(name, point string, st jobState) string {
 }
 
 // AbortCause implements optin.Aborter: under onFailure Abort, the pre
-// hook of the rollout to revision whose Job failed.
+// hook of the rollout to revision whose Job failed, or the post hook of
+// revision, current, whose Job failed.
 func (h *Hooks) AbortCause(revision string) string {
+	if h.view != nil && h.view.rollback != nil && h.view.rollback.from == revision {
+		return "hook " + h.view.rollback.cause
+	}
 	if h.Pre == nil || h.Pre.OnFailure != Abort || h.view == nil {
 		return ""
 	}
@@ -235,6 +329,7 @@ var (
 	_ optin.Owner     = module{}
 	_ optin.Reader    = (*Hooks)(nil)
 	_ optin.Writer    = (*Hooks)(nil)
+	_ optin.Announcer = (*Hooks)(nil)
 	_ optin.Aborter   = (*Hooks)(nil)
 	_ rollout.Planner = (*Hooks)(nil)
 	_ status.Reporter = (*Hooks)(nil)
