@@ -90,7 +90,7 @@ func (a actor) writeModules(ctx context.Context, p *syncPlan, out *outcome) erro
 	var errs []error
 	for _, w := range p.writes {
 		if err := a.writeModule(ctx, p.md, w); err != nil {
-			out.failure = &status.Failure{Reason: w.Reason, Message: err.Error()}
+			out.failure = &status.Failure{Reason: w.Reason, Message: err.Error(), Current: true}
 			errs = append(errs, err)
 		}
 	}

@@ -193,6 +193,35 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 		Expect(condition(get(md), appsv1beta1.ConditionReplicaFailure)).To(BeNil())
 	})
 
+	It("never takes over a Job of the hook's name that is not the object's: HookFailed, name taken", func() {
+		md := hooked("taken", `{"pre":{"job":"db-migrate"}}`)
+		createReady(md)
+		stop := kubelet(md, 200*time.Millisecond)
+		defer stop()
+		_, upd := rollOut(md)
+		name := hooks.JobName(md.Name, upd, hooks.Pre, time.Time{})
+		finishJob(md, name, false)
+		Eventually(conditionReason(md, appsv1beta1.ConditionReplicaFailure), timeout, interval).Should(Equal(hooks.ReasonHookFailed))
+
+		By("someone else's Job has the name the retry's Job would have")
+		at := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+		other := hooks.JobName(md.Name, upd, hooks.Pre, at)
+		hookTemplate(ns, other)
+		data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			appsv1beta1.RetriedAtAnnotation: at.Format(time.RFC3339)}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Patch(ctx, get(md), client.RawPatch(types.MergePatchType, data))).To(Succeed())
+		Eventually(func() string {
+			if c := condition(get(md), appsv1beta1.ConditionReplicaFailure); c != nil {
+				return c.Message
+			}
+			return ""
+		}, timeout, interval).Should(Equal(other + ": name taken by an object the MyDeployment does not control"))
+		Consistently(func() int { return podsOfRevision(md, upd) }, 2*time.Second, interval).Should(BeZero())
+		Expect(metav1.GetControllerOf(hookJob(md, other)())).To(BeNil(), "not adopted")
+		Expect(ptr.Deref(hookJob(md, other)().Spec.Suspend, false)).To(BeTrue(), "not touched")
+	})
+
 	It("aborts to stable when a pre hook under onFailure Abort failed", func() {
 		md := hooked("aborts", `{"pre":{"job":"db-migrate","onFailure":"Abort"}}`)
 		createReady(md)

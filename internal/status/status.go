@@ -22,6 +22,10 @@ import (
 type Failure struct {
 	Reason  string // appsv1beta1.ReasonFailedCreate or ReasonFailedDelete
 	Message string
+	// Current: a condition of the same reason takes this message (it
+	// names what failed: a hook's Job, whose name a retry changes);
+	// otherwise it keeps its own, as Deployment's does.
+	Current bool
 }
 
 // A Reporter is an opt-in module's parsed spec (optin.Spec) that sets its
@@ -198,7 +202,12 @@ func SetFailure(s *appsv1beta1.MyDeploymentStatus, f *Failure, now time.Time) {
 		remove(s, appsv1beta1.ConditionReplicaFailure)
 		return
 	}
-	set(s, cond(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, f.Reason, f.Message, metav1.NewTime(now)))
+	c := cond(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, f.Reason, f.Message, metav1.NewTime(now))
+	if cur := Get(s, c.Type); f.Current && cur != nil && cur.Status == c.Status && cur.Reason == c.Reason && cur.Message != c.Message {
+		c.LastTransitionTime = cur.LastTransitionTime
+		remove(s, c.Type)
+	}
+	set(s, c)
 }
 
 // progress maintains the Progressing condition; it returns when to look at

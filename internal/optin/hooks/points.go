@@ -262,7 +262,7 @@ func (h *Hooks) ReportInput(in *status.Input) {
 		}
 	}
 	if msg := h.failure(in.UpdateRevision, in.CurrentRevision); msg != "" && in.Failure == nil {
-		in.Failure = &status.Failure{Reason: ReasonHookFailed, Message: msg}
+		in.Failure = &status.Failure{Reason: ReasonHookFailed, Message: msg, Current: true}
 	}
 	if h.rollsBack(in.UpdateRevision, in.CurrentRevision) {
 		// The revision rolled back is no longer current: the one before
