@@ -222,6 +222,28 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 		Expect(ptr.Deref(hookJob(md, other)().Spec.Suspend, false)).To(BeTrue(), "not touched")
 	})
 
+	It("deletes a revision's hook Jobs with the revision (revisionHistoryLimit)", func() {
+		md := hooked("history", `{"pre":{"job":"db-migrate"}}`)
+		md.Spec.RevisionHistoryLimit = ptr.To[int32](0)
+		createReady(md)
+		stop := kubelet(md, 200*time.Millisecond)
+		defer stop()
+		_, second := rollOut(md)
+		first := hooks.JobName(md.Name, second, hooks.Pre, time.Time{})
+		finishJob(md, first, true)
+		complete(md)
+		update(md, func(m *appsv1beta1.MyDeployment) { m.Spec.Template.Spec.Containers[0].Image = "nginx:1.29" })
+		Eventually(func() string { return get(md).Status.UpdateRevision }, timeout, interval).ShouldNot(Equal(second))
+		third := get(md).Status.UpdateRevision
+		next := hooks.JobName(md.Name, third, hooks.Pre, time.Time{})
+		Eventually(hookJobs, timeout, interval).WithArguments(md).Should(ConsistOf(first, next),
+			"the Job of a live revision stays")
+		finishJob(md, next, true)
+		complete(md)
+		Eventually(func() int { return len(revisionsOf(md)) }, timeout, interval).Should(Equal(1))
+		Eventually(hookJobs, timeout, interval).WithArguments(md).Should(ConsistOf(next))
+	})
+
 	It("aborts to stable when a pre hook under onFailure Abort failed", func() {
 		md := hooked("aborts", `{"pre":{"job":"db-migrate","onFailure":"Abort"}}`)
 		createReady(md)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -130,6 +131,11 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 		Pending: c.stepsPending, Now: o.now, Timeout: timeout})
 	p.truncate = truncation(o.md, c)
 	planned := optin.Planned{Update: c.update.Name, Current: current}
+	for _, r := range c.revisions {
+		if !slices.Contains(p.truncate, r) {
+			planned.Kept = append(planned.Kept, r.Name)
+		}
+	}
 	p.writes = optin.WritesOf(o.optIn, planned)
 	for _, e := range optin.EventsOf(o.optIn, planned) {
 		t := corev1.EventTypeNormal

@@ -365,6 +365,10 @@ type Planned struct {
 	// Update is the update revision's name; Current the current one's
 	// (Update when no other is current).
 	Update, Current string
+	// Kept are the object's revisions once the plan's history
+	// truncation (revisionHistoryLimit) is done: what a module's objects
+	// of a revision go with.
+	Kept []string
 }
 
 // A Write is one object a module has act create or delete.

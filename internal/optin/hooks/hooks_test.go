@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -378,5 +379,31 @@ func TestEvents(t *testing.T) {
 	}
 	if ev := read(h, &view{jobs: map[string]jobState{job: {phase: running}}}).Events(p); len(ev) != 0 {
 		t.Errorf("running: want no event, got %+v", ev)
+	}
+}
+
+// TestCleanup: the Jobs of revisions the plan does not keep are deleted,
+// never those of the update or current revision, another's, or any while
+// no revision is named kept.
+func TestCleanup(t *testing.T) {
+	h := read(parsed(t, `{"pre":{"job":"m"}}`), &view{jobs: map[string]jobState{
+		"web-0000-pre": {phase: failed, revision: "0000"}, "web-0000-pre-rx": {phase: succeeded, revision: "0000"},
+		"web-1111-pre": {phase: succeeded, revision: "1111"}, "web-2222-pre": {phase: running, revision: "2222"},
+		"web-3333-pre": {phase: succeeded, revision: "3333"}, "web-9999-pre": {phase: taken},
+	}})
+	var deleted []string
+	for _, w := range h.Writes(optin.Planned{Update: "web-2222", Current: "web-1111", Kept: []string{"web-3333"}}) {
+		if w.Delete != nil {
+			deleted = append(deleted, w.Delete.GetName())
+			if w.Delete.GetNamespace() != "ns" {
+				t.Errorf("%s: namespace %q", w.Delete.GetName(), w.Delete.GetNamespace())
+			}
+		}
+	}
+	if want := []string{"web-0000-pre", "web-0000-pre-rx"}; !slices.Equal(deleted, want) {
+		t.Errorf("want %v deleted, got %v", want, deleted)
+	}
+	if w := h.Writes(optin.Planned{Update: "web-2222", Current: "web-1111"}); len(w) != 0 {
+		t.Errorf("no revision named kept: want no delete, got %d writes", len(w))
 	}
 }

@@ -156,6 +156,8 @@ type jobState struct {
 	phase phase
 	// why is a failed Job's Failed condition: its reason and message.
 	why string
+	// revision is the hash of the revision the Job is of (RevisionHashLabel).
+	revision string
 }
 
 // stateOf is what job says of its hook, for the object uid.
@@ -163,14 +165,15 @@ func stateOf(job *batchv1.Job, uid types.UID) jobState {
 	if ref := metav1.GetControllerOfNoCopy(job); ref == nil || ref.UID != uid {
 		return jobState{phase: taken}
 	}
+	st := jobState{phase: running, revision: job.Labels[RevisionHashLabel]}
 	for _, c := range job.Status.Conditions {
 		switch {
 		case c.Status != corev1.ConditionTrue:
 		case c.Type == batchv1.JobComplete:
-			return jobState{phase: succeeded}
+			st.phase = succeeded
 		case c.Type == batchv1.JobFailed:
-			return jobState{phase: failed, why: strings.TrimSuffix(c.Reason+": "+c.Message, ": ")}
+			st.phase, st.why = failed, strings.TrimSuffix(c.Reason+": "+c.Message, ": ")
 		}
 	}
-	return jobState{phase: running}
+	return st
 }

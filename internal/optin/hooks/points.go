@@ -3,6 +3,8 @@ package hooks
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -211,7 +213,8 @@ func (h *Hooks) PlanInput(in *rollout.Input) {
 
 // Writes implements optin.Writer: the Job of the pre hook of the rollout
 // under way, and of the post hook of a revision current and complete,
-// when the cache shows none of its name (nor an abort of the revision).
+// when the cache shows none of its name (nor an abort of the revision);
+// and the deletes of the Jobs of revisions gone (cleanup).
 // The Job is made from the hook's template Job, which act reads around
 // the cache (it carries no label of ours).
 func (h *Hooks) Writes(p optin.Planned) []optin.Write {
@@ -221,6 +224,29 @@ func (h *Hooks) Writes(p optin.Planned) []optin.Write {
 	}
 	if name, st, ok := h.post(p.Update); ok && st.phase == missing && h.view.aborted != p.Update {
 		out = append(out, h.create(h.Post, Post, p.Update, name))
+	}
+	return append(out, h.cleanup(p)...)
+}
+
+// cleanup deletes the object's hook Jobs of revisions the plan does not
+// keep (revisionHistoryLimit): the Jobs go with their revision, a failed
+// one kept until then for its logs. Never those of the update or current
+// revision, nor any while the plan names no revision kept.
+func (h *Hooks) cleanup(p optin.Planned) []optin.Write {
+	if h.view == nil || len(p.Kept) == 0 {
+		return nil
+	}
+	kept := map[string]bool{revisionHash(p.Update): true, revisionHash(p.Current): true}
+	for _, r := range p.Kept {
+		kept[revisionHash(r)] = true
+	}
+	var out []optin.Write
+	for _, name := range slices.Sorted(maps.Keys(h.view.jobs)) {
+		if st := h.view.jobs[name]; st.phase != taken && st.revision != "" && !kept[st.revision] {
+			job := &batchv1.Job{}
+			job.Name, job.Namespace = name, h.object.Namespace
+			out = append(out, optin.Write{Delete: job, Reason: ReasonHookFailed})
+		}
 	}
 	return out
 }
