@@ -244,6 +244,29 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 		Eventually(hookJobs, timeout, interval).WithArguments(md).Should(ConsistOf(next))
 	})
 
+	It("gates a canary step on its hook, run once the step's pods are available", func() {
+		md := rolling(newMD(ns, "step", 4, "nginx:1.27"), intstr.FromInt32(1), intstr.FromInt32(0))
+		md.Annotations = map[string]string{appsv1beta1.CanaryStepsAnnotation: "25%, 50%, 100%",
+			hooks.Annotation: `{"steps":{"2":{"job":"notify"}}}`}
+		createReady(md)
+		stop := kubelet(md, 200*time.Millisecond)
+		defer stop()
+		_, upd := rollOut(md)
+		name := hooks.JobName(md.Name, upd, "step2", time.Time{})
+		Eventually(hookJob(md, name), timeout, interval).ShouldNot(BeNil())
+		Expect(podsOfRevision(md, upd)).To(Equal(2), "made at step 2, 50%: two pods of the new revision")
+		Eventually(progressing(md), timeout, interval).Should(HaveSuffix("waiting for Job " + name + " (step2) to succeed"))
+		Expect(canaryStep(md).Index).To(Equal(1))
+		Consistently(func() int { return podsOfRevision(md, upd) }, 2*time.Second, interval).Should(Equal(2), "the step holds")
+		Expect(hookJob(md, name)().Labels).To(HaveKeyWithValue(hooks.HookLabel, "step2"))
+
+		By("the Job succeeds: the step ends, the rollout goes on")
+		finishJob(md, name, true)
+		complete(md)
+		Expect(get(md).Status.CurrentRevision).To(Equal(upd))
+		Expect(hookJobs(md)).To(ConsistOf(name))
+	})
+
 	It("aborts to stable when a pre hook under onFailure Abort failed", func() {
 		md := hooked("aborts", `{"pre":{"job":"db-migrate","onFailure":"Abort"}}`)
 		createReady(md)

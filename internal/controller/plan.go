@@ -131,6 +131,9 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 		Pending: c.stepsPending, Now: o.now, Timeout: timeout})
 	p.truncate = truncation(o.md, c)
 	planned := optin.Planned{Update: c.update.Name, Current: current}
+	if cp := p.Canary; cp != nil {
+		planned.Step = &optin.PlannedStep{Revision: cp.State.Revision, Index: cp.State.Index, Held: cp.Analyzing}
+	}
 	for _, r := range c.revisions {
 		if !slices.Contains(p.truncate, r) {
 			planned.Kept = append(planned.Kept, r.Name)

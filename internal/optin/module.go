@@ -369,6 +369,18 @@ type Planned struct {
 	// truncation (revisionHistoryLimit) is done: what a module's objects
 	// of a revision go with.
 	Kept []string
+	// Step is the canary step the plan stands at; nil without a canary
+	// rollout under way.
+	Step *PlannedStep
+}
+
+// PlannedStep is a canary step a plan stands at: the revision, the
+// step's index from 0, and Held: the step is done but for its gate
+// (rollout.AnalysisGate: its analysis, its hook).
+type PlannedStep struct {
+	Revision string
+	Index    int
+	Held     bool
 }
 
 // A Write is one object a module has act create or delete.

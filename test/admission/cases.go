@@ -420,8 +420,15 @@ func Cases() []Case {
 			Field: hooksField, Why: `post.onFailure: "Hold" is not supported: want Report or Abort`, By: Webhook},
 		{Name: "hook step not a canary step", Change: annotate(hooks.Annotation, `{"steps":{"0":{"job":"smoke"}}}`),
 			Field: hooksField, Why: `steps: "0" is not a canary step`, By: Webhook},
-		{Name: "step hooks", Change: annotate(hooks.Annotation, `{"steps":{"2":{"job":"smoke"}}}`),
-			Field: hooksField, Why: "step hooks are not supported yet", By: Webhook},
+		{Name: "step hooks without canary steps", Change: annotate(hooks.Annotation, `{"steps":{"2":{"job":"smoke"}}}`),
+			Field: hooksField, Why: "step hooks need " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "canary steps removed from an object with step hooks by an update", Update: true,
+			Before: func(m *appsv1beta1.MyDeployment) {
+				annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
+				annotate(hooks.Annotation, `{"steps":{"1":{"job":"smoke"}}}`)(m)
+			},
+			Change: func(m *appsv1beta1.MyDeployment) { delete(m.Annotations, appsv1beta1.CanaryStepsAnnotation) },
+			Field:  hooksField, Why: "step hooks need " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
 		{Name: "hook onFailure Abort with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
 			recreate(m)
 			annotate(hooks.Annotation, `{"pre":{"job":"m","onFailure":"Abort"}}`)(m)

@@ -2,7 +2,8 @@
 // object's namespace, created suspended by the user as a template, run by
 // the controller at points of a rollout: before the first pod of a new
 // revision moves (pre), and once the revision is current and complete
-// (post). A pre hook holds the rollout until its Job succeeds; a failure
+// (post), and at chosen canary steps (steps). A pre hook holds the rollout
+// until its Job succeeds, a step hook its step; a failure
 // holds it (ReplicaFailure HookFailed) or, under onFailure Abort, aborts
 // it to the stable revision through the abort path; `kubectl mydeployment
 // rollout retry` runs it again under a new name.
@@ -89,8 +90,8 @@ type Hook struct {
 // what the manager's cache shows of their Jobs.
 type Hooks struct {
 	Pre, Post *Hook
-	// Steps are the canary steps' hooks, by step counted from 1; refused
-	// by Parse until step hooks are built.
+	// Steps are the canary steps' hooks, by step counted from 1 (a step
+	// beyond the object's last never runs).
 	Steps map[int]Hook
 	// object is the MyDeployment: the Jobs' owner and their names' prefix.
 	object objectRef
@@ -112,7 +113,7 @@ type wire struct {
 }
 
 // Parse reads Annotation: nil without it. Refused, each error naming
-// it: a value ParseValue refuses, step hooks (not built yet), and
+// it: a value ParseValue refuses, step hooks without canary steps, and
 // onFailure Abort (its own, or the object's on-failure Abort a hook
 // inherits) with strategy Recreate, which leaves no stable pods to go back to.
 func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) {
@@ -125,14 +126,20 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 	switch {
 	case err != nil:
 		return nil, field.ErrorList{field.Invalid(path, v, err.Error())}
-	case len(h.Steps) > 0:
-		return nil, field.ErrorList{field.Forbidden(path, "step hooks are not supported yet: use pre and post")}
+	case len(h.Steps) > 0 && !hasSteps(md):
+		return nil, field.ErrorList{field.Forbidden(path, "step hooks need "+appsv1beta1.CanaryStepsAnnotation+": they gate canary steps")}
 	case md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && h.aborts():
 		return nil, field.ErrorList{field.Forbidden(path,
 			"onFailure Abort needs spec.strategy.type RollingUpdate: Recreate has no stable pods left to go back to")}
 	}
 	h.object = objectRef{Name: md.Name, Namespace: md.Namespace, UID: md.UID}
 	return h, nil
+}
+
+// hasSteps says md has canary steps (the canary module parses them).
+func hasSteps(md *appsv1beta1.MyDeployment) bool {
+	_, ok := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
+	return ok
 }
 
 // aborts says a hook of h aborts on failure.

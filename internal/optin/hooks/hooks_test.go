@@ -58,7 +58,8 @@ func TestParse(t *testing.T) {
 		{name: "post Hold", value: `{"post":{"job":"m","onFailure":"Hold"}}`, err: `post.onFailure: "Hold" is not supported: want Report or Abort`},
 		{name: "step not a number", value: `{"steps":{"two":{"job":"s"}}}`, err: `steps: "two" is not a canary step`},
 		{name: "step zero", value: `{"steps":{"0":{"job":"s"}}}`, err: `steps: "0" is not a canary step`},
-		{name: "step hooks not built", value: `{"steps":{"2":{"job":"smoke"}}}`, err: "step hooks are not supported yet"},
+		{name: "step hooks without canary steps", value: `{"steps":{"2":{"job":"smoke"}}}`,
+			err: "step hooks need apps.mydeployment.io/canary-steps"},
 		{name: "abort with Recreate", value: `{"pre":{"job":"m","onFailure":"Abort"}}`, strategy: appsv1.RecreateDeploymentStrategyType,
 			err: "onFailure Abort needs spec.strategy.type RollingUpdate"},
 	} {
@@ -405,5 +406,75 @@ func TestCleanup(t *testing.T) {
 	}
 	if w := h.Writes(optin.Planned{Update: "web-2222", Current: "web-1111"}); len(w) != 0 {
 		t.Errorf("no revision named kept: want no delete, got %d writes", len(w))
+	}
+}
+
+// TestStepHook: the canary step the record stands at ends only once its
+// hook's Job succeeded (a step without a hook at once), beside an
+// analysis' pass; the Job is made once the plan holds the step (its pods
+// available), and the status says what it waits for.
+func TestStepHook(t *testing.T) {
+	const cur, upd, job = "web-1111", "web-2222", "web-2222-step2"
+	spec, errs := Module.Parse(object("", map[string]string{Annotation: `{"steps":{"2":{"job":"smoke","onFailure":"Abort"}}}`,
+		appsv1beta1.CanaryStepsAnnotation: "50%, 100%"}))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	h := spec.(*Hooks)
+	at := func(index int, analysis *rollout.AnalysisGate) rollout.Input {
+		return rollout.Input{UpdateRevision: upd, CurrentRevision: cur, Analysis: analysis,
+			Canary: &rollout.Canary{State: rollout.CanaryState{Revision: upd, Index: index}}}
+	}
+	passed := func(i int) *rollout.AnalysisGate {
+		return &rollout.AnalysisGate{Passed: rollout.CanaryState{Revision: upd, Index: i}}
+	}
+	for _, tc := range []struct {
+		name     string
+		jobs     map[string]jobState
+		index    int
+		analysis *rollout.AnalysisGate
+		want     *rollout.AnalysisGate
+	}{
+		{name: "a step without a hook ends", index: 0, want: passed(0)},
+		{name: "the hook's step holds", index: 1, want: &rollout.AnalysisGate{}},
+		{name: "the hook's Job running holds", index: 1, jobs: map[string]jobState{job: {phase: running}}, want: &rollout.AnalysisGate{}},
+		{name: "the hook's Job succeeded ends it", index: 1, jobs: map[string]jobState{job: {phase: succeeded}}, want: passed(1)},
+		{name: "an analysis passed but the hook did not", index: 1, analysis: passed(1), want: &rollout.AnalysisGate{}},
+		{name: "both passed", index: 1, analysis: passed(1), jobs: map[string]jobState{job: {phase: succeeded}}, want: passed(1)},
+		{name: "the analysis' own gate kept", index: 0, analysis: &rollout.AnalysisGate{}, want: &rollout.AnalysisGate{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := at(tc.index, tc.analysis)
+			read(h, &view{jobs: tc.jobs}).PlanInput(&in)
+			if in.Analysis == nil || *in.Analysis != *tc.want || in.Paused {
+				t.Errorf("gate: want %+v, got %+v (paused %v)", tc.want, in.Analysis, in.Paused)
+			}
+		})
+	}
+	r := read(h, &view{})
+	if w := r.Writes(optin.Planned{Update: upd, Current: cur, Step: &optin.PlannedStep{Revision: upd, Index: 1}}); len(w) != 0 {
+		t.Errorf("the step's pods not yet available: want no Job, got %d writes", len(w))
+	}
+	w := r.Writes(optin.Planned{Update: upd, Current: cur, Step: &optin.PlannedStep{Revision: upd, Index: 1, Held: true}})
+	if len(w) != 1 {
+		t.Fatalf("the step held: want its Job, got %d writes", len(w))
+	}
+	if made, err := w[0].Create(template()); err != nil || made.GetName() != job || made.GetLabels()[HookLabel] != "step2" {
+		t.Errorf("want Job %s labelled step2, got %v, %v", job, made, err)
+	}
+	st := status.Input{UpdateRevision: upd, CurrentRevision: cur, Planned: ptr.To[int32](2),
+		Canary: &rollout.CanaryProgress{State: rollout.CanaryState{Revision: upd, Index: 1}, Analyzing: true, Message: "step 2 of 2: 100%"}}
+	r.ReportInput(&st)
+	if st.Waiting == nil || st.Waiting.Message != "step 2 of 2: 100%: waiting for Job "+job+" (step2) to succeed" {
+		t.Errorf("status: got %+v", st.Waiting)
+	}
+	st = status.Input{UpdateRevision: upd, CurrentRevision: cur}
+	r.ReportInput(&st)
+	if !st.AnalysisHolds {
+		t.Error("no plan: want the update revision held from becoming current")
+	}
+	failedView := read(h, &view{jobs: map[string]jobState{job: {phase: failed, why: "BackoffLimitExceeded"}}})
+	if cause := failedView.AbortCause(upd); cause != "hook Job "+job+" (step2) failed: BackoffLimitExceeded" {
+		t.Errorf("abort: got %q", cause)
 	}
 }

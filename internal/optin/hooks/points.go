@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -192,12 +193,52 @@ func (h *Hooks) holds(update, current string) bool {
 	return true
 }
 
+// stepPoint is the point of canary step index (from 0): "step<n>", n from 1.
+func stepPoint(index int) string { return "step" + strconv.Itoa(index+1) }
+
+// step is the hook of canary step index (from 0) of the rollout to
+// update, its Job's name and state; ok is false without one (or a spec
+// not read).
+func (h *Hooks) step(update string, index int) (k Hook, name string, st jobState, ok bool) {
+	if k, ok = h.Steps[index+1]; !ok || h.view == nil || update == "" {
+		return Hook{}, "", jobState{}, false
+	}
+	name = JobName(h.object.Name, update, stepPoint(index), h.view.retried)
+	return k, name, h.view.jobs[name], true
+}
+
+// stepEnds says canary step index of the rollout to update may end as far
+// as hooks go: it has no hook, or its hook's Job succeeded.
+func (h *Hooks) stepEnds(update string, index int) bool {
+	_, _, st, ok := h.step(update, index)
+	return !ok || st.phase == succeeded
+}
+
+// gate sets the planner's canary gate (rollout.AnalysisGate, shared with
+// the analysis module, whose pass of a step it keeps only when hooks let
+// the step end too): the step the canary record stands at ends only once
+// its hook succeeded. A step without a hook is passed when recorded: the
+// gate names one step, so each step without one costs the rollout one sync.
+func (h *Hooks) gate(in *rollout.Input) {
+	if len(h.Steps) == 0 || h.view == nil || in.Canary == nil {
+		return
+	}
+	rec := in.Canary.State
+	ends := rec.Revision == in.UpdateRevision && h.stepEnds(rec.Revision, rec.Index)
+	switch {
+	case !ends:
+		in.Analysis = &rollout.AnalysisGate{}
+	case in.Analysis == nil:
+		in.Analysis = &rollout.AnalysisGate{Passed: rollout.CanaryState{Revision: rec.Revision, Index: rec.Index}}
+	}
+}
+
 // PlanInput implements rollout.Planner: while the pre hook holds the
 // rollout, the planner plans as for a paused object: no pod of the update
 // revision is created, none updated in place, none of the old removed for
 // the rollout, and scaling still works on the revisions the pods run
 // (under either strategy and with canary steps, which a partition of
-// every pod would not hold).
+// every pod would not hold). A step hook gates its canary step (gate).
 //
 // A post hook under onFailure Abort whose Job failed rolls the current
 // revision back: the planner's current revision is the one before it,
@@ -206,13 +247,16 @@ func (h *Hooks) PlanInput(in *rollout.Input) {
 	if h.holds(in.UpdateRevision, in.CurrentRevision) {
 		in.Paused = true
 	}
+	h.gate(in)
 	if h.rollsBack(in.UpdateRevision, in.CurrentRevision) {
 		in.CurrentRevision = h.view.rollback.to
 	}
 }
 
 // Writes implements optin.Writer: the Job of the pre hook of the rollout
-// under way, and of the post hook of a revision current and complete,
+// under way, of the hook of the canary step the plan holds once the
+// step's pods are available (as an analysis holds it), and of the post
+// hook of a revision current and complete,
 // when the cache shows none of its name (nor an abort of the revision);
 // and the deletes of the Jobs of revisions gone (cleanup).
 // The Job is made from the hook's template Job, which act reads around
@@ -224,6 +268,11 @@ func (h *Hooks) Writes(p optin.Planned) []optin.Write {
 	}
 	if name, st, ok := h.post(p.Update); ok && st.phase == missing && h.view.aborted != p.Update {
 		out = append(out, h.create(h.Post, Post, p.Update, name))
+	}
+	if s := p.Step; s != nil && s.Held && s.Revision == p.Update && h.view != nil && h.view.aborted != p.Update {
+		if k, name, st, ok := h.step(s.Revision, s.Index); ok && st.phase == missing {
+			out = append(out, h.create(&k, stepPoint(s.Index), s.Revision, name))
+		}
 	}
 	return append(out, h.cleanup(p)...)
 }
@@ -287,6 +336,7 @@ func (h *Hooks) ReportInput(in *status.Input) {
 				Message: failure(name, Pre, st) + "; `kubectl mydeployment rollout retry` runs it again"}
 		}
 	}
+	h.reportStep(in)
 	if msg := h.failure(in.UpdateRevision, in.CurrentRevision); msg != "" && in.Failure == nil {
 		in.Failure = &status.Failure{Reason: ReasonHookFailed, Message: msg, Current: true}
 	}
@@ -297,12 +347,57 @@ func (h *Hooks) ReportInput(in *status.Input) {
 	}
 }
 
+// reportStep says what the hook of the canary step the plan holds is
+// doing (Progressing WaitingForHook, or HookFailed under Hold); without a
+// plan (in.Planned nil) the update revision does not become current while
+// a step hook of it has not succeeded, as for an analysis.
+func (h *Hooks) reportStep(in *status.Input) {
+	if len(h.Steps) == 0 || h.view == nil || in.Aborted != "" || in.CurrentRevision == in.UpdateRevision {
+		return
+	}
+	if in.Planned == nil {
+		for n := range h.Steps {
+			in.AnalysisHolds = in.AnalysisHolds || !h.stepEnds(in.UpdateRevision, n-1)
+		}
+		return
+	}
+	c := in.Canary
+	if c == nil || !c.Analyzing || c.State.Revision != in.UpdateRevision {
+		return
+	}
+	k, name, st, ok := h.step(c.State.Revision, c.State.Index)
+	point := stepPoint(c.State.Index)
+	switch {
+	case !ok:
+	case st.phase == missing || st.phase == running:
+		in.Waiting = &status.Waiting{Status: corev1.ConditionTrue, Reason: ReasonWaitingForHook,
+			Message: fmt.Sprintf("%s: waiting for Job %s (%s) to succeed", c.Message, name, point)}
+	case st.phase == taken || st.phase == failed && k.OnFailure == Hold:
+		in.Waiting = &status.Waiting{Status: corev1.ConditionFalse, Reason: ReasonHookFailed,
+			Message: failure(name, point, st) + "; `kubectl mydeployment rollout retry` runs it again"}
+	}
+}
+
+// failedStep is the first step hook of the rollout to update whose Job
+// failed (or whose name is taken): its message and hook; "" for none.
+func (h *Hooks) failedStep(update string) (string, Hook) {
+	for _, n := range slices.Sorted(maps.Keys(h.Steps)) {
+		if k, name, st, ok := h.step(update, n-1); ok && (st.phase == failed || st.phase == taken) {
+			return failure(name, stepPoint(n-1), st), k
+		}
+	}
+	return "", Hook{}
+}
+
 // failure is the failure of the hook of the rollout from current to
 // update that the status reports: its pre hook's, or the post hook's of
 // update once current; "" when none failed.
 func (h *Hooks) failure(update, current string) string {
 	if name, st, ok := h.pre(update, current); ok && (st.phase == failed || st.phase == taken) {
 		return failure(name, Pre, st)
+	}
+	if msg, _ := h.failedStep(update); msg != "" && current != update {
+		return msg
 	}
 	if name, st, ok := h.post(update); ok && (st.phase == failed || st.phase == taken) {
 		return failure(name, Post, st)
@@ -331,13 +426,19 @@ func failure(name, point string, st jobState) string {
 }
 
 // AbortCause implements optin.Aborter: under onFailure Abort, the pre
-// hook of the rollout to revision whose Job failed, or the post hook of
-// revision, current, whose Job failed.
+// hook or a step hook of the rollout to revision whose Job failed, or the
+// post hook of revision, current, whose Job failed.
 func (h *Hooks) AbortCause(revision string) string {
 	if h.view != nil && h.view.rollback != nil && h.view.rollback.from == revision {
 		return "hook " + h.view.rollback.cause
 	}
-	if h.Pre == nil || h.Pre.OnFailure != Abort || h.view == nil {
+	if h.view == nil {
+		return ""
+	}
+	if msg, k := h.failedStep(revision); msg != "" && k.OnFailure == Abort {
+		return "hook " + msg
+	}
+	if h.Pre == nil || h.Pre.OnFailure != Abort {
 		return ""
 	}
 	name := JobName(h.object.Name, revision, Pre, h.view.retried)
