@@ -34,25 +34,7 @@ func TestActWritesModuleObjectsOnce(t *testing.T) {
 	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1",
 		Annotations: map[string]string{hooks.Annotation: `{"pre":{"job":"db-migrate"}}`}}}
 	tmpl := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-migrate"}, Spec: batchv1.JobSpec{Suspend: ptr.To(true)}}
-	spec, fieldErrs := hooks.Module.Parse(md)
-	if len(fieldErrs) > 0 {
-		t.Fatal(fieldErrs)
-	}
-	// The spec as a sync reads it from an empty cache: the pre Job of the
-	// rollout from web-1 to web-2 is to be made.
-	part, err := hooks.Module.Build(context.Background(), optin.BuildEnv{Reader: fake.NewClientBuilder().WithScheme(scheme).Build()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, err := spec.(optin.Reader).Read(context.Background(), md, optin.ReadEnv{Set: optin.NewSet(spec),
-		Parts: map[string]optin.Part{hooks.Name: part}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writes := optin.WritesOf(optin.NewSet(read), optin.Planned{Update: "web-2", Current: "web-1"})
-	if len(writes) != 1 {
-		t.Fatalf("want the pre Job to make, got %d writes", len(writes))
-	}
+	writes := preJobWrites(t, scheme, md)
 	name := hooks.JobName("web", "web-2", hooks.Pre, time.Time{})
 
 	for _, tc := range []struct {
@@ -113,4 +95,30 @@ func TestActWritesModuleObjectsOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// preJobWrites are the writes a sync plans for md's pre hook of the
+// rollout from web-1 to web-2, read from an empty cache.
+func preJobWrites(t *testing.T, scheme *runtime.Scheme, md *appsv1beta1.MyDeployment) []optin.Write {
+	t.Helper()
+	spec, fieldErrs := hooks.Module.Parse(md)
+	if len(fieldErrs) > 0 {
+		t.Fatal(fieldErrs)
+	}
+	// The spec as a sync reads it from an empty cache: the pre Job of the
+	// rollout from web-1 to web-2 is to be made.
+	part, err := hooks.Module.Build(context.Background(), optin.BuildEnv{Reader: fake.NewClientBuilder().WithScheme(scheme).Build()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := spec.(optin.Reader).Read(context.Background(), md, optin.ReadEnv{Set: optin.NewSet(spec),
+		Parts: map[string]optin.Part{hooks.Name: part}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := optin.WritesOf(optin.NewSet(read), optin.Planned{Update: "web-2", Current: "web-1"})
+	if len(writes) != 1 {
+		t.Fatalf("want the pre Job to make, got %d writes", len(writes))
+	}
+	return writes
 }
