@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -83,18 +85,45 @@ func (a actor) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
 // named for its object, revision, point and retry), so a create whose
 // reply was lost, or whose object the cache does not show yet, finds it
 // taken on the next try and reads it back instead of making another. A
-// failed write is the status's ReplicaFailure with the write's reason,
-// and the sync's error (tried again: a template Job created later is
-// found so, as no watch of ours sees it).
+// failed write is the status's ReplicaFailure with the write's reason. One
+// only the user can mend (a template missing or unusable, a name taken,
+// a create the API server refuses) is no sync error, which would retry
+// in a loop: the object is looked at again after moduleWriteRetry (no
+// watch of ours sees a template created, or another's Job deleted). Any
+// other error is the sync's, tried again with its backoff.
 func (a actor) writeModules(ctx context.Context, p *syncPlan, out *outcome) error {
 	var errs []error
 	for _, w := range p.writes {
-		if err := a.writeModule(ctx, p.md, w); err != nil {
-			out.failure = &status.Failure{Reason: w.Reason, Message: err.Error(), Current: true}
+		err := a.writeModule(ctx, p.md, w)
+		if err == nil {
+			continue
+		}
+		out.failure = &status.Failure{Reason: w.Reason, Message: err.Error(), Current: true}
+		if !errors.As(err, new(userFailure)) {
 			errs = append(errs, err)
+		} else if out.retryAfter <= 0 || out.retryAfter > moduleWriteRetry {
+			out.retryAfter = moduleWriteRetry
 		}
 	}
 	return kerrors.NewAggregate(errs)
+}
+
+// moduleWriteRetry is when an object whose module write the user must
+// mend is looked at again.
+const moduleWriteRetry = 30 * time.Second
+
+// userFailure is a module write only the user can mend.
+type userFailure struct{ error }
+
+func (f userFailure) Unwrap() error { return f.error }
+
+// userFailed is err as a userFailure when the API server refused the
+// request itself (not found, invalid, forbidden), else err.
+func userFailed(err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		return userFailure{err}
+	}
+	return err
 }
 
 // writeModule carries out w for md: a create (from w.From read around the
@@ -107,23 +136,22 @@ func (a actor) writeModule(ctx context.Context, md *appsv1beta1.MyDeployment, w 
 	if w.From != nil {
 		from = w.From.DeepCopyObject().(client.Object)
 		if err := a.apiReader.Get(ctx, client.ObjectKeyFromObject(w.From), from); err != nil {
-			return fmt.Errorf("reading %s: %w", w.From.GetName(), err)
+			return userFailed(fmt.Errorf("reading %s: %w", w.From.GetName(), err))
 		}
 	}
 	obj, err := w.Create(from)
 	if err != nil {
-		return err
+		return userFailure{err}
 	}
-	err = a.writer.Create(ctx, obj)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
+	if err = a.writer.Create(ctx, obj); !apierrors.IsAlreadyExists(err) {
+		return userFailed(err)
 	}
 	found := obj.DeepCopyObject().(client.Object)
 	if err := a.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), found); err != nil {
 		return fmt.Errorf("reading %s back: %w", obj.GetName(), err)
 	}
 	if ref := metav1.GetControllerOfNoCopy(found); ref == nil || ref.UID != md.UID {
-		return fmt.Errorf("%s: name taken by an object the MyDeployment does not control", obj.GetName())
+		return userFailure{fmt.Errorf("%s: name taken by an object the MyDeployment does not control", obj.GetName())}
 	}
 	return nil // made by an earlier sync
 }

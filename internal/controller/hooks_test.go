@@ -217,7 +217,11 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 			}
 			return ""
 		}, timeout, interval).Should(Equal(other + ": name taken by an object the MyDeployment does not control"))
-		Consistently(func() int { return podsOfRevision(md, upd) }, 2*time.Second, interval).Should(BeZero())
+		errorsBefore := reconcileErrors()
+		Consistently(func(g Gomega) {
+			g.Expect(podsOfRevision(md, upd)).To(BeZero())
+			g.Expect(reconcileErrors()).To(Equal(errorsBefore), "reported, not retried in a loop")
+		}, 2*time.Second, interval).Should(Succeed())
 		Expect(metav1.GetControllerOf(hookJob(md, other)())).To(BeNil(), "not adopted")
 		Expect(ptr.Deref(hookJob(md, other)().Spec.Suspend, false)).To(BeTrue(), "not touched")
 	})
