@@ -151,6 +151,14 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 		Eventually(func() int { return podsOfRevision(md, stable) }, timeout, interval).Should(Equal(3))
 		Expect(podsOfRevision(md, upd)).To(BeZero())
 
+		By("a manager restart mid-hook: the running Job is found, not made again, and still holds")
+		stopManager()
+		startManager(func(r *MyDeploymentReconciler) { rec.EventRecorder, r.Recorder = r.Recorder, rec })
+		Consistently(func(g Gomega) {
+			g.Expect(hookJobs(md)).To(ConsistOf(name))
+			g.Expect(podsOfRevision(md, upd)).To(BeZero())
+		}, 2*time.Second, interval).Should(Succeed())
+
 		By("the Job succeeds: the rollout goes on to the end")
 		finishJob(md, name, true)
 		complete(md)
