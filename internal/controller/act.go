@@ -2,13 +2,16 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +19,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/ownership"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
@@ -51,6 +55,7 @@ func (a actor) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
 	for _, e := range p.events {
 		a.recorder.Eventf(p.md, e.related, e.eventType, e.reason, e.action, "%s", e.note)
 	}
+	modulesErr := a.writeModules(ctx, p, out)
 	var err error
 	if len(p.recordFirst) > 0 {
 		if out.md, err = a.setAnnotations(ctx, out.object(p.md), p.obj, p.recordFirst)(); err != nil {
@@ -72,7 +77,83 @@ func (a actor) carryOut(ctx context.Context, p *syncPlan, out *outcome) error {
 		out.md, err = a.setAnnotations(ctx, out.object(p.md), p.obj, p.recordAfterPods)()
 		errs = append(errs, err)
 	}
-	return kerrors.NewAggregate(append(errs, a.truncateHistory(ctx, p.truncate)))
+	return kerrors.NewAggregate(append(errs, modulesErr, a.truncateHistory(ctx, p.truncate)))
+}
+
+// writeModules carries out the modules' own writes (optin.Write: a hook's
+// Job), before any pod moves. Its names are the modules' (a hook's Job is
+// named for its object, revision, point and retry), so a create whose
+// reply was lost, or whose object the cache does not show yet, finds it
+// taken on the next try and reads it back instead of making another. A
+// failed write is the status's ReplicaFailure with the write's reason. One
+// only the user can mend (a template missing or unusable, a name taken,
+// a create the API server refuses) is no sync error, which would retry
+// in a loop: the object is looked at again after moduleWriteRetry (no
+// watch of ours sees a template created, or another's Job deleted). Any
+// other error is the sync's, tried again with its backoff.
+func (a actor) writeModules(ctx context.Context, p *syncPlan, out *outcome) error {
+	var errs []error
+	for _, w := range p.writes {
+		err := a.writeModule(ctx, p.md, w)
+		if err == nil {
+			continue
+		}
+		out.failure = &status.Failure{Reason: w.Reason, Message: err.Error(), Current: true}
+		if !errors.As(err, new(userFailure)) {
+			errs = append(errs, err)
+		} else if out.retryAfter <= 0 || out.retryAfter > moduleWriteRetry {
+			out.retryAfter = moduleWriteRetry
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// moduleWriteRetry is when an object whose module write the user must
+// mend is looked at again.
+const moduleWriteRetry = 30 * time.Second
+
+// userFailure is a module write only the user can mend.
+type userFailure struct{ error }
+
+func (f userFailure) Unwrap() error { return f.error }
+
+// userFailed is err as a userFailure when the API server refused the
+// request itself (not found, invalid, forbidden), else err.
+func userFailed(err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		return userFailure{err}
+	}
+	return err
+}
+
+// writeModule carries out w for md: a create (from w.From read around the
+// cache, when set), or a delete.
+func (a actor) writeModule(ctx context.Context, md *appsv1beta1.MyDeployment, w optin.Write) error {
+	if w.Delete != nil {
+		return client.IgnoreNotFound(a.writer.Delete(ctx, w.Delete, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	}
+	var from client.Object
+	if w.From != nil {
+		from = w.From.DeepCopyObject().(client.Object)
+		if err := a.apiReader.Get(ctx, client.ObjectKeyFromObject(w.From), from); err != nil {
+			return userFailed(fmt.Errorf("reading %s: %w", w.From.GetName(), err))
+		}
+	}
+	obj, err := w.Create(from)
+	if err != nil {
+		return userFailure{err}
+	}
+	if err = a.writer.Create(ctx, obj); !apierrors.IsAlreadyExists(err) {
+		return userFailed(err)
+	}
+	found := obj.DeepCopyObject().(client.Object)
+	if err := a.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), found); err != nil {
+		return fmt.Errorf("reading %s back: %w", obj.GetName(), err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(found); ref == nil || ref.UID != md.UID {
+		return userFailure{fmt.Errorf("%s: name taken by an object the MyDeployment does not control", obj.GetName())}
+	}
+	return nil // made by an earlier sync
 }
 
 // setAnnotations sets want's annotations on md (the revision number, like

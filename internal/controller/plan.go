@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -81,6 +82,9 @@ type syncPlan struct {
 	analysisAfter time.Duration
 	// truncate are the revisions beyond revisionHistoryLimit to delete.
 	truncate []*appsv1.ControllerRevision
+	// writes are the modules' own objects to write (optin.Writer: a hook's
+	// Job), before any pod moves.
+	writes []optin.Write
 }
 
 // decide computes the plan of a sync from its observation and claims
@@ -126,6 +130,23 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 		Towards: p.towards, Plan: p.Plan, Template: memo.Template, Diff: memo.Change,
 		Pending: c.stepsPending, Now: o.now, Timeout: timeout})
 	p.truncate = truncation(o.md, c)
+	planned := optin.Planned{Update: c.update.Name, Current: current}
+	if cp := p.Canary; cp != nil {
+		planned.Step = &optin.PlannedStep{Revision: cp.State.Revision, Index: cp.State.Index, Held: cp.Analyzing}
+	}
+	for _, r := range c.revisions {
+		if !slices.Contains(p.truncate, r) {
+			planned.Kept = append(planned.Kept, r.Name)
+		}
+	}
+	p.writes = optin.WritesOf(o.optIn, planned)
+	for _, e := range optin.EventsOf(o.optIn, planned) {
+		t := corev1.EventTypeNormal
+		if e.Warning {
+			t = corev1.EventTypeWarning
+		}
+		p.events = append(p.events, planEvent{related: c.update, eventType: t, reason: e.Reason, action: "Rollout", note: e.Note})
+	}
 	return p, stepsErr
 }
 

@@ -41,19 +41,22 @@ const MyDeploymentControllerName = "mydeployment-controller"
 // MyDeploymentCache is what the MyDeployment controller needs of the
 // manager's cache: MyDeployments and ControllerRevisions whole, and pods
 // only if they carry both revision labels (ours, or orphans we could
-// adopt), trimmed to the fields the controller reads (podwatch.Trim). Pod
+// adopt), trimmed to the fields the controller reads (podwatch.Trim), and
+// the objects of the modules' own kinds they select (optin.Owner). Pod
 // informers carry pods' index by controller, read without copies through
 // pods, which SetupMyDeployment must then be given.
 func MyDeploymentCache(pods *podwatch.Index) managercache.Needs {
-	return managercache.Needs{
-		Controller: MyDeploymentControllerName,
-		Objects: map[client.Object]cache.ByObject{
-			&appsv1beta1.MyDeployment{}:  {},
-			&appsv1.ControllerRevision{}: {},
-			&corev1.Pod{}:                {Label: podwatch.Cached, Transform: podwatch.Trim},
-		},
-		NewInformer: pods.NewInformer,
+	objects := map[client.Object]cache.ByObject{
+		&appsv1beta1.MyDeployment{}:  {},
+		&appsv1.ControllerRevision{}: {},
+		&corev1.Pod{}:                {Label: podwatch.Cached, Transform: podwatch.Trim},
 	}
+	for _, o := range modules.Owners {
+		// A module's own objects (the hooks module's Jobs), as it selects them.
+		obj, by := o.Owns()
+		objects[obj] = by
+	}
+	return managercache.Needs{Controller: MyDeploymentControllerName, Objects: objects, NewInformer: pods.NewInformer}
 }
 
 // MyDeploymentOptions are the MyDeployment controller's knobs that
@@ -179,8 +182,8 @@ func (r *MyDeploymentReconciler) noteStray(pod *corev1.Pod) {
 	}
 }
 
-// SetupWithManager registers the controller: MyDeployments, the pods and
-// revisions they own, and orphan pods they could adopt.
+// SetupWithManager registers the controller: MyDeployments, the pods,
+// revisions and modules' objects they own, and orphan pods they could adopt.
 func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.PodIndex == nil {
 		return fmt.Errorf("no pod index: build the manager's cache with MyDeploymentCache and pass its pod index")
@@ -197,6 +200,12 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		if w, ok := p.(optin.Watch); ok {
 			b = b.WatchesRawSource(source.Channel(w.Events(), &handler.EnqueueRequestForObject{}))
 		}
+	}
+	for _, o := range modules.Owners {
+		// A module's own objects (a hook's Job) sync the object that controls them.
+		obj, _ := o.Owns()
+		b = b.Watches(obj, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))
 	}
 	return b.
 		// Spec changes and new objects first; updates that leave the spec

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -338,6 +339,101 @@ func VerdictOf(s Set, revision string) (aborts bool, cause string, after time.Du
 		}
 	}
 	return aborts, cause, after
+}
+
+// An Owner is a Module that has the controller make objects of a kind of
+// its own (the hooks module: Jobs). The manager's cache holds those the
+// ByObject selects (only they: a cache of every Job of the cluster would
+// cost what no sync reads), and an event of one syncs the MyDeployment
+// that controls it, as Owns does in controller-runtime.
+type Owner interface {
+	Module
+	Owns() (client.Object, cache.ByObject)
+}
+
+// A Writer is a Spec with objects of its module's own kinds to write (a
+// hook's Job). A module never holds a client: decide asks each Writer
+// what the plan writes (WritesOf), and act carries it out before any pod
+// moves.
+type Writer interface {
+	Spec
+	Writes(p Planned) []Write
+}
+
+// Planned is what a sync's plan says that a Writer's writes depend on.
+type Planned struct {
+	// Update is the update revision's name; Current the current one's
+	// (Update when no other is current).
+	Update, Current string
+	// Kept are the object's revisions once the plan's history
+	// truncation (revisionHistoryLimit) is done: what a module's objects
+	// of a revision go with.
+	Kept []string
+	// Step is the canary step the plan stands at; nil without a canary
+	// rollout under way.
+	Step *PlannedStep
+}
+
+// PlannedStep is a canary step a plan stands at: the revision, the
+// step's index from 0, and Held: the step is done but for its gate
+// (rollout.AnalysisGate: its analysis, its hook).
+type PlannedStep struct {
+	Revision string
+	Index    int
+	Held     bool
+}
+
+// A Write is one object a module has act create or delete.
+//
+// Create makes the object to create; when From is set act first reads
+// From's key around the cache (a template the cache does not hold: the
+// hook's suspended Job) and hands it over. A create whose name is taken
+// is read back: an object the MyDeployment controls is the one an
+// earlier sync made (a lost reply, or a cache that does not show it yet),
+// so a write is never made twice; one it does not control is the write's
+// failure. Delete is an object to delete (propagation Background; gone
+// already is done). Reason is the ReplicaFailure reason of a failed write.
+type Write struct {
+	From   client.Object
+	Create func(from client.Object) (client.Object, error)
+	Delete client.Object
+	Reason string
+}
+
+// WritesOf is what s's Writers write after a plan p, in the registry's
+// order.
+func WritesOf(s Set, p Planned) []Write {
+	var out []Write
+	for w := range Each[Writer](s) {
+		out = append(out, w.Writes(p)...)
+	}
+	return out
+}
+
+// An Announcer is a Spec with events for its object, which act records
+// with the plan's (a hook's failure). A module keeps no memory of what it
+// announced: it announces what the status the last sync wrote does not say
+// yet, so an event comes once per change.
+type Announcer interface {
+	Spec
+	Events(p Planned) []Event
+}
+
+// Event is one event an Announcer asks for: Warning or Normal, its reason
+// and note.
+type Event struct {
+	Warning      bool
+	Reason, Note string
+}
+
+// EventsOf is what s's Announcers announce after a plan p, in the
+// registry's order.
+func EventsOf(s Set, p Planned) []Event {
+	var out []Event
+	for a := range Each[Announcer](s) {
+		out = append(out, a.Events(p)...)
+	}
+	return out
 }
 
 // TransientRetry is the backoff between two tries of something a

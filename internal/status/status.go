@@ -22,6 +22,10 @@ import (
 type Failure struct {
 	Reason  string // appsv1beta1.ReasonFailedCreate or ReasonFailedDelete
 	Message string
+	// Current: a condition of the same reason takes this message (it
+	// names what failed: a hook's Job, whose name a retry changes);
+	// otherwise it keeps its own, as Deployment's does.
+	Current bool
 }
 
 // A Reporter is an opt-in module's parsed spec (optin.Spec) that sets its
@@ -94,7 +98,19 @@ type Input struct {
 	// Unknown with ReasonWaitingForHandOver and that message, and no
 	// deadline runs.
 	WaitingForHandOver string
-	Now                time.Time
+	// Waiting, when set, says the rollout waits on something a module runs
+	// (the hooks module: a hook's Job, running or failed): Progressing
+	// says so, no deadline runs, and the update revision does not become
+	// current.
+	Waiting *Waiting
+	Now     time.Time
+}
+
+// Waiting is the Progressing condition of a rollout that waits on a
+// module (Input.Waiting).
+type Waiting struct {
+	Status          corev1.ConditionStatus
+	Reason, Message string
 }
 
 // Wave is where a waves rollout is: Progressing says Message ("wave 2 of
@@ -152,7 +168,7 @@ func Compute(in Input) Result {
 	s.CurrentRevision, s.CurrentReplicas = in.CurrentRevision, in.CurrentReplicas
 	abortable := in.AbortOnFailure || in.AnalysisOptIn
 	if c.Updated == desired && c.Replicas == desired && in.Aborted == "" && (!abortable || c.Available == desired) &&
-		!in.AnalysisHolds {
+		!in.AnalysisHolds && in.Waiting == nil {
 		// The rollout is complete: the update revision becomes current
 		// (StatefulSet). Under on-failure Abort or analysis only once its
 		// pods are available: the current revision is what an abort goes
@@ -176,6 +192,8 @@ func Compute(in Input) Result {
 		r.HandOverBegan = waitForHandOver(&s, in.WaitingForHandOver, now)
 	case in.Aborted != "":
 		setAborted(in, &s, now)
+	case in.Waiting != nil:
+		setWaiting(&s, *in.Waiting, now)
 	case hasDeadline(md):
 		r.RequeueAfter, r.DeadlineExceeded = progress(in, &s, desired, now)
 		if c := Get(&s, appsv1beta1.ConditionProgressing); c != nil && c.Reason == appsv1beta1.ReasonPartitionAvailable {
@@ -200,7 +218,12 @@ func SetFailure(s *appsv1beta1.MyDeploymentStatus, f *Failure, now time.Time) {
 		remove(s, appsv1beta1.ConditionReplicaFailure)
 		return
 	}
-	set(s, cond(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, f.Reason, f.Message, metav1.NewTime(now)))
+	c := cond(appsv1beta1.ConditionReplicaFailure, corev1.ConditionTrue, f.Reason, f.Message, metav1.NewTime(now))
+	if cur := Get(s, c.Type); f.Current && cur != nil && cur.Status == c.Status && cur.Reason == c.Reason && cur.Message != c.Message {
+		c.LastTransitionTime = cur.LastTransitionTime
+		remove(s, c.Type)
+	}
+	set(s, c)
 }
 
 // progress maintains the Progressing condition; it returns when to look at
@@ -311,6 +334,21 @@ func waitForHandOver(s *appsv1beta1.MyDeploymentStatus, msg string, now metav1.T
 	remove(s, appsv1beta1.ConditionProgressing)
 	set(s, c)
 	return began
+}
+
+// setWaiting sets Progressing as w says; a condition of the same status
+// keeps its transition time, and one the same in every word its update
+// time too (no write at rest).
+func setWaiting(s *appsv1beta1.MyDeploymentStatus, w Waiting, now metav1.Time) {
+	c := cond(appsv1beta1.ConditionProgressing, w.Status, w.Reason, w.Message, now)
+	if cur := Get(s, appsv1beta1.ConditionProgressing); cur != nil && cur.Status == c.Status {
+		if cur.Reason == c.Reason && cur.Message == c.Message {
+			return
+		}
+		c.LastTransitionTime = cur.LastTransitionTime
+	}
+	remove(s, appsv1beta1.ConditionProgressing)
+	set(s, c)
 }
 
 // heldAtPartition: the rollout went as far as the partition lets it: the

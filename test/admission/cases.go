@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 )
 
 // By says which part of admission refuses a row.
@@ -165,6 +166,7 @@ var (
 	adoptFromField  = "metadata.annotations[" + appsv1beta1.AdoptFromAnnotation + "]"
 	adoptRevsField  = "metadata.annotations[" + appsv1beta1.AdoptRevisionsAnnotation + "]"
 	analysisField   = "metadata.annotations[" + appsv1beta1.AnalysisAnnotation + "]"
+	hooksField      = "metadata.annotations[" + hooks.Annotation + "]"
 	// wavesKey is the waves module's annotation (internal/optin/waves.Annotation).
 	wavesKey   = "apps.mydeployment.io/waves"
 	wavesField = "metadata.annotations[" + wavesKey + "]"
@@ -405,6 +407,38 @@ func Cases() []Case {
 		}, Field: analysisField, Why: "queries: must list from 1 to 10 queries", By: Webhook},
 		{Name: "respect-pdb neither true nor false", Change: annotate(appsv1beta1.RespectPDBAnnotation, "yes"),
 			Field: "metadata.annotations[" + appsv1beta1.RespectPDBAnnotation + "]", Why: `Unsupported value: "yes"`, By: Webhook},
+		{Name: "hooks that are not JSON", Change: annotate(hooks.Annotation, "pre: db-migrate"),
+			Field: hooksField, Why: "must be a JSON object of pre, steps and post", By: Webhook},
+		{Name: "hooks with an unknown point", Change: annotate(hooks.Annotation, `{"preStop":{"job":"x"}}`),
+			Field: hooksField, Why: `unknown field "preStop"`, By: Webhook},
+		{Name: "hooks with an unknown field", Change: annotate(hooks.Annotation, `{"pre":{"job":"m","timeout":"1m"}}`),
+			Field: hooksField, Why: `unknown field "timeout"`, By: Webhook},
+		{Name: "hooks naming no hook", Change: annotate(hooks.Annotation, `{}`),
+			Field: hooksField, Why: "names no hook", By: Webhook},
+		{Name: "hook job not a Job's name", Change: annotate(hooks.Annotation, `{"pre":{"job":"DB_Migrate"}}`),
+			Field: hooksField, Why: `pre.job: "DB_Migrate" is not the name of a Job`, By: Webhook},
+		{Name: "pre hook onFailure Report", Change: annotate(hooks.Annotation, `{"pre":{"job":"m","onFailure":"Report"}}`),
+			Field: hooksField, Why: `pre.onFailure: "Report" is not supported: want Hold or Abort`, By: Webhook},
+		{Name: "post hook onFailure Hold", Change: annotate(hooks.Annotation, `{"post":{"job":"m","onFailure":"Hold"}}`),
+			Field: hooksField, Why: `post.onFailure: "Hold" is not supported: want Report or Abort`, By: Webhook},
+		{Name: "hook step not a canary step", Change: annotate(hooks.Annotation, `{"steps":{"0":{"job":"smoke"}}}`),
+			Field: hooksField, Why: `steps: "0" is not a canary step`, By: Webhook},
+		{Name: "step hooks without canary steps", Change: annotate(hooks.Annotation, `{"steps":{"2":{"job":"smoke"}}}`),
+			Field: hooksField, Why: "step hooks need " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "canary steps removed from an object with step hooks by an update", Update: true,
+			Before: func(m *appsv1beta1.MyDeployment) {
+				annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
+				annotate(hooks.Annotation, `{"steps":{"1":{"job":"smoke"}}}`)(m)
+			},
+			Change: func(m *appsv1beta1.MyDeployment) { delete(m.Annotations, appsv1beta1.CanaryStepsAnnotation) },
+			Field:  hooksField, Why: "step hooks need " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "hook onFailure Abort with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
+			recreate(m)
+			annotate(hooks.Annotation, `{"pre":{"job":"m","onFailure":"Abort"}}`)(m)
+		}, Field: hooksField, Why: "onFailure Abort needs spec.strategy.type RollingUpdate", By: Webhook},
+		{Name: "hooks broken by an update", Update: true, Before: annotate(hooks.Annotation, `{"pre":{"job":"m"}}`),
+			Change: annotate(hooks.Annotation, `{"pre":{"job":"m","onFailure":"Report"}}`),
+			Field:  hooksField, Why: `pre.onFailure: "Report" is not supported`, By: Webhook},
 		{Name: "rollout-on-config-change neither true nor false", Change: annotate(appsv1beta1.RolloutOnConfigChangeAnnotation, "yes"),
 			Field: "metadata.annotations[" + appsv1beta1.RolloutOnConfigChangeAnnotation + "]", Why: `Unsupported value: "yes"`, By: Webhook},
 		{Name: "rollout-on-config-change empty by an update", Update: true, Change: annotate(appsv1beta1.RolloutOnConfigChangeAnnotation, ""),

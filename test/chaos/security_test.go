@@ -153,6 +153,10 @@ func TestRBACGrantsOnlyWhatTheManagerUses(t *testing.T) {
 			{"apps.mydeployment.io", "applications/status,mydeployments/status", "patch"},
 			{"apps.mydeployment.io", "mydeployments", "create,get,list,patch,watch"},
 			{"autoscaling", "horizontalpodautoscalers", "create,delete,get,list,patch,watch"},
+			// The hooks' Jobs (apps.mydeployment.io/hooks): made from a
+			// suspended template Job read around the cache (get), watched
+			// with the hook label, deleted with their revision.
+			{"batch", "jobs", "create,delete,get,list,watch"},
 			{"discovery.k8s.io", "endpointslices", "get,list,watch"},
 			{"events.k8s.io", "events", "create,patch"},
 			{"gateway.networking.k8s.io", "httproutes", "create,delete,get,list,patch,watch"},

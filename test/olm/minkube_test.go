@@ -50,6 +50,7 @@ var apiUses = []apiUse{
 	{"apps", "v1", "deployments", "1.9", "adopt-from: the Deployment a migration hands over"},
 	{"apps", "v1", "replicasets", "1.9", "adopt-from: that Deployment's ReplicaSets"},
 	{"autoscaling", "v2", "horizontalpodautoscalers", "1.23", "Application"},
+	{"batch", "v1", "jobs", "1.24", "hooks: Jobs made from a suspended template Job (spec.suspend GA in 1.24)"},
 	{"discovery.k8s.io", "v1", "endpointslices", "1.21", "Application's ready endpoints"},
 	{"events.k8s.io", "v1", "events", "1.19", "controller-runtime's event recorder"},
 	{"networking.k8s.io", "v1", "ingresses", "1.19", "Application"},
@@ -68,7 +69,7 @@ var managerRoles = []string{"role.yaml", "leader_election_role.yaml", "node_read
 
 // groupOfPackage maps k8s.io/api/<dir> to the API group it holds.
 var groupOfPackage = map[string]string{
-	"core": "", "apps": "apps", "autoscaling": "autoscaling", "policy": "policy",
+	"core": "", "apps": "apps", "autoscaling": "autoscaling", "batch": "batch", "policy": "policy",
 	"discovery": "discovery.k8s.io", "networking": "networking.k8s.io", "events": "events.k8s.io",
 	"coordination": "coordination.k8s.io", "admissionregistration": "admissionregistration.k8s.io",
 	"authentication": "authentication.k8s.io", "authorization": "authorization.k8s.io",

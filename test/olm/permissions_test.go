@@ -92,6 +92,9 @@ func TestBundlePermissionsFollowTheInstallMode(t *testing.T) {
 			"autoscaling horizontalpodautoscalers create,delete,get,list,patch,watch",
 			"policy poddisruptionbudgets create,delete,get,list,patch,watch",
 			"gateway.networking.k8s.io httproutes create,delete,get,list,patch,watch",
+			// The hooks' Jobs (apps.mydeployment.io/hooks), made from a
+			// suspended template Job read around the cache.
+			"batch jobs create,delete,get,list,watch",
 			"events.k8s.io events create,patch",
 			// Leader election: the lease and its events (core events).
 			"coordination.k8s.io leases create,delete,get,list,patch,update,watch",

@@ -15,6 +15,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
@@ -35,6 +36,7 @@ var All = []optin.Module{
 	canary.Module,
 	analysis.Module,
 	waves.Module,
+	hooks.Module,
 	adoptfrom.Module,
 }
 
@@ -57,6 +59,18 @@ var Builders = func() []optin.Builder {
 		}
 	}
 	return bs
+}()
+
+// Owners are the modules of All whose own objects the controller makes
+// (optin.Owner: the hooks module's Jobs), in All's order.
+var Owners = func() []optin.Owner {
+	var os []optin.Owner
+	for _, m := range All {
+		if o, ok := m.(optin.Owner); ok {
+			os = append(os, o)
+		}
+	}
+	return os
 }()
 
 // Parse reads md's opt-ins: each module's Spec. Every value that can

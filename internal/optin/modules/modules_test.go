@@ -16,6 +16,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/configrollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
@@ -48,6 +49,7 @@ func TestParse(t *testing.T) {
 		config      bool
 		analysis    bool
 		waves       string // the waves' node label key; "" for none
+		hooks       bool
 		canarySteps int    // how many canary steps; 0 for none
 		err         string // substring of the only error; "" for none
 	}{
@@ -119,6 +121,24 @@ func TestParse(t *testing.T) {
 			err: "metadata.annotations[apps.mydeployment.io/analysis]: Forbidden: analysis needs apps.mydeployment.io/canary-steps"},
 		{name: "canary promote not the plugin's", annotations: map[string]string{appsv1beta1.CanaryPromoteAnnotation: "now"},
 			err: "metadata.annotations[apps.mydeployment.io/canary-promote]: Invalid value"},
+		{name: "hooks", annotations: map[string]string{hooks.Annotation: `{"pre":{"job":"db-migrate"},"post":{"job":"notify"}}`}, hooks: true},
+		{name: "hooks not JSON", annotations: map[string]string{hooks.Annotation: "pre: db-migrate"},
+			err: `metadata.annotations[apps.mydeployment.io/hooks]: Invalid value: "pre: db-migrate": must be a JSON object`},
+		{name: "hooks naming none", annotations: map[string]string{hooks.Annotation: "{}"}, err: "apps.mydeployment.io/hooks]: Invalid value: \"{}\": names no hook"},
+		{name: "hooks job not a name", annotations: map[string]string{hooks.Annotation: `{"pre":{"job":"DB"}}`}, err: `pre.job: "DB" is not the name of a Job`},
+		{name: "hooks pre onFailure Report", annotations: map[string]string{hooks.Annotation: `{"pre":{"job":"m","onFailure":"Report"}}`},
+			err: `pre.onFailure: "Report" is not supported: want Hold or Abort`},
+		{name: "hooks post onFailure Hold", annotations: map[string]string{hooks.Annotation: `{"post":{"job":"m","onFailure":"Hold"}}`},
+			err: `post.onFailure: "Hold" is not supported: want Report or Abort`},
+		{name: "hooks steps without canary steps", annotations: map[string]string{hooks.Annotation: `{"steps":{"2":{"job":"smoke"}}}`},
+			err: "metadata.annotations[apps.mydeployment.io/hooks]: Forbidden: step hooks need apps.mydeployment.io/canary-steps"},
+		{name: "hooks steps", annotations: map[string]string{hooks.Annotation: `{"steps":{"2":{"job":"smoke"}}}`,
+			appsv1beta1.CanaryStepsAnnotation: "1, 100%"}, canarySteps: 2, hooks: true},
+		{name: "hooks Abort with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{hooks.Annotation: `{"pre":{"job":"m"}}`, appsv1beta1.OnFailureAnnotation: "Continue"}, hooks: true},
+		{name: "hooks Abort by on-failure with Recreate", strategy: appsv1.RecreateDeploymentStrategyType,
+			annotations: map[string]string{hooks.Annotation: `{"post":{"job":"m","onFailure":"Abort"}}`},
+			err:         "apps.mydeployment.io/hooks]: Forbidden: onFailure Abort needs spec.strategy.type RollingUpdate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, errs := Parse(md(tc.strategy, tc.annotations))
@@ -166,6 +186,9 @@ func TestParse(t *testing.T) {
 			}
 			if on := analysis.Of(o) != nil; on != tc.analysis {
 				t.Errorf("analysis %v, want %v", on, tc.analysis)
+			}
+			if on := hooks.Of(o) != nil; on != tc.hooks {
+				t.Errorf("hooks %v, want %v", on, tc.hooks)
 			}
 		})
 	}
@@ -232,7 +255,7 @@ func TestErrorOrder(t *testing.T) {
 		appsv1beta1.DrainAnnotation, appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation,
 		appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation,
 		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.AnalysisAnnotation, waves.Annotation, rollout.WaveStateAnnotation,
-		appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
+		hooks.Annotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 	if !slices.Equal(Annotations, keys) {
 		t.Errorf("keys\n%q, want\n%q", Annotations, keys)
 	}
