@@ -20,10 +20,9 @@ func planRolling(s podSet, l limits) Plan {
 	doomedOld, keepOld := s.splitDoomed(s.old)
 	target := l.replicas - s.held
 
-	// Old pods beyond the held share leave their side: those that can
-	// move in place (inplace.go) are not replaced by new pods (they
-	// become updated ones), the others are.
-	// A wave under way takes them from its own domain only (waves.go).
+	// Old pods beyond the held share (a wave's: its domain's only,
+	// waves.go) leave their side: those that can move in place
+	// (inplace.go) become updated ones, the others are replaced.
 	leaving := s.leaving(l, keepOld)
 	moving, replaced := s.splitLeaving(l, leaving, len(keepNew), target)
 

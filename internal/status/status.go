@@ -229,6 +229,16 @@ func SetFailure(s *appsv1beta1.MyDeploymentStatus, f *Failure, now time.Time) {
 // progress maintains the Progressing condition; it returns when to look at
 // the deadline again and whether the deadline was newly exceeded.
 func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now metav1.Time) (time.Duration, bool) {
+	if !progressBegins(in, s, now) {
+		return 0, false
+	}
+	retried(in, s, now)
+	return progressTracked(in, s, desired, now, Get(s, appsv1beta1.ConditionProgressing))
+}
+
+// progressBegins resets what a hand-over left, holds a paused object (false:
+// nothing more to track) and says a new or a found revision.
+func progressBegins(in Input, s *appsv1beta1.MyDeploymentStatus, now metav1.Time) bool {
 	md := in.Object
 	current := Get(s, appsv1beta1.ConditionProgressing)
 	if current != nil && current.Reason == appsv1beta1.ReasonWaitingForHandOver {
@@ -244,7 +254,7 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 		if !timedOut && !pausedCond {
 			set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionUnknown, appsv1beta1.ReasonPaused, "MyDeployment is paused", now))
 		}
-		return 0, false
+		return false
 	}
 	if pausedCond {
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionUnknown, appsv1beta1.ReasonResumed, "MyDeployment is resumed", now))
@@ -257,9 +267,14 @@ func progress(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now me
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonFoundNewRevision,
 			fmt.Sprintf("Found new revision %q", in.UpdateRevision), now))
 	}
+	return true
+}
 
-	retried(in, s, now)
-	current = Get(s, appsv1beta1.ConditionProgressing)
+// progressTracked is the rest of progress once it is tracked: the holds,
+// progress and the deadline, from the Progressing condition current.
+func progressTracked(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32, now metav1.Time,
+	current *appsv1.DeploymentCondition) (time.Duration, bool) {
+	md := in.Object
 	if s.Replicas == s.UpdatedReplicas && current.Reason == appsv1beta1.ReasonNewRevisionAvailable {
 		return 0, false // complete and still complete: nothing to track
 	}
