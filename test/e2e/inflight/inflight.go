@@ -244,6 +244,12 @@ func (w *Workloads) restartsNow() map[string]string {
 // when the Application became Ready.
 func (w *Workloads) Snapshot() {
 	GinkgoHelper()
+	// A pod the previous release deleted before now (the canary's replaced
+	// pod, still in its grace period) is gone by the check, and the upgrade
+	// did not delete it (seen: "Pod/canary-...: deleted" after an upgrade
+	// that deleted nothing): recorded once no pod is terminating.
+	Eventually(w.get(`{.items[?(@.metadata.deletionTimestamp)].metadata.name}`, "pods"), 2*time.Minute, time.Second).
+		Should(BeEmpty(), "pods still terminating before the snapshot")
 	w.uids = w.uidsNow()
 	w.restarts = w.restartsNow()
 	w.readyAt = w.get(`{.status.conditions[?(@.type=="Ready")].lastTransitionTime}`, "mdapp", App)()
