@@ -543,10 +543,10 @@ func (a actor) writePodClaims(ctx context.Context, p *syncPlan, out *outcome) er
 // to the update revision is aborted: an event, and in out a count of aborts.
 func (a actor) abortEvent(p *syncPlan, out *outcome) {
 	out.abortRecorded = true
-	if p.analysisFailure != "" {
-		a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.ReasonAnalysisFailed, "Rollout",
-			"Analysis of revision %q failed: %s: aborted, every pod goes back to revision %q",
-			p.update.Name, p.analysisFailure, p.towards.Name)
+	if c := p.abortCause; c.Message != "" {
+		a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, c.Reason, "Rollout",
+			"Rollout to revision %q aborted: %s; every pod goes back to revision %q",
+			p.update.Name, c.Message, p.towards.Name)
 		return
 	}
 	a.recorder.Eventf(p.md, out.revision(p, p.update.Name), corev1.EventTypeWarning, appsv1beta1.EventRolloutAborted, "Rollout",

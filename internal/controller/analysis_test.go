@@ -121,7 +121,7 @@ var _ = Describe("Beyond Deployment: canary analysis", Ordered, Serial, func() {
 		Expect(progressing(md)()).To(ContainSubstring("analysis failed: success-rate = 0.5 (wants >= 0.99)"))
 		Eventually(func() int { return podsOfRevision(md, stable) }, timeout, interval).Should(Equal(2))
 		Expect(rec.of(md, appsv1beta1.ReasonAnalysisFailed)).To(ConsistOf(
-			fmt.Sprintf("Analysis of revision %q failed: success-rate = 0.5 (wants >= 0.99): aborted, every pod goes back to revision %q",
+			fmt.Sprintf("Rollout to revision %q aborted: analysis failed: success-rate = 0.5 (wants >= 0.99); every pod goes back to revision %q",
 				aborted, stable)))
 		Expect(strings.Join(rec.of(md, appsv1beta1.EventRolloutAborted), "")).To(BeEmpty(), "one event per abort, the analysis'")
 	})

@@ -289,7 +289,11 @@ var _ = Describe("Beyond Deployment: rollout hooks", Ordered, Serial, func() {
 		finishJob(md, name, false)
 		Eventually(conditionReason(md, appsv1beta1.ConditionProgressing), timeout, interval).Should(Equal(appsv1beta1.ReasonRolloutAborted))
 		Expect(get(md).Annotations).To(HaveKeyWithValue(appsv1beta1.AbortedRevisionAnnotation, upd))
-		Expect(progressing(md)()).To(ContainSubstring("hook Job " + name + " (pre) failed"))
+		want := fmt.Sprintf("Rollout to revision %q aborted: hook Job %s (pre) failed: BackoffLimitExceeded: played by the test; "+
+			"every pod goes back to revision %q", upd, name, stable)
+		Expect(progressing(md)()).To(HaveSuffix(want), "the hook named, not an analysis")
+		Eventually(func() []string { return rec.of(md, appsv1beta1.EventRolloutAborted) }, timeout, interval).Should(ConsistOf(want))
+		Expect(rec.of(md, appsv1beta1.ReasonAnalysisFailed)).To(BeEmpty())
 		Expect(podsOfRevision(md, stable)).To(Equal(2))
 		Consistently(func() int { return podsOfRevision(md, upd) }, 2*time.Second, interval).Should(BeZero())
 		Expect(hookJobs(md)).To(ConsistOf(name), "no Job made while aborted")

@@ -73,10 +73,10 @@ type syncPlan struct {
 	inPlaceAfter time.Duration
 	// abortRecorded says recordFirst records an abort
 	// (AbortedRevisionAnnotation): its event follows the write.
-	// analysisFailure, when set, is the failed analysis that aborts (the
-	// query, its value and threshold), for that event.
-	abortRecorded   bool
-	analysisFailure string
+	// abortCause, when set, is the module's verdict that aborts (a failed
+	// analysis or hook), for that event and the status.
+	abortRecorded bool
+	abortCause    optin.Cause
 	// analysisAfter, when positive, is when the canary step's next
 	// analysis measurement is due.
 	analysisAfter time.Duration
@@ -111,7 +111,7 @@ func decide(o *observation, c *claimed, parts map[string]optin.Part, timeout tim
 	if p.towards == nil {
 		p.towards = c.update
 	}
-	if p.analysisFailure = ab.cause; !p.aborted {
+	if p.abortCause = ab.cause; !p.aborted {
 		p.analysisAfter = ab.after
 	}
 	if p.inPlace {
@@ -293,10 +293,10 @@ type aborting struct {
 	onFailure bool
 	retriedAt time.Time
 	// verdicts: a module's verdict may abort the rollout; cause is why one
-	// aborts it now ("" when none does, or the revision is new this
+	// aborts it now (zero when none does, or the revision is new this
 	// sync), after when the next verdict is due.
 	verdicts bool
-	cause    string
+	cause    optin.Cause
 	after    time.Duration
 }
 
@@ -307,7 +307,7 @@ func abortingOf(o *observation, c *claimed) aborting {
 	ab := aborting{onFailure: a.OnFailure, retriedAt: a.RetriedAt}
 	ab.verdicts, ab.cause, ab.after = optin.VerdictOf(o.optIn, c.update.Name)
 	if c.newRevision {
-		ab.cause = ""
+		ab.cause = optin.Cause{}
 	}
 	return ab
 }
@@ -322,7 +322,7 @@ func (ab aborting) recorded(o *observation, update *appsv1.ControllerRevision, n
 // now is the planner's Input.Aborted: the record says so, or a verdict is
 // due now, the deadline's or a module's (the record is then written first).
 func (ab aborting) now(o *observation, c *claimed) bool {
-	return ab.recorded(o, c.update, c.newRevision) || ab.cause != "" ||
+	return ab.recorded(o, c.update, c.newRevision) || ab.cause.Message != "" ||
 		ab.onFailure && !c.newRevision && status.AbortDue(o.md, c.update.Name, ab.retriedAt)
 }
 

@@ -98,7 +98,7 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 		in.Aborted = in.UpdateRevision
 	}
 	if p != nil {
-		in.AbortedBy = p.analysisFailure
+		in.AbortedBy = p.abortCause.Message
 	}
 	if v.current != nil {
 		in.CurrentRevision = v.current.Name

@@ -316,22 +316,30 @@ type Measurement struct {
 // see its rollout aborted, as on-failure Abort would.
 type Aborter interface {
 	Spec
-	// AbortCause is why the rollout to revision must be aborted now; ""
-	// when it need not.
-	AbortCause(revision string) string
+	// AbortCause is why the rollout to revision must be aborted now; the
+	// zero Cause when it need not.
+	AbortCause(revision string) Cause
 	// After is when the spec wants its object synced again to judge anew
 	// (the next measurement); 0 for no such wish.
 	After() time.Duration
 }
 
+// A Cause is why a module aborts a rollout: Message says what failed, as
+// the status and the abort's event say it after "aborted: " ("analysis
+// failed: ...", "hook Job ... failed: ..."); Reason is the abort event's
+// reason. The zero Cause is none.
+type Cause struct {
+	Reason, Message string
+}
+
 // VerdictOf is what s's Aborters say of the rollout to revision: whether
 // any may abort it (aborts: s opts into one), why the first that does
-// aborts it now ("" when none does), and the soonest any wants its object
+// aborts it now (the zero Cause when none does), and the soonest any wants its object
 // synced again to judge anew (0 for none).
-func VerdictOf(s Set, revision string) (aborts bool, cause string, after time.Duration) {
+func VerdictOf(s Set, revision string) (aborts bool, cause Cause, after time.Duration) {
 	for a := range Each[Aborter](s) {
 		aborts = true
-		if c := a.AbortCause(revision); c != "" && cause == "" {
+		if c := a.AbortCause(revision); c.Message != "" && cause.Message == "" {
 			cause = c
 		}
 		if d := a.After(); d > 0 && (after == 0 || d < after) {

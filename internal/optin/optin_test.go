@@ -57,11 +57,11 @@ func (c *counter) Read(_ context.Context, _ *appsv1beta1.MyDeployment, env ReadE
 
 func (c *counter) Keep() any { return c.n }
 
-func (c *counter) AbortCause(revision string) string {
+func (c *counter) AbortCause(revision string) Cause {
 	if c.abortAt > 0 && c.n >= c.abortAt {
-		return "counted to " + revision
+		return Cause{Reason: "Counted", Message: "counted to " + revision}
 	}
-	return ""
+	return Cause{}
 }
 
 func (c *counter) After() time.Duration { return time.Duration(c.n) * time.Second }
@@ -91,14 +91,14 @@ func TestSetReadKeeps(t *testing.T) {
 			t.Fatalf("sync %d kept %v", sync, mem)
 		}
 		aborts, cause, after := VerdictOf(read, "web-2")
-		if want := map[bool]string{true: "counted to web-2"}[sync >= 3]; cause != want {
+		if want := map[bool]Cause{true: {Reason: "Counted", Message: "counted to web-2"}}[sync >= 3]; cause != want {
 			t.Errorf("sync %d: abort cause %q, want %q", sync, cause, want)
 		}
 		if !aborts || after != time.Duration(sync)*time.Second {
 			t.Errorf("sync %d: aborts %v, after %v", sync, aborts, after)
 		}
 	}
-	if aborts, cause, after := VerdictOf(NewSet(other), "x"); aborts || cause != "" || after != 0 || NewSet(other).Kept() != nil {
+	if aborts, cause, after := VerdictOf(NewSet(other), "x"); aborts || cause != (Cause{}) || after != 0 || NewSet(other).Kept() != nil {
 		t.Error("a set without Aborters or Keepers aborts, waits or keeps")
 	}
 }

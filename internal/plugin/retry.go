@@ -35,9 +35,10 @@ import (
 func newRetryCommand(f *factory, o *Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "retry NAME",
-		Short: "Start an aborted rollout over",
-		Long: "Start an aborted rollout over (on-failure Abort): the same template rolls out again from the stable pods, " +
-			"and its progress deadline runs again from now. The spec is not changed.",
+		Short: "Start a stopped rollout over: aborted, past its deadline, or held by a failed hook",
+		Long: "Start a stopped rollout over (Progressing=False): an aborted one (on-failure Abort) rolls out the same template " +
+			"again from the stable pods, one held by a failed hook runs the hook's Job again under a new name, " +
+			"and the progress deadline runs again from now. The spec is not changed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := f.target(args[0])
@@ -51,16 +52,17 @@ func newRetryCommand(f *factory, o *Options) *cobra.Command {
 
 // retry removes md's abort record (AbortedRevisionAnnotation) and sets
 // RetriedAtAnnotation to now, in one merge patch: the controller takes no
-// deadline verdict older than that for an abort. It refuses a MyDeployment
-// that is neither aborted nor past its deadline: there is nothing to retry.
+// deadline verdict older than that for an abort, and a hook names its Job
+// for it anew. It refuses a MyDeployment whose rollout is not stopped
+// (Progressing=False: aborted, past its deadline, or a failed hook holding
+// it) and carries no abort record: there is nothing to retry.
 func (t *target) retry(ctx context.Context, out io.Writer, now time.Time) error {
 	md, err := t.get(ctx)
 	if err != nil {
 		return err
 	}
-	recorded := optin.RecordsOf(md).AbortRecorded
-	if !recorded && !status.Aborted(&md.Status) && !status.DeadlineExceeded(&md.Status) {
-		return fmt.Errorf("mydeployment %q is not aborted: nothing to retry", md.Name)
+	if !optin.RecordsOf(md).AbortRecorded && !status.Stopped(&md.Status) {
+		return fmt.Errorf("mydeployment %q is not stopped (aborted, past its deadline or held by a failed hook): nothing to retry", md.Name)
 	}
 	stamp := now.UTC().Format(time.RFC3339)
 	if md.Annotations[appsv1beta1.RetriedAtAnnotation] == stamp {

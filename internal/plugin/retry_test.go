@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 )
 
 var _ = Describe("rollout retry", func() {
@@ -59,11 +60,25 @@ var _ = Describe("rollout retry", func() {
 		Expect(getMD(md).Annotations).To(HaveKey(appsv1beta1.RetriedAtAnnotation))
 	})
 
-	It("refuses a MyDeployment that is not aborted", func() {
+	It("retries a rollout held by a failed hook", func() {
 		ns := newNamespace()
-		createMD(ns, "web", "nginx:1", 3)
+		md := createMD(ns, "web", "nginx:1", 3)
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = []appsv1.DeploymentCondition{progressing(corev1.ConditionFalse, hooks.ReasonHookFailed)}
+		})
+		Expect(runPlugin(ns, "rollout", "retry", "web").code).To(Equal(0))
+		Expect(getMD(md).Annotations).To(HaveKey(appsv1beta1.RetriedAtAnnotation))
+	})
+
+	It("refuses a MyDeployment whose rollout is not stopped", func() {
+		ns := newNamespace()
+		md := createMD(ns, "web", "nginx:1", 3)
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = []appsv1.DeploymentCondition{progressing(corev1.ConditionTrue, hooks.ReasonWaitingForHook)}
+		})
 		r := runPlugin(ns, "rollout", "retry", "web")
 		Expect(r.code).To(Equal(1))
-		Expect(r.err).To(Equal("error: mydeployment \"web\" is not aborted: nothing to retry\n"))
+		Expect(r.err).To(Equal("error: mydeployment \"web\" is not stopped (aborted, past its deadline or held by a failed hook): nothing to retry\n"))
+		Expect(getMD(md).Annotations).NotTo(HaveKey(appsv1beta1.RetriedAtAnnotation))
 	})
 })

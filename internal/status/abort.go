@@ -41,15 +41,20 @@ func setAborted(in Input, s *appsv1beta1.MyDeploymentStatus, now metav1.Time) {
 	switch {
 	case in.AbortedBy != "":
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted,
-			fmt.Sprintf("Rollout to revision %q aborted: analysis failed: %s; every pod goes back to revision %q",
+			fmt.Sprintf("Rollout to revision %q aborted: %s; every pod goes back to revision %q",
 				in.Aborted, in.AbortedBy, in.CurrentRevision), now))
 		return
 	case !in.AbortOnFailure:
-		// Only the analysis aborts, and its failing measurement is not
-		// this sync's (the abort's own status was not written: a restart).
+		// Only a module's verdict aborts, and it is not this sync's (the
+		// abort's own status was not written: a restart lost the
+		// analysis' measurements).
+		what := "a hook failed"
+		if in.AnalysisOptIn {
+			what = "analysis failed"
+		}
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted,
-			fmt.Sprintf("Rollout to revision %q aborted: analysis failed; every pod goes back to revision %q",
-				in.Aborted, in.CurrentRevision), now))
+			fmt.Sprintf("Rollout to revision %q aborted: %s; every pod goes back to revision %q",
+				in.Aborted, what, in.CurrentRevision), now))
 		return
 	}
 	set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionFalse, appsv1beta1.ReasonRolloutAborted,

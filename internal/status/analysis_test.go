@@ -44,7 +44,7 @@ func TestAnalysisSequence(t *testing.T) {
 		{name: "step 4/6: passed: the update revision is current", at: 3 * time.Second,
 			analysis: &Analysis{Reason: appsv1beta1.ReasonAnalysisPassed, Message: "2 of 2"},
 			current:  "web-2", reason: appsv1beta1.ReasonAnalysisPassed, message: "2 of 2", status: corev1.ConditionTrue},
-		{name: "step 5/6: failed: aborted, saying why", at: 4 * time.Second, abortBy: "success-rate = 0.9 (wants >= 0.99)",
+		{name: "step 5/6: failed: aborted, saying why", at: 4 * time.Second, abortBy: "analysis failed: success-rate = 0.9 (wants >= 0.99)",
 			analysis: &Analysis{Reason: appsv1beta1.ReasonAnalysisFailed, Message: "failed: success-rate = 0.9 (wants >= 0.99)"},
 			current:  "web-1", reason: appsv1beta1.ReasonAnalysisFailed, message: "failed: success-rate = 0.9 (wants >= 0.99)", status: corev1.ConditionFalse},
 		{name: "step 6/6: the opt-in removed: no condition", at: 5 * time.Second, optOut: true, current: "web-2"},
@@ -99,6 +99,19 @@ func TestAnalysisAbortAfterARestart(t *testing.T) {
 	}
 	if p := Get(&st, appsv1beta1.ConditionProgressing); p == nil ||
 		p.Message != `Rollout to revision "web-2" aborted: analysis failed; every pod goes back to revision "web-1"` {
+		t.Fatalf("Progressing %+v", p)
+	}
+}
+
+// TestHookAbortAfterARestart: an abort whose cause this sync does not
+// know, of an object with no analysis, names what else aborts without
+// on-failure Abort: a hook, never an analysis.
+func TestHookAbortAfterARestart(t *testing.T) {
+	obj := md(4, false, appsv1beta1.MyDeploymentStatus{Replicas: 4, AvailableReplicas: 4, CurrentRevision: "web-1"})
+	st := Compute(Input{Object: obj, Synced: true, Counts: rollout.Counts{Replicas: 4, Ready: 4, Available: 4, Updated: 1},
+		UpdateRevision: "web-2", CurrentRevision: "web-1", MaxUnavailable: 1, Aborted: "web-2", Now: t0}).Status
+	if p := Get(&st, appsv1beta1.ConditionProgressing); p == nil ||
+		p.Message != `Rollout to revision "web-2" aborted: a hook failed; every pod goes back to revision "web-1"` {
 		t.Fatalf("Progressing %+v", p)
 	}
 }

@@ -1,6 +1,7 @@
 package status
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -26,6 +27,15 @@ func RolloutComplete(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentS
 func PartitionHeld(st *appsv1beta1.MyDeploymentStatus) bool {
 	c := Get(st, appsv1beta1.ConditionProgressing)
 	return c != nil && (c.Reason == appsv1beta1.ReasonPartitionAvailable || c.Reason == appsv1beta1.ReasonCanaryPaused)
+}
+
+// Stopped reports whether st says the rollout does not go forward until
+// something changes (Progressing=False, whatever the reason: past its
+// deadline, aborted, or held by a failed hook): what `rollout retry`
+// starts over.
+func Stopped(st *appsv1beta1.MyDeploymentStatus) bool {
+	c := Get(st, appsv1beta1.ConditionProgressing)
+	return c != nil && c.Status == corev1.ConditionFalse
 }
 
 // DeadlineExceeded reports whether st says the rollout made no progress for

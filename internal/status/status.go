@@ -77,8 +77,9 @@ type Input struct {
 	Aborted        string
 	AbortOnFailure bool
 	RetriedAt      time.Time
-	// AbortedBy, when set with Aborted, is the failed canary analysis
-	// that aborts it (the query, its value and threshold).
+	// AbortedBy, when set with Aborted, is the module's verdict that
+	// aborts it ("analysis failed: QUERY = V (wants ...)", "hook Job ...
+	// failed: ...").
 	AbortedBy string
 	// AnalysisOptIn says the object opts into canary analysis; Analysis
 	// is what this sync measured (nil: nothing). The three are the

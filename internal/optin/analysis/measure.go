@@ -68,12 +68,13 @@ func (a *Analysis) Measured() []optin.Measurement {
 }
 
 // AbortCause implements optin.Aborter: the failing query, its value and
-// threshold, when the step's analysis of revision failed.
-func (a *Analysis) AbortCause(revision string) string {
+// threshold, when the step's analysis of revision failed; its event is
+// AnalysisFailed.
+func (a *Analysis) AbortCause(revision string) optin.Cause {
 	if v := a.verdict; v != nil && v.Phase == Failed && v.Key.Revision == revision {
-		return v.Failure
+		return optin.Cause{Reason: appsv1beta1.ReasonAnalysisFailed, Message: "analysis failed: " + v.Failure}
 	}
-	return ""
+	return optin.Cause{}
 }
 
 // After implements optin.Aborter: when the step's next measurement is

@@ -265,7 +265,7 @@ func TestPreHook(t *testing.T) {
 			case tc.failure != (st.Failure != nil && st.Failure.Reason == ReasonHookFailed && strings.Contains(st.Failure.Message, job)):
 				t.Errorf("failure: want %v naming %s, got %+v", tc.failure, job, st.Failure)
 			}
-			if cause := h.AbortCause(upd); (cause != "") != tc.abortedBy {
+			if cause := h.AbortCause(upd); (cause.Message != "") != tc.abortedBy {
 				t.Errorf("abort cause: want %v, got %q", tc.abortedBy, cause)
 			}
 		})
@@ -348,7 +348,8 @@ func TestReadAndRollback(t *testing.T) {
 	if in.CurrentRevision != "web-2222" || in.Paused {
 		t.Errorf("plan: want the current revision the one before (web-2222), not paused; got %q, %v", in.CurrentRevision, in.Paused)
 	}
-	if cause := h.AbortCause("web-3333"); !strings.Contains(cause, "Job web-3333-post (post) failed: DeadlineExceeded") {
+	if cause := h.AbortCause("web-3333"); !strings.Contains(cause.Message, "Job web-3333-post (post) failed: DeadlineExceeded") ||
+		cause.Reason != appsv1beta1.EventRolloutAborted {
 		t.Errorf("abort cause: got %q", cause)
 	}
 	st := status.Input{UpdateRevision: "web-3333", CurrentRevision: "web-3333", Aborted: "web-3333"}
@@ -359,7 +360,7 @@ func TestReadAndRollback(t *testing.T) {
 	if w := h.Writes(optin.Planned{Update: "web-3333", Current: "web-3333"}); len(w) != 0 {
 		t.Errorf("the post Job exists: want no write, got %d", len(w))
 	}
-	if cause := spec.(*Hooks).AbortCause("web-3333"); cause != "" {
+	if cause := spec.(*Hooks).AbortCause("web-3333"); cause != (optin.Cause{}) {
 		t.Errorf("a spec not read: want no abort, got %q", cause)
 	}
 }
@@ -474,7 +475,7 @@ func TestStepHook(t *testing.T) {
 		t.Error("no plan: want the update revision held from becoming current")
 	}
 	failedView := read(h, &view{jobs: map[string]jobState{job: {phase: failed, why: "BackoffLimitExceeded"}}})
-	if cause := failedView.AbortCause(upd); cause != "hook Job "+job+" (step2) failed: BackoffLimitExceeded" {
+	if cause := failedView.AbortCause(upd); cause.Message != "hook Job "+job+" (step2) failed: BackoffLimitExceeded" {
 		t.Errorf("abort: got %q", cause)
 	}
 }

@@ -427,23 +427,32 @@ func failure(name, point string, st jobState) string {
 
 // AbortCause implements optin.Aborter: under onFailure Abort, the pre
 // hook or a step hook of the rollout to revision whose Job failed, or the
-// post hook of revision, current, whose Job failed.
-func (h *Hooks) AbortCause(revision string) string {
+// post hook of revision, current, whose Job failed. Its event is
+// RolloutAborted (the failure has its own HookFailed event).
+func (h *Hooks) AbortCause(revision string) optin.Cause {
+	if msg := h.abortCause(revision); msg != "" {
+		return optin.Cause{Reason: appsv1beta1.EventRolloutAborted, Message: "hook " + msg}
+	}
+	return optin.Cause{}
+}
+
+// abortCause is AbortCause's failure, "" for none.
+func (h *Hooks) abortCause(revision string) string {
 	if h.view != nil && h.view.rollback != nil && h.view.rollback.from == revision {
-		return "hook " + h.view.rollback.cause
+		return h.view.rollback.cause
 	}
 	if h.view == nil {
 		return ""
 	}
 	if msg, k := h.failedStep(revision); msg != "" && k.OnFailure == Abort {
-		return "hook " + msg
+		return msg
 	}
 	if h.Pre == nil || h.Pre.OnFailure != Abort {
 		return ""
 	}
 	name := JobName(h.object.Name, revision, Pre, h.view.retried)
 	if st := h.view.jobs[name]; st.phase == failed {
-		return "hook " + failure(name, Pre, st)
+		return failure(name, Pre, st)
 	}
 	return ""
 }
