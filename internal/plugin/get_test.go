@@ -27,6 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // rows splits a table into the cells of each line, at the columns of its
@@ -154,6 +156,17 @@ var _ = Describe("get -o wide", func() {
 		canaryStatus(2, appsv1beta1.ReasonPartitionAvailable)
 		Expect(wide()[2]).To(Equal(
 			[]string{"canary", "10/10", "2", "10", "<none>", "Held at partition 8", "AGE", "8(held)", "<none>", "app", "nginx:2", "app=canary"}))
+
+		By("a hook's Job running, a wave baking, a hook failed: each said")
+		for reason, want := range map[string]string{hooks.ReasonWaitingForHook: "Waiting for hook", status.ReasonWaveBaking: "Wave baking"} {
+			canaryStatus(1, reason)
+			Expect(wide()[2][5]).To(Equal(want))
+		}
+		setStatus(canary, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = []appsv1.DeploymentCondition{progressing(corev1.ConditionFalse, hooks.ReasonHookFailed)}
+		})
+		Expect(wide()[2][5]).To(Equal(hooks.ReasonHookFailed))
+		canaryStatus(2, appsv1beta1.ReasonPartitionAvailable)
 
 		By("not held at a partition changed since")
 		setAnnotation(canary, appsv1beta1.PartitionAnnotation, "50%")

@@ -62,6 +62,12 @@ func rolloutStatus(md *appsv1beta1.MyDeployment, wantRevision int64) (string, bo
 		if c.Type == appsv1beta1.ConditionProgressing && c.Reason == appsv1beta1.ReasonRolloutAborted {
 			return "", false, fmt.Errorf("mydeployment %q rollout aborted: %s (run rollout retry to start it over)", md.Name, c.Message)
 		}
+		if c.Type == appsv1beta1.ConditionProgressing && c.Status == corev1.ConditionFalse {
+			return "", false, fmt.Errorf("mydeployment %q rollout held: %s: %s", md.Name, c.Reason, c.Message)
+		}
+		if c.Type == appsv1beta1.ConditionProgressing && moduleWaits(c.Reason) {
+			return fmt.Sprintf("Waiting for mydeployment %q rollout to finish: %s...\n", md.Name, c.Message), false, nil
+		}
 	}
 	if msg, done, ok := canaryStatus(md); ok {
 		return msg, done, nil

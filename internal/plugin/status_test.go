@@ -27,6 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 var _ = Describe("rollout status", func() {
@@ -124,6 +126,36 @@ var _ = Describe("rollout status", func() {
 		Expect(r.out).To(BeEmpty())
 		Expect(r.err).To(Equal(`error: mydeployment "web" rollout aborted: Rollout to revision "web-2" aborted: no progress within ` +
 			`progressDeadlineSeconds; every pod goes back to revision "web-1" (run rollout retry to start it over)` + "\n"))
+	})
+
+	It("fails at once when a failed hook holds the rollout, saying which and how to go on", func() {
+		observe(5, 0, 5)
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			c := progressing(corev1.ConditionFalse, hooks.ReasonHookFailed)
+			c.Message = "Job web-2-pre (pre) failed: BackoffLimitExceeded; `kubectl mydeployment rollout retry` runs it again"
+			cur.Status.Conditions = []appsv1.DeploymentCondition{c}
+		})
+		r := runPlugin(ns, "rollout", "status", "web")
+		Expect(r.code).To(Equal(1))
+		Expect(r.err).To(Equal(`error: mydeployment "web" rollout held: HookFailed: Job web-2-pre (pre) failed: BackoffLimitExceeded; ` +
+			"`kubectl mydeployment rollout retry` runs it again\n"))
+	})
+
+	It("says what a waiting module waits for: a hook's Job, a wave's bake", func() {
+		observe(5, 0, 5)
+		for reason, msg := range map[string]string{
+			hooks.ReasonWaitingForHook: "waiting for Job web-2-pre (pre) to succeed",
+			status.ReasonWaveBaking:    "wave 1 of 3: zone-a, baking until 2026-11-30T14:00:00Z",
+		} {
+			setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+				c := progressing(corev1.ConditionTrue, reason)
+				c.Message = msg
+				cur.Status.Conditions = []appsv1.DeploymentCondition{c}
+			})
+			r := runPlugin(ns, "rollout", "status", "web", "--watch=false")
+			Expect(r.code).To(Equal(0), r.err)
+			Expect(r.out).To(HavePrefix(`Waiting for mydeployment "web" rollout to finish: ` + msg + "...\n"))
+		}
 	})
 
 	It("fails when --timeout passes first", func() {

@@ -28,7 +28,9 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/modules"
+	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
 // The STATUS column of get: the one state of a MyDeployment a user must
@@ -39,6 +41,8 @@ import (
 //	WaitingForHandOver      Progressing reason WaitingForHandOver
 //	<reason>                Progressing=False (ProgressDeadlineExceeded) or
 //	                        ReplicaFailure=True (FailedCreate, InvalidSelector, ...)
+//	Waiting for hook        Progressing reason WaitingForHook: a hook's Job runs
+//	Wave baking             Progressing reason WaveBaking: a zone wave bakes
 //	Paused                  spec.paused
 //	Draining                drain SurgeFirst: a pod of it is on a draining node
 //	Canary step i/n         a canary rollout at step i of n
@@ -49,6 +53,8 @@ import (
 // Values of the STATUS column that are not a condition's reason.
 const (
 	statusWaitingForConfig = "Waiting for config"
+	statusWaitingForHook   = "Waiting for hook"
+	statusWaveBaking       = "Wave baking"
 	statusPaused           = "Paused"
 	statusDraining         = "Draining"
 	statusProgressing      = "Progressing"
@@ -74,6 +80,10 @@ func rolloutState(md *appsv1beta1.MyDeployment, draining bool) string {
 		return progressing.Reason
 	case failure != nil:
 		return failure.Reason
+	case progressing != nil && progressing.Reason == hooks.ReasonWaitingForHook:
+		return statusWaitingForHook
+	case progressing != nil && progressing.Reason == status.ReasonWaveBaking:
+		return statusWaveBaking
 	case md.Spec.Paused:
 		return statusPaused
 	case draining:
@@ -89,6 +99,13 @@ func rolloutState(md *appsv1beta1.MyDeployment, draining bool) string {
 		return statusProgressing
 	}
 	return statusAvailable
+}
+
+// moduleWaits says Progressing's reason is a module's wait that is not a
+// failure (a hook's Job running, a wave's bake): its message says what the
+// rollout waits for.
+func moduleWaits(reason string) bool {
+	return reason == hooks.ReasonWaitingForHook || reason == status.ReasonWaveBaking
 }
 
 // abortedRevision is the number of the revision whose rollout was aborted:
