@@ -220,6 +220,65 @@ func (em *emitter) sinks(pkg *goPackage) []sink {
 	return all
 }
 
+// moduleEvent is a reason a module hands the controller to record an
+// event with, and where.
+type moduleEvent struct{ reason, where string }
+
+// moduleEvents are the reasons pkg's modules ask events for through the
+// module contract: the Reason of every optin.Event (an Announcer's event)
+// and optin.Cause (an Aborter's abort event) literal. One whose reason
+// this cannot trace to a constant fails the test.
+func (em *emitter) moduleEvents(pkg *goPackage) []moduleEvent {
+	var out []moduleEvent
+	for _, f := range pkg.files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok || lit.Type == nil {
+				return true
+			}
+			var lits []*ast.CompositeLit
+			switch types.ExprString(lit.Type) {
+			case "optin.Event", "optin.Cause":
+				lits = append(lits, lit)
+			case "[]optin.Event": // elements with their type elided
+				for _, elt := range lit.Elts {
+					if l, ok := elt.(*ast.CompositeLit); ok && l.Type == nil {
+						lits = append(lits, l)
+					}
+				}
+			}
+			for _, elt := range elements(lits) {
+				kv, ok := elt.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				if k, ok := kv.Key.(*ast.Ident); !ok || k.Name != "Reason" {
+					continue
+				}
+				where := fmt.Sprintf("%s/%s:%d", pkg.dir, filepath.Base(pkg.fset.Position(kv.Pos()).Filename), pkg.fset.Position(kv.Pos()).Line)
+				v, ok := em.constant(pkg, f, kv.Value)
+				if !ok {
+					em.t.Errorf("%s asks an event whose reason (%s) this test cannot trace to a constant: pass a constant",
+						where, types.ExprString(kv.Value))
+					continue
+				}
+				out = append(out, moduleEvent{reason: v, where: where})
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// elements are the elements of lits, in order.
+func elements(lits []*ast.CompositeLit) []ast.Expr {
+	var out []ast.Expr
+	for _, l := range lits {
+		out = append(out, l.Elts...)
+	}
+	return out
+}
+
 // paramIndex is the index of the parameter of fn that e names, or -1.
 func paramIndex(fn *ast.FuncDecl, e ast.Expr) int {
 	id, ok := e.(*ast.Ident)
@@ -325,6 +384,13 @@ func emittedReasons(t *testing.T) map[string]string {
 				if _, ok := em.reasons[r]; !ok {
 					em.reasons[r] = where
 				}
+			}
+		}
+	}
+	for _, pkg := range em.pkgs {
+		for _, m := range em.moduleEvents(pkg) {
+			if _, ok := em.reasons[m.reason]; !ok {
+				em.reasons[m.reason] = m.where
 			}
 		}
 	}
