@@ -10,11 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,11 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -230,79 +223,6 @@ func (r *Reconciler) recordRefusals(before, after *appsv1beta1.Application) {
 
 func (r *Reconciler) event(app *appsv1beta1.Application, related runtime.Object, eventType, reason, action, note string) {
 	r.Recorder.Eventf(app, related, eventType, reason, action, "%s", note)
-}
-
-// SetupWithManager registers the controller: Applications, the children
-// they control, and the EndpointSlices of their Services (labelled with the
-// Application's name, copied from the Service by the EndpointSlice
-// controller). HTTPRoutes are watched from the start if the Gateway API
-// CRDs are installed; otherwise a runnable asks discovery every RoutePoll
-// (the leader only; one small request) and, once HTTPRoute is served,
-// watches it and syncs again every Application that asks for a route. It
-// fails if the lookup or the registration fails.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	routes, err := RoutesServed(mgr.GetRESTMapper())
-	if err != nil {
-		return err
-	}
-	r.wake = make(chan event.GenericEvent)
-	ownedRoutes := func() source.Source {
-		return source.Kind(mgr.GetCache(), &gatewayv1.HTTPRoute{}, handler.TypedEnqueueRequestForOwner[*gatewayv1.HTTPRoute](
-			mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.Application{}, handler.OnlyControllerOwner()))
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&appsv1beta1.Application{}).
-		Owns(&appsv1beta1.MyDeployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
-		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(
-			func(_ context.Context, o client.Object) []reconcile.Request {
-				name, ok := o.GetLabels()[appsv1beta1.ApplicationNameLabel]
-				if !ok {
-					return nil
-				}
-				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-			})).
-		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{}))
-	if routes {
-		b = b.WatchesRawSource(ownedRoutes())
-		r.routesServed.Store(true)
-	}
-	c, err := b.Named("application").Build(r)
-	if err != nil || routes {
-		return err
-	}
-	log := mgr.GetLogger().WithName(Name)
-	log.Info("the Gateway API's HTTPRoute is not served: Applications' routes are made when its CRDs are installed", "poll", r.RoutePoll)
-	return whenServed(mgr, r.RoutePoll, RoutesServed, "HTTPRoute", func(ctx context.Context) error {
-		log.Info("the Gateway API's HTTPRoute is served: watching routes")
-		if err := c.Watch(ownedRoutes()); err != nil {
-			return fmt.Errorf("watching HTTPRoutes: %w", err)
-		}
-		r.routesServed.Store(true)
-		return r.wakeRoutes(ctx)
-	})
-}
-
-// wakeRoutes syncs again every Application that asks for a route.
-func (r *Reconciler) wakeRoutes(ctx context.Context) error {
-	apps := &appsv1beta1.ApplicationList{}
-	if err := r.List(ctx, apps); err != nil {
-		return fmt.Errorf("listing Applications: %w", err)
-	}
-	for i := range apps.Items {
-		if apps.Items[i].Spec.Route == nil {
-			continue
-		}
-		select {
-		case r.wake <- event.GenericEvent{Object: &apps.Items[i]}:
-		case <-ctx.Done():
-			return nil
-		}
-	}
-	return nil
 }
 
 // serviceSlices lists, from the cache, the EndpointSlices of Service name
