@@ -190,6 +190,7 @@ type jsonPatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
+// pointer is the JSON pointer (RFC 6901) of tokens.
 func pointer(tokens []string) string {
 	r := strings.NewReplacer("~", "~0", "/", "~1")
 	var b strings.Builder

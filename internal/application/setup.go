@@ -165,6 +165,7 @@ func Served(mapper meta.RESTMapper) (bool, error) {
 	return served(mapper, appsv1beta1.GroupVersion.WithKind("Application"))
 }
 
+// served reports whether mapper finds gvk served (see Served).
 func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
