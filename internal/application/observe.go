@@ -68,10 +68,10 @@ func (o *observation) written() bool {
 }
 
 // outcome is the outcome of kind i's child when no write is made to it:
-// as it was read.
+// as it was read (not present when what its write needs could not be).
 func (o *observation) outcome(i int) outcome {
 	s := o.children[i]
-	return outcome{kind: &kinds[i], live: s.live, err: s.err, present: s.stands(),
+	return outcome{kind: &kinds[i], live: s.live, err: s.err, present: s.stands() && s.err == nil,
 		notOwned: s.live != nil && !s.ours && s.wanted, crdAbsent: s.unserved && s.wanted}
 }
 
@@ -89,14 +89,14 @@ func (r *Reconciler) observe(ctx context.Context, app *appsv1beta1.Application) 
 	for i := kindMyDeployment + 1; i < numKinds; i++ {
 		o.children[i] = r.readChild(ctx, o, i)
 	}
-	if s := o.children[kindService]; s.wanted && s.err == nil && (s.live == nil || s.ours) {
+	if o.mayStand(kindService) {
 		slices, err := r.serviceSlices(ctx, app.Namespace, app.Name)
 		if err != nil {
 			return nil, err
 		}
 		o.slices = slices
 	}
-	if o.split != nil && o.children[kindStableService].wanted {
+	if o.split != nil && o.mayStand(kindStableService) && o.mayStand(kindCanaryService) {
 		for i, name := range []string{app.Name + StableSuffix, app.Name + CanarySuffix} {
 			slices, err := r.serviceSlices(ctx, app.Namespace, name)
 			if err != nil {

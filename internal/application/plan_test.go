@@ -2,6 +2,7 @@ package application
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -404,5 +405,45 @@ func TestHolds(t *testing.T) {
 	pdb := &policyv1.PodDisruptionBudget{}
 	if !holds(pdb, pdb.DeepCopy()) {
 		t.Error("an empty spec does not hold")
+	}
+}
+
+func TestObservedOutcome(t *testing.T) {
+	route := stored(desiredRoute(shopApp(), nil))
+	for _, c := range []struct {
+		name string
+		seen seen
+		want string
+	}{
+		{"wanted, ours: present", seen{wanted: true, live: route, ours: true}, "present"},
+		{"wanted, someone else's: not owned", seen{wanted: true, live: route}, "not owned"},
+		{"not wanted, ours: not present (its delete is planned)", seen{live: route, ours: true}, ""},
+		{"not wanted, someone else's: nothing", seen{live: route}, ""},
+		{"wanted, kind not served: the CRD absent", seen{wanted: true, unserved: true}, "crd absent"},
+		{"not wanted, kind not served: nothing", seen{unserved: true}, ""},
+		{"what the write needs could not be read: an error, not present", seen{wanted: true, live: route, ours: true,
+			err: errors.New("listing the EndpointSlices of Service shop-stable: timeout")}, "error"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &observation{app: shopApp()}
+			o.children[kindHTTPRoute] = c.seen
+			out := o.outcome(kindHTTPRoute)
+			got := ""
+			switch {
+			case out.present && (out.notOwned || out.crdAbsent || out.err != nil):
+				got = fmt.Sprintf("contradiction: %+v", out)
+			case out.present:
+				got = "present"
+			case out.notOwned:
+				got = "not owned"
+			case out.crdAbsent:
+				got = "crd absent"
+			case out.err != nil:
+				got = "error"
+			}
+			if got != c.want {
+				t.Errorf("outcome %q, want %q", got, c.want)
+			}
+		})
 	}
 }
