@@ -1,7 +1,6 @@
 package application
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,14 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -26,20 +22,7 @@ import (
 // set it.
 const FieldManager = "application-controller"
 
-// child is one object the Application may own.
-type child struct {
-	kind *childKind
-	// live is an empty object of the child's type, filled by sync with the
-	// object as the API server last returned it.
-	live client.Object
-	// desired is the object to apply (typed, metadata and spec only), nil
-	// when the spec does not want this child.
-	desired client.Object
-	// split is the canary's traffic split desired was made for.
-	split *Split
-}
-
-// outcome is what syncing one child found and did.
+// outcome is what one sync found of a child and did to it.
 type outcome struct {
 	kind *childKind
 	// present: the child exists and is ours; live holds it.
@@ -67,99 +50,115 @@ type outcome struct {
 	stale bool
 }
 
-// syncChild makes the child match the spec: applied when wanted, deleted
-// when not (only if ours), never touched when someone else controls it. It
-// records one event per write or refusal.
-func (r *Reconciler) syncChild(ctx context.Context, app *appsv1beta1.Application, c child) outcome {
-	out := outcome{kind: c.kind, live: c.live}
-	name := app.Name + c.kind.suffix
-	key := types.NamespacedName{Namespace: app.Namespace, Name: name}
-	err := r.Client.Get(ctx, key, c.live)
-	if apierrors.IsNotFound(err) && c.desired != nil {
-		// Read a miss again from the API server: the cache holds Services and
-		// Ingresses only with ApplicationNameLabel (one without it is not
-		// ours, and must be seen to be left alone), and may not have seen a
-		// child created moments ago (it would be reported created twice).
-		err = r.APIReader.Get(ctx, key, c.live)
+// act makes p's writes in order and returns what the sync found and did:
+// a written child's outcome is its write's, any other child's as o
+// observed it. Each write is made as its conditions on the outcomes
+// before it say (write.given). A failed hand-off of the replicas is
+// returned before any other write.
+func (r *Reconciler) act(ctx context.Context, o *observation, p plan) (synced, error) {
+	s := synced{endpointSlices: o.slices}
+	for i := range kinds {
+		s.outcomes[i] = o.outcome(i)
 	}
-	exists := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
-		out.err = fmt.Errorf("reading %s %s: %w", c.kind.name, name, err)
-		return out
-	}
-	if exists && !metav1.IsControlledBy(c.live, app) {
-		out.notOwned = c.desired != nil
-		return out
-	}
-	if c.desired == nil {
-		if !exists {
-			return out
+	if p.handOff != nil {
+		if err := r.handOff(ctx, o.app, *p.handOff); err != nil {
+			return s, err
 		}
-		err := r.Client.Delete(ctx, c.live, client.Preconditions{UID: ptr.To(c.live.GetUID())})
-		if err != nil && !apierrors.IsNotFound(err) {
-			out.err = fmt.Errorf("deleting %s %s: %w", c.kind.name, name, err)
-			r.event(app, c.live, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Delete", out.err.Error())
-			return out
-		}
-		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildDeleted, "Delete",
-			fmt.Sprintf("Deleted %s %s: no longer in the spec", c.kind.name, name))
-		return out
 	}
+	for _, w := range p.writes {
+		if w, ok := w.given(&s.outcomes); ok {
+			s.outcomes[w.kind] = r.write(ctx, o.app, w)
+		}
+	}
+	return s, nil
+}
 
-	if exists && c.kind.adapt != nil {
-		c.kind.adapt(app, c.split, c.desired, c.live)
+// write makes w (an apply or a delete) and returns its child's outcome.
+// It records one event per write or refusal.
+func (r *Reconciler) write(ctx context.Context, app *appsv1beta1.Application, w write) outcome {
+	if w.op == deleteOp {
+		return r.deleteChild(ctx, app, w)
 	}
-	u, err := r.apply(ctx, c.desired)
-	if apierrors.IsConflict(err) && c.desired.GetResourceVersion() != "" {
-		out.stale, out.present = true, true
+	return r.applyChild(ctx, app, w)
+}
+
+// deleteChild deletes w's live child, that exact object (its UID).
+func (r *Reconciler) deleteChild(ctx context.Context, app *appsv1beta1.Application, w write) outcome {
+	k := &kinds[w.kind]
+	out := outcome{kind: k, live: w.live}
+	name := w.live.GetName()
+	err := r.Client.Delete(ctx, w.live.DeepCopyObject().(client.Object), client.Preconditions{UID: ptr.To(w.live.GetUID())})
+	if err != nil && !apierrors.IsNotFound(err) {
+		out.err = fmt.Errorf("deleting %s %s: %w", k.name, name, err)
+		r.event(app, w.live, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Delete", out.err.Error())
 		return out
 	}
-	if apierrors.IsInvalid(err) && exists {
-		// Perhaps refused for an item another manager added (their port 81
-		// named http beside our 80): remove those, then apply again.
-		if removed, rerr := r.repairLive(ctx, c.desired); rerr != nil {
-			err = fmt.Errorf("%w (and %v)", err, rerr)
-		} else if removed {
-			u, err = r.apply(ctx, c.desired)
-		}
-	}
-	if err == nil {
-		_, err = r.removeForeignItems(ctx, u, c.desired)
-	}
-	if err != nil {
-		out.err = fmt.Errorf("applying %s %s: %w", c.kind.name, name, err)
-		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
-		out.present = exists && unwritable(err)
-		out.unwritten = out.present
-		return out
-	}
-	before := c.live.DeepCopyObject().(client.Object)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c.live); err != nil {
-		out.err = fmt.Errorf("reading the applied %s %s: %w", c.kind.name, name, err)
-		return out
-	}
-	out.present = true
-	r.recordApplied(app, c, exists, before)
+	r.event(app, w.live, corev1.EventTypeNormal, appsv1beta1.EventChildDeleted, "Delete",
+		fmt.Sprintf("Deleted %s %s: no longer in the spec", k.name, name))
 	return out
 }
 
-// recordApplied records the event of an apply of c that created the child
-// (it did not exist) or changed it (from before): Created, or Updated
-// unless the kind names the change itself (kind.updated).
-func (r *Reconciler) recordApplied(app *appsv1beta1.Application, c child, existed bool, before client.Object) {
-	name := c.live.GetName()
+// applyChild applies w's object. A write guarded by the live child's
+// resourceVersion that meets a newer child is stale; an apply refused as
+// invalid is tried again once the items another manager added to our
+// lists are removed (repairLive); after an apply those items are removed
+// (removeForeignItems). A write the API server could not make leaves an
+// existing child standing as it was read (outcome.unwritten).
+func (r *Reconciler) applyChild(ctx context.Context, app *appsv1beta1.Application, w write) outcome {
+	k := &kinds[w.kind]
+	out := outcome{kind: k, live: w.live}
+	name := w.object.GetName()
+	u, err := r.apply(ctx, w.object)
+	if apierrors.IsConflict(err) && w.object.GetResourceVersion() != "" {
+		out.stale, out.present = true, true
+		return out
+	}
+	if apierrors.IsInvalid(err) && w.live != nil {
+		// Perhaps refused for an item another manager added (their port 81
+		// named http beside our 80): remove those, then apply again.
+		if removed, rerr := r.repairLive(ctx, w.object); rerr != nil {
+			err = fmt.Errorf("%w (and %v)", err, rerr)
+		} else if removed {
+			u, err = r.apply(ctx, w.object)
+		}
+	}
+	if err == nil {
+		_, err = r.removeForeignItems(ctx, u, w.object)
+	}
+	if err != nil {
+		out.err = fmt.Errorf("applying %s %s: %w", k.name, name, err)
+		r.event(app, nil, corev1.EventTypeWarning, appsv1beta1.EventChildApplyFailed, "Apply", out.err.Error())
+		out.present = w.live != nil && unwritable(err)
+		out.unwritten = out.present
+		return out
+	}
+	applied := k.newObject()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err != nil {
+		out.err = fmt.Errorf("reading the applied %s %s: %w", k.name, name, err)
+		return out
+	}
+	out.present, out.live = true, applied
+	r.recordApplied(app, k, w.live, applied)
+	return out
+}
+
+// recordApplied records the event of an apply that created the child
+// (before is nil) or changed it: Created, or Updated unless the kind names
+// the change itself (kind.updated).
+func (r *Reconciler) recordApplied(app *appsv1beta1.Application, k *childKind, before, after client.Object) {
+	name := after.GetName()
 	switch {
-	case !existed:
-		r.event(app, c.live, corev1.EventTypeNormal, appsv1beta1.EventChildCreated, "Create",
-			fmt.Sprintf("Created %s %s", c.kind.name, name))
-	case changed(before, c.live):
-		reason, note := appsv1beta1.EventChildUpdated, fmt.Sprintf("Updated %s %s", c.kind.name, name)
-		if c.kind.updated != nil {
-			if rs, n := c.kind.updated(before, c.live); rs != "" {
+	case before == nil:
+		r.event(app, after, corev1.EventTypeNormal, appsv1beta1.EventChildCreated, "Create",
+			fmt.Sprintf("Created %s %s", k.name, name))
+	case changed(before, after):
+		reason, note := appsv1beta1.EventChildUpdated, fmt.Sprintf("Updated %s %s", k.name, name)
+		if k.updated != nil {
+			if rs, n := k.updated(before, after); rs != "" {
 				reason, note = rs, n
 			}
 		}
-		r.event(app, c.live, corev1.EventTypeNormal, reason, "Update", note)
+		r.event(app, after, corev1.EventTypeNormal, reason, "Update", note)
 	}
 }
 
@@ -172,56 +171,6 @@ func (r *Reconciler) apply(ctx context.Context, desired client.Object) (*unstruc
 	}
 	return u, r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldManager), client.ForceOwnership)
-}
-
-// removeForeignItems removes from u the list items another field manager
-// added to the lists under its spec that desired fills (see foreignItems),
-// with one JSON patch that tests each first; u becomes the patched object.
-// It reports whether it removed any; nothing to remove: no request.
-func (r *Reconciler) removeForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object) (bool, error) {
-	return r.replaceForeignItems(ctx, u, desired, false)
-}
-
-// replaceForeignItems is removeForeignItems that, with complete, also
-// appends desired's items missing from those lists (see missingItems).
-func (r *Reconciler) replaceForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object, complete bool) (bool, error) {
-	want, err := applyObject(r.Scheme(), desired)
-	if err != nil {
-		return false, err
-	}
-	items, err := foreignItems(u, want.Object, FieldManager)
-	if err != nil || len(items) == 0 {
-		return false, err
-	}
-	var adds []jsonPatchOp
-	if complete {
-		adds = missingItems(u, want.Object, items)
-	}
-	patch, err := removalPatch(items, adds)
-	if err != nil {
-		return false, err
-	}
-	if err := r.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
-		return false, fmt.Errorf("removing what another field manager added: %w", err)
-	}
-	return true, nil
-}
-
-// repairLive is replaceForeignItems, completing the lists, on the child as
-// the API server has it (the cache strips managedFields): for an apply the
-// API server refused because of another manager's items, which may be the
-// only items of a list it requires (a Service's one port, edited).
-func (r *Reconciler) repairLive(ctx context.Context, desired client.Object) (bool, error) {
-	gvk, err := apiutil.GVKForObject(desired, r.Scheme())
-	if err != nil {
-		return false, err
-	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
-		return false, err
-	}
-	return r.replaceForeignItems(ctx, live, desired, true)
 }
 
 // applyObject is obj as a server-side apply body: its apiVersion and kind,
@@ -272,38 +221,13 @@ func changed(before, after client.Object) bool {
 // scale takes them from this manager.
 const ReplicasHandoffManager = "application-controller-replicas-handoff"
 
-// handOffReplicas, for an Application with autoscaling whose MyDeployment's
-// replicas our apply still owns, applies them at their current value under
-// ReplicasHandoffManager, before the apply without them. It reads the
-// MyDeployment from the API server (the cache strips managedFields); an
-// absent MyDeployment, or one not ours, needs nothing.
-func (r *Reconciler) handOffReplicas(ctx context.Context, app *appsv1beta1.Application) error {
-	md := &appsv1beta1.MyDeployment{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, md)
-	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(md, app)) || (err == nil && md.Spec.Replicas == nil) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading MyDeployment %s: %w", app.Name, err)
-	}
-	replicas := fieldpath.MakePathOrDie("spec", "replicas")
-	owned := false
-	for _, mf := range md.ManagedFields {
-		if mf.Manager != FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
-			continue
-		}
-		s := &fieldpath.Set{}
-		if err := s.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
-			return fmt.Errorf("reading the fields of manager %s: %w", mf.Manager, err)
-		}
-		owned = owned || s.Has(replicas)
-	}
-	if !owned {
-		return nil
-	}
+// handOff applies replicas, the MyDeployment's current value, under
+// ReplicasHandoffManager (observe found our apply still owns them while
+// the Application has autoscaling), before the apply without them.
+func (r *Reconciler) handOff(ctx context.Context, app *appsv1beta1.Application, replicas int32) error {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"name": app.Name, "namespace": app.Namespace},
-		"spec":     map[string]any{"replicas": int64(*md.Spec.Replicas)},
+		"spec":     map[string]any{"replicas": int64(replicas)},
 	}}
 	u.SetGroupVersionKind(appsv1beta1.GroupVersion.WithKind("MyDeployment"))
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),

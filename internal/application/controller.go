@@ -1,7 +1,14 @@
 // Package application is the Application controller: it keeps an
-// Application's MyDeployment, Service, Ingress, HorizontalPodAutoscaler and
-// PodDisruptionBudget (named after it, owned by it) as its spec says, with server-side apply under one field manager, and
-// reports their state in the Application's status.
+// Application's MyDeployment, Services, Ingress, HTTPRoute,
+// HorizontalPodAutoscaler and PodDisruptionBudget (named after it, owned
+// by it) as its spec says, with server-side apply under one field manager,
+// and reports their state in the Application's status.
+//
+// A sync observes once (observe.go), plans its children's writes as a
+// value (plan.go), makes them (apply.go, with drift.go for what other
+// managers added) and writes the status computed from what it observed
+// and did (status.go). The children's kinds are one table (kinds.go);
+// their specs are children.go's, the canary traffic traffic.go's.
 package application
 
 import (
@@ -10,11 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,11 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
@@ -74,12 +73,14 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile applies the Application's children, deletes the ones its spec
-// no longer has, and writes its status once. A child whose name is taken by
-// someone else's object, or that the API server refuses as invalid, is a
-// condition and an event, looked at again after SlowRetry (and on any
-// change of the Application); any other error (quota, conflict, a server
-// unavailable) is returned and retried with backoff.
+// Reconcile syncs one Application in three steps and one status write:
+// observe reads it and its children once, planWrites plans the children's
+// applies and deletes as a value, act makes them, and the status computed
+// from what was observed and done is written once. A child whose name is
+// taken by someone else's object, or that the API server refuses as
+// invalid, is a condition and an event, looked at again after SlowRetry
+// (and on any change of the Application); any other error (quota,
+// conflict, a server unavailable) is returned and retried with backoff.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &appsv1beta1.Application{}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
@@ -88,28 +89,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if app.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
-	orig := app.DeepCopy()
-
-	if app.Spec.Autoscaling != nil {
-		if err := r.handOffReplicas(ctx, app); err != nil {
-			return ctrl.Result{}, err
-		}
+	o, err := r.observe(ctx, app)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	obs := r.syncChildren(ctx, app)
-	if obs.outcomes[kindService].present {
-		slices, err := r.serviceSlices(ctx, app.Namespace, app.Name)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		obs.endpointSlices = slices
+	p := planWrites(o)
+	s, err := r.act(ctx, o, p)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	logf.FromContext(ctx).V(1).Info("children synced", "outcomes", obs.summary())
+	logf.FromContext(ctx).V(1).Info("children synced", "writes", p.summary(), "outcomes", s.summary())
+	return r.commit(ctx, app, s)
+}
 
-	app.Status = computeStatus(app, obs)
-	if !apiequality.Semantic.DeepEqual(orig.Status, app.Status) {
-		// Guarded by the resourceVersion read: computed from an older copy
-		// (a cache behind our own last write), it would undo that write.
-		err := r.Status().Patch(ctx, app, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+// commit writes app's status computed from s, if it changed, and returns
+// Reconcile's result. The write is guarded by the resourceVersion read: a
+// status computed from an older copy (a cache behind our own last write)
+// would undo that write, so it is refused and the sync comes again.
+func (r *Reconciler) commit(ctx context.Context, app *appsv1beta1.Application, s synced) (ctrl.Result, error) {
+	next := app.DeepCopy()
+	next.Status = computeStatus(app, s)
+	if !apiequality.Semantic.DeepEqual(app.Status, next.Status) {
+		err := r.Status().Patch(ctx, next, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{}))
 		if apierrors.IsConflict(err) {
 			logf.FromContext(ctx).V(1).Info("status computed from an older Application; syncing again")
 			return ctrl.Result{RequeueAfter: requeueConflict}, nil
@@ -117,69 +118,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
-		r.recordRefusals(orig, app)
+		r.recordRefusals(app, next)
 	}
-	return requeue(obs.outcomes[:])
-}
-
-// syncChildren syncs every child in kinds' order, the MyDeployment first:
-// its canary decides the traffic split (TrafficSplit) the revision
-// Services and the route are made for (routeSplit). A revision Service no
-// longer wanted is deleted only after the route was written without it,
-// and not while the route's write fails.
-func (r *Reconciler) syncChildren(ctx context.Context, app *appsv1beta1.Application) observed {
-	var obs observed
-	var split *Split
-	var later []int
-	for i := range kinds {
-		c := desiredChild(app, i, split)
-		switch {
-		case c.kind.gatewayAPI && !r.routesServed.Load():
-			// Nothing to read or delete: the kind does not exist (yet).
-			obs.outcomes[i] = outcome{kind: c.kind, crdAbsent: c.desired != nil}
-			continue
-		case c.kind.backend && c.desired == nil:
-			later = append(later, i)
-			continue
-		case i == kindHTTPRoute && split != nil:
-			weighed, err := r.routeSplit(ctx, app, split, obs)
-			if err != nil {
-				obs.outcomes[i] = outcome{kind: c.kind, err: err}
-				continue
-			}
-			c = desiredChild(app, i, weighed)
-		}
-		obs.outcomes[i] = r.syncChild(ctx, app, c)
-		if o := obs.outcomes[i]; i == kindMyDeployment && o.present && app.Spec.Route != nil && r.routesServed.Load() {
-			split = TrafficSplit(o.live.(*appsv1beta1.MyDeployment))
-		}
-	}
-	for _, i := range later {
-		if o := obs.outcomes[kindHTTPRoute]; o.err != nil || o.stale {
-			obs.outcomes[i] = outcome{kind: &kinds[i]} // the route may still send traffic to it
-			continue
-		}
-		obs.outcomes[i] = r.syncChild(ctx, app, desiredChild(app, i, nil))
-	}
-	return obs
-}
-
-// routeSplit is the split the route is written with (Weighed by the ready
-// endpoints of the revision Services): nil unless both were applied (never
-// towards a Service of that name that is not ours).
-func (r *Reconciler) routeSplit(ctx context.Context, app *appsv1beta1.Application, split *Split, obs observed) (*Split, error) {
-	if !obs.outcomes[kindStableService].present || !obs.outcomes[kindCanaryService].present {
-		return nil, nil
-	}
-	var ready [2]int32
-	for i, name := range []string{app.Name + StableSuffix, app.Name + CanarySuffix} {
-		slices, err := r.serviceSlices(ctx, app.Namespace, name)
-		if err != nil {
-			return nil, err
-		}
-		ready[i] = readyEndpoints(slices)
-	}
-	return Weighed(split, ready[0], ready[1]), nil
+	return requeue(s.outcomes[:])
 }
 
 // requeue is Reconcile's result from the children's outcomes: their write
@@ -228,89 +169,8 @@ func (r *Reconciler) recordRefusals(before, after *appsv1beta1.Application) {
 	r.event(after, nil, corev1.EventTypeWarning, appsv1beta1.EventChildNotOwned, "Apply", now.Message)
 }
 
+// event records an event about app (and related, if any) with note as
+// its text.
 func (r *Reconciler) event(app *appsv1beta1.Application, related runtime.Object, eventType, reason, action, note string) {
 	r.Recorder.Eventf(app, related, eventType, reason, action, "%s", note)
-}
-
-// SetupWithManager registers the controller: Applications, the children
-// they control, and the EndpointSlices of their Services (labelled with the
-// Application's name, copied from the Service by the EndpointSlice
-// controller). HTTPRoutes are watched from the start if the Gateway API
-// CRDs are installed; otherwise a runnable asks discovery every RoutePoll
-// (the leader only; one small request) and, once HTTPRoute is served,
-// watches it and syncs again every Application that asks for a route. It
-// fails if the lookup or the registration fails.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	routes, err := RoutesServed(mgr.GetRESTMapper())
-	if err != nil {
-		return err
-	}
-	r.wake = make(chan event.GenericEvent)
-	ownedRoutes := func() source.Source {
-		return source.Kind(mgr.GetCache(), &gatewayv1.HTTPRoute{}, handler.TypedEnqueueRequestForOwner[*gatewayv1.HTTPRoute](
-			mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.Application{}, handler.OnlyControllerOwner()))
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&appsv1beta1.Application{}).
-		Owns(&appsv1beta1.MyDeployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
-		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(
-			func(_ context.Context, o client.Object) []reconcile.Request {
-				name, ok := o.GetLabels()[appsv1beta1.ApplicationNameLabel]
-				if !ok {
-					return nil
-				}
-				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-			})).
-		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{}))
-	if routes {
-		b = b.WatchesRawSource(ownedRoutes())
-		r.routesServed.Store(true)
-	}
-	c, err := b.Named("application").Build(r)
-	if err != nil || routes {
-		return err
-	}
-	log := mgr.GetLogger().WithName(Name)
-	log.Info("the Gateway API's HTTPRoute is not served: Applications' routes are made when its CRDs are installed", "poll", r.RoutePoll)
-	return whenServed(mgr, r.RoutePoll, RoutesServed, "HTTPRoute", func(ctx context.Context) error {
-		log.Info("the Gateway API's HTTPRoute is served: watching routes")
-		if err := c.Watch(ownedRoutes()); err != nil {
-			return fmt.Errorf("watching HTTPRoutes: %w", err)
-		}
-		r.routesServed.Store(true)
-		return r.wakeRoutes(ctx)
-	})
-}
-
-// wakeRoutes syncs again every Application that asks for a route.
-func (r *Reconciler) wakeRoutes(ctx context.Context) error {
-	apps := &appsv1beta1.ApplicationList{}
-	if err := r.List(ctx, apps); err != nil {
-		return fmt.Errorf("listing Applications: %w", err)
-	}
-	for i := range apps.Items {
-		if apps.Items[i].Spec.Route == nil {
-			continue
-		}
-		select {
-		case r.wake <- event.GenericEvent{Object: &apps.Items[i]}:
-		case <-ctx.Done():
-			return nil
-		}
-	}
-	return nil
-}
-
-// serviceSlices lists, from the cache, the EndpointSlices of Service name
-// in ns.
-func (r *Reconciler) serviceSlices(ctx context.Context, ns, name string) ([]discoveryv1.EndpointSlice, error) {
-	slices := &discoveryv1.EndpointSliceList{}
-	if err := r.List(ctx, slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
-		return nil, fmt.Errorf("listing the EndpointSlices of Service %s: %w", name, err)
-	}
-	return slices.Items, nil
 }

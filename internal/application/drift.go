@@ -2,6 +2,7 @@ package application
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,6 +11,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
@@ -186,6 +190,7 @@ type jsonPatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
+// pointer is the JSON pointer (RFC 6901) of tokens.
 func pointer(tokens []string) string {
 	r := strings.NewReplacer("~", "~0", "/", "~1")
 	var b strings.Builder
@@ -298,4 +303,54 @@ func walkPath(desired any, tokens []string, live any) any {
 		}
 	}
 	return cur
+}
+
+// removeForeignItems removes from u the list items another field manager
+// added to the lists under its spec that desired fills (see foreignItems),
+// with one JSON patch that tests each first; u becomes the patched object.
+// It reports whether it removed any; nothing to remove: no request.
+func (r *Reconciler) removeForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object) (bool, error) {
+	return r.replaceForeignItems(ctx, u, desired, false)
+}
+
+// replaceForeignItems is removeForeignItems that, with complete, also
+// appends desired's items missing from those lists (see missingItems).
+func (r *Reconciler) replaceForeignItems(ctx context.Context, u *unstructured.Unstructured, desired client.Object, complete bool) (bool, error) {
+	want, err := applyObject(r.Scheme(), desired)
+	if err != nil {
+		return false, err
+	}
+	items, err := foreignItems(u, want.Object, FieldManager)
+	if err != nil || len(items) == 0 {
+		return false, err
+	}
+	var adds []jsonPatchOp
+	if complete {
+		adds = missingItems(u, want.Object, items)
+	}
+	patch, err := removalPatch(items, adds)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return false, fmt.Errorf("removing what another field manager added: %w", err)
+	}
+	return true, nil
+}
+
+// repairLive is replaceForeignItems, completing the lists, on the child as
+// the API server has it (the cache strips managedFields): for an apply the
+// API server refused because of another manager's items, which may be the
+// only items of a list it requires (a Service's one port, edited).
+func (r *Reconciler) repairLive(ctx context.Context, desired client.Object) (bool, error) {
+	gvk, err := apiutil.GVKForObject(desired, r.Scheme())
+	if err != nil {
+		return false, err
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return false, err
+	}
+	return r.replaceForeignItems(ctx, live, desired, true)
 }

@@ -184,12 +184,6 @@ func revisionServiceKind(canary bool) childKind {
 	}
 }
 
-// desiredChild is the Application's child of kinds[i], with the object its
-// spec (and the canary's split) wants: nil, delete it if ours.
-func desiredChild(app *appsv1beta1.Application, i int, split *Split) child {
-	return child{kind: &kinds[i], split: split, live: kinds[i].newObject(), desired: kinds[i].desired(app, split)}
-}
-
 // nilIfNone is obj as a client.Object, nil (not a typed nil) when obj is.
 func nilIfNone[T client.Object](obj T) client.Object {
 	var none T

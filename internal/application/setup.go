@@ -18,7 +18,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -161,6 +165,7 @@ func Served(mapper meta.RESTMapper) (bool, error) {
 	return served(mapper, appsv1beta1.GroupVersion.WithKind("Application"))
 }
 
+// served reports whether mapper finds gvk served (see Served).
 func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
@@ -171,4 +176,77 @@ func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 	default:
 		return false, fmt.Errorf("looking up %s: %w", gvk, err)
 	}
+}
+
+// SetupWithManager registers the controller: Applications, the children
+// they control, and the EndpointSlices of their Services (labelled with the
+// Application's name, copied from the Service by the EndpointSlice
+// controller). HTTPRoutes are watched from the start if the Gateway API
+// CRDs are installed; otherwise a runnable asks discovery every RoutePoll
+// (the leader only; one small request) and, once HTTPRoute is served,
+// watches it and syncs again every Application that asks for a route. It
+// fails if the lookup or the registration fails.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	routes, err := RoutesServed(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	r.wake = make(chan event.GenericEvent)
+	ownedRoutes := func() source.Source {
+		return source.Kind(mgr.GetCache(), &gatewayv1.HTTPRoute{}, handler.TypedEnqueueRequestForOwner[*gatewayv1.HTTPRoute](
+			mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.Application{}, handler.OnlyControllerOwner()))
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1beta1.Application{}).
+		Owns(&appsv1beta1.MyDeployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, o client.Object) []reconcile.Request {
+				name, ok := o.GetLabels()[appsv1beta1.ApplicationNameLabel]
+				if !ok {
+					return nil
+				}
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+			})).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{}))
+	if routes {
+		b = b.WatchesRawSource(ownedRoutes())
+		r.routesServed.Store(true)
+	}
+	c, err := b.Named("application").Build(r)
+	if err != nil || routes {
+		return err
+	}
+	log := mgr.GetLogger().WithName(Name)
+	log.Info("the Gateway API's HTTPRoute is not served: Applications' routes are made when its CRDs are installed", "poll", r.RoutePoll)
+	return whenServed(mgr, r.RoutePoll, RoutesServed, "HTTPRoute", func(ctx context.Context) error {
+		log.Info("the Gateway API's HTTPRoute is served: watching routes")
+		if err := c.Watch(ownedRoutes()); err != nil {
+			return fmt.Errorf("watching HTTPRoutes: %w", err)
+		}
+		r.routesServed.Store(true)
+		return r.wakeRoutes(ctx)
+	})
+}
+
+// wakeRoutes syncs again every Application that asks for a route.
+func (r *Reconciler) wakeRoutes(ctx context.Context) error {
+	apps := &appsv1beta1.ApplicationList{}
+	if err := r.List(ctx, apps); err != nil {
+		return fmt.Errorf("listing Applications: %w", err)
+	}
+	for i := range apps.Items {
+		if apps.Items[i].Spec.Route == nil {
+			continue
+		}
+		select {
+		case r.wake <- event.GenericEvent{Object: &apps.Items[i]}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
 }

@@ -17,14 +17,16 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
-// observed is what one reconcile found: each child's outcome, by its
+// synced is what one sync found and did: each child's outcome, by its
 // kind's index in kinds, and the Service's EndpointSlices.
-type observed struct {
+type synced struct {
 	outcomes       [numKinds]outcome
 	endpointSlices []discoveryv1.EndpointSlice
 }
 
-func (o observed) summary() []string {
+// summary is one line per child, for the log: present, absent, not ours,
+// or its error.
+func (o synced) summary() []string {
 	var s []string
 	for _, c := range o.outcomes {
 		switch {
@@ -33,7 +35,7 @@ func (o observed) summary() []string {
 		case c.err != nil:
 			s = append(s, c.kind.name+": "+c.err.Error())
 		case c.present:
-			s = append(s, c.kind.name+": applied")
+			s = append(s, c.kind.name+": present")
 		default:
 			s = append(s, c.kind.name+": absent")
 		}
@@ -64,7 +66,7 @@ var precedence = map[string]int{appsv1beta1.ReasonChildNotOwned: 0, appsv1beta1.
 	appsv1beta1.ReasonRouteCRDAbsent: 2, appsv1beta1.ReasonDeploymentNotAvailable: 3, appsv1beta1.ReasonNoReadyEndpoints: 4}
 
 // childProblems is the readiness of the children's outcomes alone.
-func childProblems(app *appsv1beta1.Application, obs observed) readiness {
+func childProblems(app *appsv1beta1.Application, obs synced) readiness {
 	r := readiness{reason: appsv1beta1.ReasonChildrenReady}
 	for _, o := range obs.outcomes {
 		switch {
@@ -81,13 +83,14 @@ func childProblems(app *appsv1beta1.Application, obs observed) readiness {
 	return r
 }
 
-// computeStatus is the Application's status from what was observed: the
+// computeStatus is the Application's status from what the sync found and
+// did (its children's outcomes, the Service's EndpointSlices): the
 // MyDeployment's counters and its Available and Progressing conditions, the
 // Service's cluster IP and ready endpoints, the Ingress's and HTTPRoute's
 // URLs and load balancer, and Ready. observedGeneration moves only when
 // every child was synced. Conditions keep their lastTransitionTime while
 // unchanged.
-func computeStatus(app *appsv1beta1.Application, obs observed) appsv1beta1.ApplicationStatus {
+func computeStatus(app *appsv1beta1.Application, obs synced) appsv1beta1.ApplicationStatus {
 	st := appsv1beta1.ApplicationStatus{
 		ObservedGeneration: app.Status.ObservedGeneration,
 		Conditions:         append([]metav1.Condition(nil), app.Status.Conditions...),
@@ -262,9 +265,9 @@ func URLs(ing *networkingv1.Ingress) []string {
 }
 
 // childLines is one line per child the spec asks for (kubectl describe's
-// status.children): its state from what this sync observed, or why it is
+// status.children): its state from what this sync found and did, or why it is
 // not there.
-func childLines(obs observed, st *appsv1beta1.ApplicationStatus) *appsv1beta1.ApplicationChildrenStatus {
+func childLines(obs synced, st *appsv1beta1.ApplicationStatus) *appsv1beta1.ApplicationChildrenStatus {
 	lines := &appsv1beta1.ApplicationChildrenStatus{}
 	for _, o := range obs.outcomes {
 		if o.kind.slot == nil {

@@ -143,6 +143,8 @@ func canaryTrafficSpecs(namespace func() string) {
 		By("before a rollout: one backend, the Application's Service")
 		Eventually(backends, 3*CRDPoll, interval).Should(Equal([]string{"traffic=1"}))
 		Eventually(func() int32 { kubelet(); return md().Status.AvailableReplicas }, timeout, interval).Should(Equal(int32(10)))
+		Eventually(func() []string { kubelet(); return writesOfASync(app, true) }, timeout, interval).Should(BeEmpty(),
+			"at rest with its route, a sync writes nothing")
 
 		By("someone adds a filter to the route's rule by hand")
 		Eventually(func() error {
@@ -165,6 +167,8 @@ func canaryTrafficSpecs(namespace func() string) {
 			Should(ContainSubstring("canary traffic: traffic-stable 90%, traffic-canary 10%"))
 		Eventually(reasons(app), timeout, interval).Should(ContainElement(
 			"TrafficShifted HTTPRoute traffic: traffic-stable 90%, traffic-canary 10%"))
+		Eventually(func() []string { kubelet(); return writesOfASync(app, true) }, timeout, interval).Should(BeEmpty(),
+			"at the step's pause, its weights written, a sync writes nothing")
 
 		By("promoted to step 4 (the pause after 50%): 50/50")
 		promote(2)
