@@ -54,12 +54,17 @@ func optedInto(name string, modules ...annotated) *appsv1beta1.MyDeployment {
 	return md
 }
 
-// fakeEnv is a setup's BuildEnv reading objs through a fake client.
-func fakeEnv(objs ...client.Object) optin.BuildEnv {
+// testScheme knows the API's kinds and MyDeployments.
+func testScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = appsv1beta1.AddToScheme(s)
-	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	return s
+}
+
+// fakeEnv is a setup's BuildEnv reading objs through a fake client.
+func fakeEnv(objs ...client.Object) optin.BuildEnv {
+	cl := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(objs...).Build()
 	return optin.BuildEnv{Reader: cl, Writer: cl, Pods: podwatch.NewIndex(), Log: logr.Discard(), Shared: optin.NewShared()}
 }
 

@@ -14,9 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,10 +228,7 @@ func startEnv(t *testing.T) (*rest.Config, client.Client) {
 		t.Fatalf("starting envtest: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = appsv1beta1.AddToScheme(s)
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(cfg, client.Options{Scheme: testScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
