@@ -104,7 +104,7 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		parts:             map[string]optin.Part{},
 	}
 	env := optin.BuildEnv{Reader: mgr.GetClient(), Indexer: mgr.GetFieldIndexer(), Writer: mgr.GetClient(), Pods: opts.Pods,
-		Config: mgr.GetConfig(), Log: mgr.GetLogger()}
+		Config: mgr.GetConfig(), Log: mgr.GetLogger(), Shared: optin.NewShared()}
 	for _, m := range modules.Builders {
 		p, err := m.Build(ctx, env)
 		if err != nil {

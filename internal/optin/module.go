@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -135,6 +136,42 @@ type BuildEnv struct {
 	// Config reaches the API server for informers of the module's own.
 	Config *rest.Config
 	Log    logr.Logger
+	// Shared are the parts several modules share, one of each per setup
+	// (the node view the drain and waves modules read); nil shares none.
+	Shared *Shared
+}
+
+// Shared holds the parts that several modules' parts share, one of each
+// per setup: the first Build that asks for one builds it (Share), the
+// others get the same. So two modules that read one kind (drain and
+// waves: Nodes) run one informer and ask for access once, not one of each
+// per module. The lock closes the race of two Builds asking at once;
+// setup builds one module after another today.
+type Shared struct {
+	mu    sync.Mutex
+	parts map[string]any
+}
+
+// NewShared is an empty Shared, for one setup.
+func NewShared() *Shared {
+	return &Shared{parts: map[string]any{}}
+}
+
+// Share is s's part named name, built by build if no Build asked for it
+// before; a nil s shares nothing and builds a new part each time. A part
+// of another type under name is a programming error: it panics.
+func Share[T any](s *Shared, name string, build func() T) T {
+	if s == nil {
+		return build()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.parts[name]; ok {
+		return p.(T)
+	}
+	p := build()
+	s.parts[name] = p
+	return p
 }
 
 // OwnedPods reads the pods an object controls from the manager's cache,

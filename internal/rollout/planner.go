@@ -337,7 +337,7 @@ type limits struct {
 	sizedFor     *Size
 	scalingEvent bool
 	// waves is the wave under way (waves.go): the old pods it holds do
-	// not leave their side (inWave); nil without one.
+	// not leave their side (podSet.leaving); nil without one.
 	waves *WaveProgress
 }
 

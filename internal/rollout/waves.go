@@ -16,7 +16,7 @@ import (
 // pods on nodes without the label ("", NoDomain) last. Wave k is a
 // partition per domain: the rolling step holds every old pod of the
 // domains after k (Held, at least Input.Partition), and only old pods of
-// domain k (or of an earlier one) leave their side (limits.inWave), within
+// domain k (or of an earlier one) leave their side (podSet.leaving), within
 // maxSurge and maxUnavailable as resolved on spec.replicas. The update
 // revision's pods the plan creates are pinned to domain k
 // (Creation.Pin). Wave k is done once no old pod is left in domains up to

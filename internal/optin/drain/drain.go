@@ -2,10 +2,11 @@
 // a node being drained (cordoned, or tainted for removal by the Cluster
 // Autoscaler or Karpenter) is replaced before it goes, its replacement
 // created first within maxSurge, so a drain never leaves the object short.
-// The module watches Nodes (Watch, with the manager's own informer, once
-// some object opts in and the manager may), hands each sync the draining
-// nodes (Observe) for the planner (rollout.Input.DrainingNodes), and
-// reports when the manager may not watch Nodes (ReplicaFailure
+// The module reads Nodes through the node view it shares with the waves
+// module (internal/optin/nodes: one informer of the manager's own, started
+// once some object opts in and the manager may), hands each sync the
+// draining nodes (Observe) for the planner (rollout.Input.DrainingNodes),
+// and reports when the manager may not watch Nodes (ReplicaFailure
 // DrainAccessDenied).
 package drain
 
@@ -19,6 +20,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -51,9 +53,11 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 	return &Drain{}, nil
 }
 
-// Build implements optin.Builder: the module's part is the Node watch (Watch).
+// Build implements optin.Builder: the module's part is the shared node
+// view (nodes.Watch); a node that starts or stops draining syncs the
+// opted-in objects with pods on it.
 func (module) Build(_ context.Context, env optin.BuildEnv) (optin.Part, error) {
-	return newWatch(env), nil
+	return nodes.For(env, Module, nodes.DrainingChanged), nil
 }
 
 // Drain is the Spec of an object that opts in; once observed, it holds
@@ -72,12 +76,12 @@ func On(s optin.Set) bool {
 // Module implements optin.Spec.
 func (*Drain) Module() string { return Name }
 
-// Observe implements optin.Observer: what p (a *Watch; nil: no watch, no
-// drain seen) knows now.
+// Observe implements optin.Observer: what p (a *nodes.Watch; nil: no
+// view, no drain seen) knows now.
 func (d *Drain) Observe(p optin.Part) optin.Spec {
-	nw, _ := p.(*Watch)
-	nodes, denied := nw.snapshot()
-	return &Drain{nodes: nodes, denied: denied}
+	nw, _ := p.(*nodes.Watch)
+	seen := nw.Seen()
+	return &Drain{nodes: seen.DrainingNodes(), denied: seen.Denied}
 }
 
 // PlanInput implements rollout.Planner: the planner replaces the pods on
@@ -101,17 +105,10 @@ func (d *Drain) ReportInput(in *status.Input) {
 }
 
 // NodeDraining says node is being drained as DrainAnnotation means it:
-// cordoned, or tainted for removal by the Cluster Autoscaler or Karpenter.
+// cordoned, or tainted for removal by the Cluster Autoscaler or Karpenter
+// (nodes.Draining, which the node view indexes).
 func NodeDraining(node *corev1.Node) bool {
-	if node.Spec.Unschedulable {
-		return true
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == appsv1beta1.TaintToBeDeleted || t.Key == appsv1beta1.TaintKarpenterDisrupted {
-			return true
-		}
-	}
-	return false
+	return nodes.Draining(node)
 }
 
 var (

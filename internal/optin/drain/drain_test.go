@@ -1,13 +1,14 @@
 package drain
 
 import (
-	"context"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes/nodestest"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -21,11 +22,7 @@ func opted() *appsv1beta1.MyDeployment {
 // watch Nodes plans no drain and reports DrainAccessDenied, unless another
 // failure is reported; the parsed set is not modified by observing it.
 func TestObserveDenied(t *testing.T) {
-	w := watchOf()
-	w.mayWatch = func(context.Context) (bool, error) { return false, nil }
-	if _, err := w.try(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	w := nodestest.Denied(t, Module, nodes.DrainingChanged, opted())
 	spec, errs := Module.Parse(opted())
 	if len(errs) > 0 || spec == nil {
 		t.Fatalf("parse: %v, %v", spec, errs)

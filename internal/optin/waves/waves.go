@@ -3,9 +3,10 @@
 // node label on the nodes of the object's pods (any key, e.g.
 // topology.kubernetes.io/zone), the next domain only once the previous
 // one's pods are all updated and available and its bake time has passed.
-// The module parses the annotation, watches Nodes for their labels (Watch,
-// an informer of its own started once an object opts in and the manager
-// may list Nodes), hands the planner each pod's domain
+// The module parses the annotation, reads the nodes' labels through the
+// node view it shares with the drain module (internal/optin/nodes: one
+// informer started once an object opts in and the manager may list
+// Nodes), hands the planner each pod's domain
 // (rollout.Input.Waves; the waves themselves are the planner's,
 // internal/rollout/waves.go), reads back the controller's wave record
 // (rollout.WaveStateAnnotation) and reports the wave under way and a
@@ -27,6 +28,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -151,20 +153,22 @@ func (w *Waves) setOrder(order []string) error {
 	return nil
 }
 
-// Build implements optin.Builder: the module's part is its Node watch.
+// Build implements optin.Builder: the module's part is the shared node
+// view (nodes.Watch); a node whose labels change syncs the opted-in
+// objects with pods on it.
 func (module) Build(_ context.Context, env optin.BuildEnv) (optin.Part, error) {
-	return newWatch(env), nil
+	return nodes.For(env, Module, nodes.LabelsChanged), nil
 }
 
 // Waves is the Spec of an object that opts in: its key, order and bake,
 // the controller's record of the wave under way, and once observed what
-// the Node watch knows of the nodes' labels.
+// the node view knows of the nodes' labels.
 type Waves struct {
 	key   string
 	order []string
 	bake  time.Duration
 	state rollout.WaveState
-	// nodes is the watch's view once observed (nil: no watch, or not synced).
+	// nodes reads the view once observed (nil: no view, or not synced).
 	nodes nodeView
 	// denied: the manager may not list and watch Nodes.
 	denied bool
@@ -188,12 +192,16 @@ func (w *Waves) Bake() time.Duration { return w.bake }
 // Module implements optin.Spec.
 func (*Waves) Module() string { return Name }
 
-// Observe implements optin.Observer: what p (a *Watch; nil: no watch, the
-// domains unknown) knows now.
+// Observe implements optin.Observer: what p (a *nodes.Watch; nil: no
+// view, the domains unknown) knows now.
 func (w *Waves) Observe(p optin.Part) optin.Spec {
-	nw, _ := p.(*Watch)
+	nw, _ := p.(*nodes.Watch)
+	seen := nw.Seen()
 	out := *w
-	out.nodes, out.denied = nw.snapshot()
+	out.nodes, out.denied = nil, seen.Denied
+	if seen.Synced() {
+		out.nodes = seen.Label
+	}
 	return &out
 }
 

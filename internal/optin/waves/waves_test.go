@@ -1,24 +1,17 @@
 package waves
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
-	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
-	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes/nodestest"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -142,65 +135,18 @@ func TestReportDenied(t *testing.T) {
 	}
 }
 
-// TestWatchDenied: with Nodes denied the watch starts no informer, the
-// syncs of opted-in objects see the denial and no domains, and those
-// (only) are enqueued once.
-func TestWatchDenied(t *testing.T) {
-	w := watchOf(&appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "plain"}})
-	w.mayWatch = func(context.Context) (bool, error) { return false, nil }
-	for range 2 {
-		if started, err := w.try(context.Background()); started || err != nil {
-			t.Fatalf("try: started %v, err %v", started, err)
-		}
-	}
+// TestObserveDenied: with Nodes denied, the syncs of opted-in objects see
+// the denial and no domains; without a view, neither.
+func TestObserveDenied(t *testing.T) {
+	opted := md("", map[string]string{Annotation: "zone"})
+	w := nodestest.Denied(t, Module, nodes.LabelsChanged, opted)
 	spec := (&Waves{key: "zone"}).Observe(w).(*Waves)
 	if !spec.denied || spec.nodes != nil {
 		t.Fatalf("observed denied %v, nodes %v", spec.denied, spec.nodes != nil)
 	}
-	if len(w.events) != 1 || (<-w.events).Object.GetName() != "opted" {
-		t.Fatal("want the opted-in object enqueued once")
-	}
 	if spec := (&Waves{}).Observe(nil).(*Waves); spec.nodes != nil || spec.denied {
-		t.Fatal("no watch: domains known")
+		t.Fatal("no view: domains known")
 	}
-}
-
-// TestWatchView: the synced store's labels are what a sync sees; a label
-// change enqueues the opted-in objects with pods on the node.
-func TestWatchView(t *testing.T) {
-	w := watchOf()
-	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}}
-	trimmed, _ := trimNode(node)
-	_ = store.Add(trimmed)
-	w.nodes.Store(&store)
-	w.state.Store(nodesWatching)
-	spec := (&Waves{key: "zone"}).Observe(w).(*Waves)
-	if v, has, ok := spec.nodes("n1", "zone"); v != "a" || !has || !ok {
-		t.Fatalf("n1: %q %v %v", v, has, ok)
-	}
-	if _, _, ok := spec.nodes("n2", "zone"); ok {
-		t.Fatal("an unseen node seen")
-	}
-	relabelled := node.DeepCopy()
-	relabelled.Labels["zone"] = "b"
-	w.changed(node, node.DeepCopy()) // same labels: nothing
-	w.changed(node, relabelled)      // no pod of ours on it: nothing either
-	if len(w.events) != 0 {
-		t.Fatalf("%d enqueued", len(w.events))
-	}
-}
-
-// watchOf is a node watch reading, through a fake client, a
-// MyDeployment "a/opted" that opts into waves, and more.
-func watchOf(more ...client.Object) *Watch {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = appsv1beta1.AddToScheme(s)
-	opted := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "opted",
-		Annotations: map[string]string{Annotation: "zone"}}}
-	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(append(more, opted)...).Build()
-	return newWatch(optin.BuildEnv{Reader: cl, Writer: cl, Pods: podwatch.NewIndex(), Log: logr.Discard()})
 }
 
 // TestReportWave: the wave the record names while its rollout is under
