@@ -133,8 +133,9 @@ type handOverPlan struct {
 	md     *appsv1beta1.MyDeployment
 	obj    *object
 	claims *claimed
-	// retryAfter is when to look again: no watch tells the sync that the
-	// Deployment went.
+	// retryAfter is when to look again, since no watch tells the sync
+	// that the Deployment went: requeueHandOver, requeueHandOverDenied
+	// after a denied read, a held revision's retry, none once finished.
 	retryAfter time.Duration
 }
 

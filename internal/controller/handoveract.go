@@ -26,7 +26,8 @@ import (
 //  3. the pods adopted into the revisions the record names;
 //  4. or both annotations removed, then the HandedOver event.
 //
-// The first failure stops it. It returns what it did, and the error.
+// A failed step stops it (the adoptions are all tried, in parallel). It
+// returns what it did, and the error.
 func (a actor) actHandOver(ctx context.Context, p *handOverPlan) (*outcome, error) {
 	c := p.claims
 	out := &outcome{collisionCount: c.collisionCount, retryAfter: p.retryAfter, mem: c.mem,
