@@ -468,11 +468,24 @@ func (a actor) writeClaims(ctx context.Context, p *syncPlan, out *outcome) error
 	return nil
 }
 
-// writeRevisions adopts the orphan revisions of c, then writes the update
-// revision (revision.Store.Apply) and returns it as written (nil: none
-// written). A name taken by another revision is recorded under a new
-// collision count (*collisionCount), and the sync plans again.
+// writeRevisions writes c's revisions (writeHistory) and returns the
+// update revision as written (nil: none written). A name taken by another
+// revision is recorded under a new collision count (*collisionCount), and
+// the sync plans again: its plan names the revision as decided.
 func (a actor) writeRevisions(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed,
+	collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	update, err := a.writeHistory(ctx, md, c, collisionCount)
+	if err == nil && update != nil && update.Name != c.revision.Update.Name {
+		return update, fmt.Errorf("revision name %s taken: recorded as %s, planning again", c.revision.Update.Name, update.Name)
+	}
+	return update, err
+}
+
+// writeHistory adopts the orphan revisions of c, then writes the update
+// revision (revision.Store.Apply) and returns it as written (nil: none
+// written), under the next collision count (*collisionCount) if its name
+// was taken by another revision.
+func (a actor) writeHistory(ctx context.Context, md *appsv1beta1.MyDeployment, c *claimed,
 	collisionCount *int32) (*appsv1.ControllerRevision, error) {
 	owner := revision.Owner{Object: md, GVK: appsv1beta1.GroupVersion.WithKind("MyDeployment")}
 	var errs []error
@@ -492,16 +505,12 @@ func (a actor) writeRevisions(ctx context.Context, md *appsv1beta1.MyDeployment,
 	if !d.Create && !d.Renumber {
 		return nil, nil
 	}
-	planned := d.Update.Name
 	update, err := a.revisions.Apply(ctx, d, collisionCount)
 	if err != nil {
 		return nil, fmt.Errorf("syncing revisions: %w", err)
 	}
 	a.recorder.Eventf(md, update, corev1.EventTypeNormal, EventNewRevision, "Rollout",
 		"Revision %q is now revision %d", update.Name, update.Revision)
-	if update.Name != planned {
-		return update, fmt.Errorf("revision name %s taken: recorded as %s, planning again", planned, update.Name)
-	}
 	return update, nil
 }
 
@@ -703,4 +712,17 @@ func (out *outcome) revision(p *syncPlan, name string) *appsv1.ControllerRevisio
 		return p.update
 	}
 	return nil
+}
+
+// asWritten is rev as this sync wrote it: the revision a hand-over's plan
+// named, as its create named it (out.written), or the update revision as
+// written (out.update, by name); rev otherwise, nil for nil.
+func (out *outcome) asWritten(rev *appsv1.ControllerRevision) *appsv1.ControllerRevision {
+	if w := out.written[rev]; w != nil {
+		return w
+	}
+	if rev != nil && out.update != nil && rev.Name == out.update.Name {
+		return out.update
+	}
+	return rev
 }

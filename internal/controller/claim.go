@@ -146,7 +146,7 @@ func (cl claimer) decideRevision(o *observation, c *claimed) error {
 		c.keepStatusRevisions(md)
 		return nil
 	}
-	return cl.decideFromTemplate(o, c)
+	return decideFromTemplate(o, c)
 }
 
 // keepStatusRevisions makes the revisions md's status names the update and
@@ -158,10 +158,11 @@ func (c *claimed) keepStatusRevisions(md *appsv1beta1.MyDeployment) {
 	}
 }
 
-// decideFromTemplate is decideRevision of an object that is not paused:
-// the update revision is the template's (revision.Decide), written by
-// writeClaims when new or renumbered; see decideRevision for config.
-func (cl claimer) decideFromTemplate(o *observation, c *claimed) error {
+// decideFromTemplate is decideRevision of an object that is not paused
+// (and of a hand-over's, paused or not): the update revision is the
+// template's (revision.Decide), written by act when new or renumbered;
+// see decideRevision for config. Pure: it reads c and the observation.
+func decideFromTemplate(o *observation, c *claimed) error {
 	md := o.md
 	in := revision.Input{Template: &md.Spec.Template}
 	for m := range optin.Each[revision.Contributor](o.optIn) {
@@ -178,7 +179,7 @@ func (cl claimer) decideFromTemplate(o *observation, c *claimed) error {
 	if err != nil {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
-	owner := cl.revisionOwner(md, data)
+	owner := revisionOwner(md, data)
 	owner.Template = in.Template
 	d, err := revision.Decide(owner, c.revisions, md.Status.CurrentRevision, c.collisionCount)
 	if err != nil {
@@ -193,7 +194,7 @@ func (cl claimer) decideFromTemplate(o *observation, c *claimed) error {
 }
 
 // revisionOwner is md as revision records its template (data: its patch).
-func (cl claimer) revisionOwner(md *appsv1beta1.MyDeployment, data []byte) revision.Owner {
+func revisionOwner(md *appsv1beta1.MyDeployment, data []byte) revision.Owner {
 	owner := revision.Owner{
 		Object:   md,
 		GVK:      appsv1beta1.GroupVersion.WithKind("MyDeployment"),

@@ -27,12 +27,7 @@ type counted struct {
 }
 
 func countedOf(o *observation, c *claimed, out *outcome) counted {
-	written := func(rev *appsv1.ControllerRevision) *appsv1.ControllerRevision {
-		if rev != nil && out.update != nil && rev.Name == out.update.Name {
-			return out.update
-		}
-		return rev
-	}
+	written := out.asWritten
 	switch {
 	case c == nil:
 		return counted{pods: o.pods}

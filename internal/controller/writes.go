@@ -270,6 +270,10 @@ type outcome struct {
 	// sync); collisionCount the count it was written under.
 	update         *appsv1.ControllerRevision
 	collisionCount int32
+	// written are the revisions a hand-over's plan named, each as written
+	// (a name found taken: under the next collision count), for the
+	// record's names and the status's revisions (asWritten).
+	written map[*appsv1.ControllerRevision]*appsv1.ControllerRevision
 	// created counts the pods this sync created, and createdUpdated those
 	// of the update revision: they exist when the status is written.
 	created, createdUpdated int32
