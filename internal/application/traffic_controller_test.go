@@ -178,7 +178,9 @@ func canaryTrafficSpecs(namespace func() string) {
 		By("promoted to step 5 (100%), which completes the rollout: the one Service again, the revision Services gone")
 		promote(4)
 		Eventually(backends, timeout, interval).Should(Equal([]string{"traffic=1"}))
-		Expect(md().Status.CurrentRevision).To(Equal(m.Status.UpdateRevision))
+		// The step record (every step done) and the status (the update
+		// revision current) are two writes: the route may follow the first.
+		Eventually(func() string { return md().Status.CurrentRevision }, timeout, interval).Should(Equal(m.Status.UpdateRevision))
 		expectHandFilter()
 		Eventually(serviceGone(ns, "traffic-stable"), timeout, interval).Should(BeTrue())
 		Eventually(serviceGone(ns, "traffic-canary"), timeout, interval).Should(BeTrue())
