@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,15 +52,18 @@ func newRetryCommand(f *factory, o *Options) *cobra.Command {
 
 // retry removes md's abort record (AbortedRevisionAnnotation) and sets
 // RetriedAtAnnotation to now, in one merge patch: the controller takes no
-// deadline verdict older than that for an abort. It refuses a MyDeployment
-// that is neither aborted nor past its deadline: there is nothing to retry.
+// deadline verdict older than that for an abort, and runs a failed hook
+// again under a new name. It refuses a MyDeployment that is neither
+// aborted nor held (Progressing False: past its deadline, a failed hook):
+// there is nothing to retry.
 func (t *target) retry(ctx context.Context, out io.Writer, now time.Time) error {
 	md, err := t.get(ctx)
 	if err != nil {
 		return err
 	}
 	recorded := optin.RecordsOf(md).AbortRecorded
-	if !recorded && !status.Aborted(&md.Status) && !status.DeadlineExceeded(&md.Status) {
+	held := status.Get(&md.Status, appsv1beta1.ConditionProgressing)
+	if !recorded && !status.Aborted(&md.Status) && (held == nil || held.Status != corev1.ConditionFalse) {
 		return fmt.Errorf("mydeployment %q is not aborted: nothing to retry", md.Name)
 	}
 	stamp := now.UTC().Format(time.RFC3339)

@@ -59,6 +59,16 @@ var _ = Describe("rollout retry", func() {
 		Expect(getMD(md).Annotations).To(HaveKey(appsv1beta1.RetriedAtAnnotation))
 	})
 
+	It("retries a rollout a failed hook holds (Progressing False HookFailed)", func() {
+		ns := newNamespace()
+		md := createMD(ns, "web", "nginx:1", 3)
+		setStatus(md, func(cur *appsv1beta1.MyDeployment) {
+			cur.Status.Conditions = []appsv1.DeploymentCondition{progressing(corev1.ConditionFalse, "HookFailed")}
+		})
+		Expect(runPlugin(ns, "rollout", "retry", "web").code).To(Equal(0))
+		Expect(getMD(md).Annotations).To(HaveKey(appsv1beta1.RetriedAtAnnotation))
+	})
+
 	It("refuses a MyDeployment that is not aborted", func() {
 		ns := newNamespace()
 		createMD(ns, "web", "nginx:1", 3)
