@@ -205,7 +205,7 @@ REAL_CLUSTER ?= mydeployment-real
 test-real: build plugin kwok-tools real-node-tools ## Run the operator and its workloads on the real node real-0 of a throwaway local cluster: manager pods, webhook, leader kill, rollouts, in-place updates, migrate and eject, the Application, the kubelet behaviour kwok's stages claim.
 	@registry_was_up=0; LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh running && registry_was_up=1; \
 	rc=0; $(MAKE) --no-print-directory deploy-local LOCAL_CLUSTER=$(REAL_CLUSTER) LOCAL_KUBECONFIG=$(LOCALBIN)/$(REAL_CLUSTER)/kubeconfig && \
-	  KUBECONFIG=$(LOCALBIN)/$(REAL_CLUSTER)/kubeconfig OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) IMG=$(IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) \
+	  KUBECONFIG=$(LOCALBIN)/$(REAL_CLUSTER)/kubeconfig OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) IMG=$(IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) TESTSH_IMG=$(TESTSH_IMG) \
 	  PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/real/ -count=1 -v -ginkgo.v -timeout 25m || rc=$$?; \
 	hack/local-cluster.sh down $(REAL_CLUSTER) || rc=1; \
 	[ $$registry_was_up = 1 ] || LOCAL_REGISTRY=$(LOCAL_REGISTRY) LOCAL_REGISTRY_DIR=$(LOCAL_REGISTRY_DIR) hack/local-registry.sh down; exit $$rc
@@ -683,11 +683,13 @@ catalog-push: ## Push a catalog image.
 LOCAL_REGISTRY ?= 127.0.0.1:5001
 LOCAL_REGISTRY_DIR ?= $(LOCALBIN)/local/registry
 TESTWEB_IMG_BASE ?= $(patsubst ./%,%,$(dir $(IMAGE_TAG_BASE)))mydeployment-testweb
+# A shell for the tests' Jobs (hack/realnode/sh: sh -c with the core utilities in process).
+TESTSH_IMG ?= $(patsubst ./%,%,$(dir $(IMAGE_TAG_BASE)))mydeployment-testsh:v1
 
 .PHONY: images
 images: opm grpc-health-probe catalog local-registry scorecard-test-tool ## Build every image without Docker and push it to the local registry; names and digests in bin/local/images.txt.
 	VERSION=$(VERSION) GOARCH=$(GOARCH) IMG=$(IMG) BUNDLE_IMG=$(BUNDLE_IMG) CATALOG_IMG=$(CATALOG_IMG) \
-	  SCORECARD_IMG=$(SCORECARD_IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/images.sh
+	  SCORECARD_IMG=$(SCORECARD_IMG) TESTWEB_IMG_BASE=$(TESTWEB_IMG_BASE) TESTSH_IMG=$(TESTSH_IMG) LOCAL_REGISTRY=$(LOCAL_REGISTRY) hack/images.sh
 
 .PHONY: scorecard-test-tool
 scorecard-test-tool: ## Build operator-sdk's scorecard-test (bin/scorecard-test) if necessary.

@@ -23,6 +23,8 @@
 #              (hack/tools.sh scorecard-test), for operator-sdk scorecard
 #              on a real node
 #   testweb    TESTWEB_IMG_BASE:v1 and :v2, test/testweb/Dockerfile
+#   testsh     TESTSH_IMG, hack/realnode/sh/Dockerfile: a /bin/sh for the
+#              tests' Jobs (the real-node suite's hooks)
 #
 #   the manager the CSV names, linux/amd64 (CSV_ARCH), by digest only, when
 #              GOARCH is another (on amd64 it is the manager above)
@@ -67,7 +69,7 @@ if [ "${1:-}" = digest ]; then
   exit
 fi
 
-: "${VERSION:?}" "${IMG:?}" "${BUNDLE_IMG:?}" "${CATALOG_IMG:?}" "${SCORECARD_IMG:?}" "${TESTWEB_IMG_BASE:?}" "${LOCAL_REGISTRY:?}"
+: "${VERSION:?}" "${IMG:?}" "${BUNDLE_IMG:?}" "${CATALOG_IMG:?}" "${SCORECARD_IMG:?}" "${TESTWEB_IMG_BASE:?}" "${TESTSH_IMG:?}" "${LOCAL_REGISTRY:?}"
 ARCH=${GOARCH:-$(go env GOARCH)}
 PACKAGE=mydeployment-operator
 OUT=bin/local
@@ -78,6 +80,8 @@ GOARCH=$ARCH go build -trimpath -ldflags="-s -w" -o "dist/scorecard-tests-linux-
 for v in v1 v2; do
   GOARCH=$ARCH go build -trimpath -ldflags="-s -w -X main.version=$v" -o "dist/testweb-$v-linux-$ARCH" ./test/testweb
 done
+mkdir -p dist/testsh
+GOARCH=$ARCH go build -trimpath -ldflags="-s -w" -o dist/testsh/sh ./hack/realnode/sh
 
 # opm and grpc_health_probe (hack/tools.sh) go into the catalog image as
 # built, scorecard-test into its image: they must be static linux binaries
@@ -140,6 +144,7 @@ specs+=(
   "$SCORECARD_IMG,file=scorecard.Dockerfile,$a"
   "$TESTWEB_IMG_BASE:v1,file=test/testweb/Dockerfile,$a,arg=VERSION=v1"
   "$TESTWEB_IMG_BASE:v2,file=test/testweb/Dockerfile,$a,arg=VERSION=v2"
+  "$TESTSH_IMG,file=hack/realnode/sh/Dockerfile,context=dist/testsh"
 )
 images -registry "$LOCAL_REGISTRY" -arch "$ARCH" -out "$OUT/images.txt" "${specs[@]}"
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mydeployment-io/mydeployment-operator/internal/inplace"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // Trim keeps of a pod only what the controller reads from its cache and
@@ -17,7 +18,9 @@ import (
 // and the strings interned, 2,166 after: BenchmarkCachedPod): identity and
 // ownership (name, namespace, UID, resourceVersion for the optimistic lock
 // of adoption, labels, owner references, creation and deletion timestamps),
-// the pod-deletion-cost annotation, the node name, the phase, the Ready condition
+// the pod-deletion-cost annotation and the wave a pod was pinned to
+// (rollout.WavePodAnnotation: a pod of a wave not yet scheduled is of its
+// domain), the node name, the phase, the Ready condition
 // (it and its transition time decide availability), the restart counts of
 // the containers that restarted and which init containers are sidecars
 // (the deletion ranking). Strings that repeat across pods (namespace,
@@ -55,8 +58,13 @@ func Trim(obj any) (any, error) {
 			InitContainerStatuses: restarted(pod.Status.InitContainerStatuses),
 		},
 	}
-	if cost, ok := pod.Annotations[corev1.PodDeletionCost]; ok {
-		out.Annotations = map[string]string{corev1.PodDeletionCost: cost}
+	for _, k := range keptAnnotations {
+		if v, ok := pod.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = make(map[string]string, len(keptAnnotations))
+			}
+			out.Annotations[k] = intern(v)
+		}
 	}
 	if inplace.HasGate(pod) {
 		keepInPlace(pod, out)
@@ -70,6 +78,9 @@ func Trim(obj any) (any, error) {
 	}
 	return out, nil
 }
+
+// keptAnnotations are the annotations the controller reads of every pod.
+var keptAnnotations = []string{corev1.PodDeletionCost, rollout.WavePodAnnotation}
 
 // keepInPlace copies into out, a trimmed pod, what inplace.Next judges an
 // in-place update by: the readiness gates, generation and observed

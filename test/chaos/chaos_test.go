@@ -117,6 +117,8 @@ func TestMain(m *testing.M) {
 	go statuses.run(ctx, wc, suite.w.tracks)
 	managerKubeconfig, err = installRBAC(ctx)
 	must(err)
+	unlabel, err := labelZones(ctx, c)
+	must(err)
 	start := time.Now()
 	code := m.Run()
 	cancel()
@@ -124,7 +126,10 @@ func TestMain(m *testing.M) {
 	suite.w.checkStatuses(statuses)
 	figures.note("status: %d writes claiming a complete rollout or 0 replicas were checked against the pods at their resourceVersion",
 		statuses.count())
+	unlabel()
 	noteAnalysis()
+	noteHooks()
+	noteWaves()
 	events, created, violations := suite.w.snapshot()
 	figures.events, figures.created, figures.violations = events, created, violations
 	text := figures.markdown()
@@ -236,7 +241,7 @@ func startKiller(t *testing.T, m *manager) *killer {
 
 // tortureWithKills runs the workload while a killer restarts the manager
 // (with faults, if any), until the changes and at least minKills are done.
-func tortureWithKills(t *testing.T, name, phase string, mds, changes, minKills int, env ...string) {
+func tortureWithKills(t *testing.T, name, phase string, mds, changes, minKills int, opening []optinChange, env ...string) {
 	ctx := context.Background()
 	ns := newNamespace(t, "chaos-"+name)
 	m := newManager(name, env)
@@ -247,7 +252,7 @@ func tortureWithKills(t *testing.T, name, phase string, mds, changes, minKills i
 	k := startKiller(t, m)
 	start := time.Now()
 	res := suite.runWorkload(ctx, t, workload{ns: ns, count: mds, changes: changes, corners: true, optins: true,
-		moreWhen: func() bool { return k.kills.Load() < int64(minKills) }})
+		opening: opening, moreWhen: func() bool { return k.kills.Load() < int64(minKills) }})
 	k.stop()
 	writes, reads := faultsOf(m)
 	figures.add(phaseFigures{name: phase, mds: mds, res: res, kills: int(k.kills.Load()),
@@ -264,9 +269,15 @@ func tortureWithKills(t *testing.T, name, phase string, mds, changes, minKills i
 }
 
 // TestRestarts: rollouts and scale changes over many MyDeployments while the
-// manager is SIGKILLed at random moments and restarted.
+// manager is SIGKILLed at random moments and restarted. It opens with each
+// variant of rollout hooks and a zone waves rollout: the manager killed
+// mid-hook and mid-wave.
 func TestRestarts(t *testing.T) {
-	tortureWithKills(t, "restarts", "restarts (SIGKILL)", scale(4, 10), scale(10, 100), scale(4, 20))
+	opening := []optinChange{optinWaves}
+	for range hookVariants {
+		opening = append(opening, optinHooks)
+	}
+	tortureWithKills(t, "restarts", "restarts (SIGKILL)", scale(4, 10), scale(10, 100), scale(4, 20), opening)
 }
 
 // TestRestartsWithAPIFaults (full run only): both at once.
@@ -274,7 +285,7 @@ func TestRestartsWithAPIFaults(t *testing.T) {
 	if !*full {
 		t.Skip("full run only (make chaos)")
 	}
-	tortureWithKills(t, "restarts-faults", "restarts + API faults", 8, 60, 15, faults)
+	tortureWithKills(t, "restarts-faults", "restarts + API faults", 8, 60, 15, nil, faults)
 }
 
 // faults: 10% of the manager's writes fail (InternalError or Conflict), 5%

@@ -49,12 +49,19 @@ const (
 	// (issue 45): passing, failing at step 2 (aborted to stable), or with
 	// Prometheus down at a step (held, then resumed).
 	optinAnalysis
+	// optinHooks: a new image with a rollout hook (issue 53): a pre hook
+	// that succeeds, a slow step hook, a pre hook that fails and is
+	// retried, or one that fails under onFailure Abort (hooks_test.go).
+	optinHooks
+	// optinWaves: a new image rolled one zone at a time with a bake
+	// (issue 53; waves_test.go).
+	optinWaves
 	optinChanges
 )
 
 func (c optinChange) String() string {
 	return [...]string{"canary held and promoted", "canary raised back and promoted", "specified delete",
-		"canary steps", "abort to stable", "surge-first drain", "config edit", "canary analysis"}[c]
+		"canary steps", "abort to stable", "surge-first drain", "config edit", "canary analysis", "rollout hooks", "zone waves"}[c]
 }
 
 // pdbStrategy is the strategy of a respect-pdb MyDeployment: maxUnavailable
@@ -106,8 +113,9 @@ func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
 	}
 	if *optinFocus != "" {
 		for c := range optinChanges {
-			if c == optinConfigEdit && c.String() == *optinFocus {
-				// Only objects that read a ConfigMap have one to edit.
+			if c == optinConfigEdit && c.String() == *optinFocus || c == optinWaves && d.inPlace && c.String() == *optinFocus {
+				// Only objects that read a ConfigMap have one to edit;
+				// waves are checked by the pods they create.
 				return optinSpecifiedDelete, d.cur.replicas > 0
 			}
 			if c.String() == *optinFocus {
@@ -116,7 +124,14 @@ func pickOptin(d *tracked, rng *rand.Rand) (optinChange, bool) {
 		}
 		panic(fmt.Sprintf("-chaos.optin=%q names no opt-in change", *optinFocus))
 	}
-	switch rng.IntN(7) {
+	switch rng.IntN(9) {
+	case 5:
+		return optinHooks, true
+	case 6:
+		// Not in place: pods updated in place were not created by the wave.
+		if !d.inPlace {
+			return optinWaves, true
+		}
 	case 4:
 		return optinAnalysis, true
 	case 0:
@@ -148,6 +163,10 @@ func (e *env) optin(ctx context.Context, d *tracked, c optinChange, rng *rand.Ra
 		return e.configEdit(ctx, d)
 	case optinAnalysis:
 		return e.analysis(ctx, d, rng)
+	case optinHooks:
+		return e.hooksChange(ctx, d)
+	case optinWaves:
+		return e.wavesChange(ctx, d)
 	}
 	return e.canary(ctx, d, c == optinCanaryRaised, rng)
 }

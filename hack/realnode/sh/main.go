@@ -19,7 +19,8 @@
 // they differ) with the core utilities run in process by
 // mvdan.cc/sh/x/coreutils (u-root's cat, cp, ls, mkdir, mv, rm, ...) but for
 // gzip, gunzip, gzcat and zcat, which are this package's own (gzip.go: u-root's
-// gzip cannot decompress a pipe to stdout, as the init container needs).
+// gzip cannot decompress a pipe to stdout, as the init container needs), and
+// sleep (sleep.go: coreutils has none; the tests' hook Jobs wait with it).
 // Any other command is a program found on PATH, run as a child.
 //
 // Usage: sh [-eux...] [-c SCRIPT [NAME [ARG...]] | FILE [ARG...]]; with
@@ -219,7 +220,8 @@ func status(err error, stderr io.Writer) int {
 }
 
 // newRunner makes an interpreter whose commands are, in this order, the
-// shell's built-ins, gzip.go's gzip, the coreutils and programs on PATH.
+// shell's built-ins, gzip.go's gzip, sleep.go's sleep, the coreutils and
+// programs on PATH.
 func (s *shell) newRunner(env []string, dir string, params []string, stdin io.Reader, stdout, stderr io.Writer) (*interp.Runner, error) {
 	hasPath := false
 	for _, kv := range env {
@@ -233,7 +235,7 @@ func (s *shell) newRunner(env []string, dir string, params []string, stdin io.Re
 		interp.Dir(dir),
 		interp.Params(params...),
 		interp.StdIO(stdin, stdout, stderr),
-		interp.ExecHandlers(gzipHandler, coreutils.ExecHandler, s.execHandler),
+		interp.ExecHandlers(gzipHandler, sleepHandler, coreutils.ExecHandler, s.execHandler),
 	)
 }
 

@@ -173,3 +173,24 @@ func TestReportWave(t *testing.T) {
 		}
 	}
 }
+
+// A pod the controller created in a wave is, until it is scheduled, of the
+// domain it was pinned to, also as the manager's cache holds it
+// (podwatch.Trim): read as a pod on no domain, it made the record count a
+// wave of "nodes without the label" for as long as it was pending.
+func TestPlanInputPendingPodFromTheCache(t *testing.T) {
+	tmpl := corev1.PodTemplateSpec{}
+	rollout.PinTemplate(&tmpl, rollout.Pin{Key: "zone", Domain: "b"})
+	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	pod.Name, pod.Namespace = "new", "a"
+	cached, err := podwatch.Trim(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Waves{key: "zone", nodes: func(string, string) (string, bool, bool) { return "", false, false }}
+	in := rollout.Input{Pods: []*corev1.Pod{cached.(*corev1.Pod)}}
+	w.PlanInput(&in)
+	if got := in.Waves.Domain["new"]; got != "b" {
+		t.Fatalf("a pending pod pinned to b, as cached: domain %q", got)
+	}
+}

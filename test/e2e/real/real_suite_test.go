@@ -57,6 +57,8 @@ var (
 	// testwebBase is the test web app's image name without its tag (read
 	// here, not in BeforeSuite: the kubelet specs name it as they are declared).
 	testwebBase = os.Getenv("TESTWEB_IMG_BASE")
+	// testsh is the shell image the hooks' Jobs run (TESTSH_IMG).
+	testsh string
 	// digests are the images make images pushed (bin/local/images.txt).
 	digests map[string]string
 )
@@ -75,7 +77,7 @@ var _ = BeforeSuite(func() {
 	for _, v := range []struct {
 		to   *string
 		name string
-	}{{&operatorNamespace, "OPERATOR_NAMESPACE"}, {&img, "IMG"}, {&testwebBase, "TESTWEB_IMG_BASE"}} {
+	}{{&operatorNamespace, "OPERATOR_NAMESPACE"}, {&img, "IMG"}, {&testwebBase, "TESTWEB_IMG_BASE"}, {&testsh, "TESTSH_IMG"}} {
 		*v.to = os.Getenv(v.name)
 		Expect(*v.to).NotTo(BeEmpty(), "%s must be set (make test-real sets it)", v.name)
 	}
@@ -87,6 +89,7 @@ var _ = BeforeSuite(func() {
 	Expect(digests).To(HaveKey(img))
 	Expect(digests).To(HaveKey(testweb("v1")))
 	Expect(digests).To(HaveKey(testweb("v2")))
+	Expect(digests).To(HaveKey(testsh))
 })
 
 // testweb is the test web app's image at a version (v1 or v2).
