@@ -72,6 +72,7 @@ func statusInput(o *observation, c *claimed, p *syncPlan, out *outcome, synced b
 		deleted := rollout.Count(slices.Concat(p.Delete, p.Evict), in.UpdateRevision, 0, o.now).Replicas
 		in.Planned = ptr.To(in.Counts.Replicas - deleted + p.Creates())
 		in.Canary = p.Canary
+		in.Plan = &p.Plan
 		if !aborted {
 			// A pod on its way to the update revision in place still carries
 			// its old revision's labels until its spec patch; it counts as

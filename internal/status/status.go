@@ -94,6 +94,10 @@ type Input struct {
 	// Wave is where a waves rollout is (the waves module's Reporter); nil
 	// when none is under way.
 	Wave *Wave
+	// Plan is the sync's plan once carried out (nil: the sync made none):
+	// a Reporter says where the plan moved its module on to (the wave a
+	// bake's end started), not where the sync read it was.
+	Plan *rollout.Plan
 	// WaitingForHandOver, when not empty, says what a MyDeployment taking
 	// over a Deployment's pods waits for (adopt-from): Progressing is
 	// Unknown with ReasonWaitingForHandOver and that message, and no

@@ -175,11 +175,7 @@ spec:
 		// minReadySeconds 2: a wave lasts longer than the status batch
 		// period (1 s), as on a cluster whose pods take a moment, so that
 		// Progressing is written while each wave moves, not only when it
-		// bakes. (The write that ends a bake still says the bake's wave,
-		// "RevisionUpdated: wave 1 of 3: zone-a, baking until ...": the
-		// waves module reports the record the sync read, not the wave its
-		// plan moved on to. The next write, paced, says the new wave;
-		// without minReadySeconds kwok's waves end before it.)
+		// bakes.
 		before := create("roll", fmt.Sprintf(`{"key": "%s", "bake": "%s"}`, zoneKey, bake), 600, 2)
 		old := get("roll", "{.status.currentRevision}")()
 		Expect(old).NotTo(BeEmpty())

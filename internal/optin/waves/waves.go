@@ -247,8 +247,15 @@ func (w *Waves) ReportInput(in *status.Input) {
 		in.Failure = &status.Failure{Reason: ReasonWavesAccessDenied, Message: ErrAccessDenied.Error()}
 	}
 	st := w.state
+	wave := &status.Wave{Message: st.Describe(w.bake), Baking: !st.BakeStarted.IsZero()}
+	if in.Plan != nil && in.Plan.Waves != nil {
+		// Where the plan moved on to: a bake that ended starts the next
+		// wave in the same sync, and the status says so now.
+		p := in.Plan.Waves
+		st, wave = p.State, &status.Wave{Message: p.Message, Baking: p.Baking}
+	}
 	if in.UpdateRevision != "" && in.CurrentRevision != in.UpdateRevision && st.Revision == in.UpdateRevision && st.Index < st.Of {
-		in.Wave = &status.Wave{Message: st.Describe(w.bake), Baking: !st.BakeStarted.IsZero()}
+		in.Wave = wave
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/nodes/nodestest"
+	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -171,6 +172,27 @@ func TestReportWave(t *testing.T) {
 		if (in.Wave == nil) != (tc.want == nil) || in.Wave != nil && *in.Wave != *tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, in.Wave, tc.want)
 		}
+	}
+}
+
+// TestReportWaveThePlanMovedTo: a sync whose plan ends a bake starts the
+// next wave; its status says the wave the plan moved to, not the bake the
+// sync read (which the status kept until the next write).
+func TestReportWaveThePlanMovedTo(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	read := rollout.WaveState{Revision: "r2", Index: 0, Of: 3, Domain: "zone-a", BakeStarted: at}
+	next := rollout.WaveState{Revision: "r2", Index: 1, Of: 3, Domain: "zone-b"}
+	in := status.Input{CurrentRevision: "r1", UpdateRevision: "r2",
+		Plan: &rollout.Plan{Waves: &rollout.WaveProgress{State: next, Message: next.Describe(time.Minute)}}}
+	(&Waves{bake: time.Minute, state: read}).ReportInput(&in)
+	if want := (status.Wave{Message: "wave 2 of 3: zone-b"}); in.Wave == nil || *in.Wave != want {
+		t.Errorf("got %+v, want %+v", in.Wave, want)
+	}
+	in.Plan.Waves = &rollout.WaveProgress{State: rollout.WaveState{Revision: "r2", Index: 3, Of: 3}}
+	in.Wave = nil
+	(&Waves{bake: time.Minute, state: read}).ReportInput(&in)
+	if in.Wave != nil {
+		t.Errorf("the plan did the last wave: got %+v, want no wave", in.Wave)
 	}
 }
 
