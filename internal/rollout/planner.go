@@ -286,8 +286,9 @@ const (
 // Always: finished pods that are not terminating are deleted (they never run
 // again; like a ReplicaSet the planner replaces them, unlike it, it does not
 // leave them to pod garbage collection) and never count as replicas;
-// terminating pods never count towards Replicas+MaxSurge; a finished or
-// terminating pod is never available. At most MaxBurst pods are created and
+// terminating pods never count towards Replicas+MaxSurge, unless
+// TerminationComplete counts every pod until it is gone (replacement.go);
+// a finished or terminating pod is never available. At most MaxBurst pods are created and
 // at most MaxBurst deleted (finished ones first); a bigger step is cut and
 // the next plan goes on from what this one did.
 //
