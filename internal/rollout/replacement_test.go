@@ -1,9 +1,11 @@
 package rollout
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // replacementCase is one input planned without and with
@@ -154,4 +156,61 @@ func checkAfterTermination(t testing.TB, in Input, p, q Plan) {
 		t.Fatalf("TerminationComplete: %d pods and %d created, fewer than replicas=%d, yet creates cut from %v: %s",
 			pods, create, o.replicas, q.Create, describe(p))
 	}
+}
+
+// TestTerminationCompleteSimulation rolls a MyDeployment with
+// TerminationComplete for many settings on the simulated cluster, where a
+// removed pod terminates for one reconcile, and asserts at every step that
+// the pods, terminating ones counted, never exceed replicas+maxSurge,
+// availability never falls below replicas-maxUnavailable, and the rollout
+// converges; then that a pod deleted at rest is replaced only once it is
+// gone, as are pods a scale-in removed when it is undone.
+func TestTerminationCompleteSimulation(t *testing.T) {
+	for _, replicas := range simReplicas {
+		for _, f := range fences {
+			for _, ready := range readinessPatterns {
+				t.Run(fmt.Sprintf("replicas=%d/fence=%s/%s", replicas, f, ready.name), func(t *testing.T) {
+					surge, unavailable, err := ResolveFenceposts(&f.surge, &f.unavailable, replicas)
+					if err != nil {
+						t.Fatal(err)
+					}
+					in := Input{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable,
+						UpdateRevision: revNew, TerminationComplete: true}
+					c := newCluster(t, ready, int(replicas), revOld)
+					runAfterTermination(t, c, in, int(replicas+surge), int(replicas-min(unavailable, replicas)), 2*stepBudget(replicas))
+					if replicas == 0 {
+						return
+					}
+					// A deleted pod, then a scale-in undone: never more than replicas pods.
+					ts := metav1.NewTime(c.now)
+					c.pods[0].DeletionTimestamp = &ts
+					runAfterTermination(t, c, in, int(replicas), 0, c.step+stepBudget(replicas))
+					for _, pod := range c.pods[:len(c.pods)/2] {
+						pod.DeletionTimestamp = &ts
+					}
+					runAfterTermination(t, c, in, int(replicas), 0, c.step+stepBudget(replicas))
+				})
+			}
+		}
+	}
+}
+
+// runAfterTermination reconciles until c converges, within budget steps,
+// checking that no step sees more than most pods, terminating ones counted,
+// or fewer than minAvailable available.
+func runAfterTermination(t *testing.T, c *cluster, in Input, most, minAvailable, budget int) {
+	t.Helper()
+	for !c.converged(in) {
+		if c.step > budget {
+			t.Fatalf("no convergence after %d steps: %+v", c.step, Count(c.pods, in.UpdateRevision, in.MinReadySeconds, c.now))
+		}
+		if len(c.pods) > most {
+			t.Fatalf("step %d: %d pods, terminating ones counted, > %d", c.step, len(c.pods), most)
+		}
+		if o := observe(c.input(in)); o.available < minAvailable {
+			t.Fatalf("step %d: %d available pods < replicas-maxUnavailable=%d", c.step, o.available, minAvailable)
+		}
+		c.reconcile(in)
+	}
+	assertSettled(t, c, in)
 }
