@@ -288,9 +288,9 @@ const (
 // leave them to pod garbage collection) and never count as replicas;
 // terminating pods never count towards Replicas+MaxSurge, unless
 // TerminationComplete counts every pod until it is gone (replacement.go);
-// a finished or terminating pod is never available. At most MaxBurst pods are created and
-// at most MaxBurst deleted (finished ones first); a bigger step is cut and
-// the next plan goes on from what this one did.
+// a finished or terminating pod is never available. At most MaxBurst pods
+// are created and at most MaxBurst deleted (finished ones first); a bigger
+// step is cut and the next plan goes on from what this one did.
 //
 // Between those, one strategy plans the step: step (strategy.go) picks it,
 // and each strategy's function says what it promises.
