@@ -64,7 +64,8 @@ func fuzzPods(data []byte) []*corev1.Pod {
 // revision (none, old, older, the update revision), 7 RespectPDB; labels:
 // bit i labels pod i specified-delete, bits 32+2i..33+2i give pod i the
 // in-place gate, True, updating or failed; flags bit 7: the old revisions
-// can move in place; surge bits 6-7: the nodes being drained) and checks
+// can move in place; surge bits 6-7: the nodes being drained; replicas
+// bit 7: aborted, bit 6: TerminationComplete) and checks
 // every documented promise
 // (checkPlan), determinism under pod reordering, that the input is not
 // modified, and that nothing panics.
@@ -102,6 +103,8 @@ func FuzzCompute(f *testing.F) {
 	// aborted mid-rollout: old pods of two revisions, gated, the current one creatable
 	f.Add(uint8(0x80|6), uint8(1), uint8(1), uint8(0), uint8(0x84), []byte{0x41, 1, 0, 0, 0x41, 2, 0, 0, 0x40, 3, 0, 0, 0x40, 4, 0, 0, 0x02, 5, 0, 0},
 		uint8(0x20), uint64(0b0110010101)<<32)
+	// TerminationComplete mid-rollout: an old pod terminating, a finished one
+	f.Add(uint8(0x40|3), uint8(1), uint8(0), uint8(0), uint8(0), []byte{0x41, 1, 0, 0, 0x61, 2, 0, 0, 0x40, 3, 0, 0, 0x50, 4, 0, 0}, uint8(0), uint64(0))
 
 	f.Fuzz(func(t *testing.T, replicas, surge, unavailable, minReady, flags uint8, podData []byte, optIn uint8, labels uint64) {
 		fuzzCompute(t, replicas, surge, unavailable, minReady, flags, podData, optIn, labels)
@@ -130,6 +133,7 @@ func fuzzInput(replicas, surge, unavailable, minReady, flags uint8, podData []by
 		in.Strategy = Recreate
 	}
 	in.Aborted = replicas&0x80 != 0
+	in.TerminationComplete = replicas&0x40 != 0
 	if flags&4 != 0 {
 		in.Revisions = []string{revOld2, revOld}
 	}

@@ -189,6 +189,15 @@ func (o observed) allowed() int {
 // the strategy. It is shared by the table, simulation and fuzz tests.
 func checkPlan(t testing.TB, in Input, p Plan) {
 	t.Helper()
+	if in.TerminationComplete {
+		// The opt-in only cuts the creates of the plan without it: its own
+		// promises checked, every other is that plan's.
+		off := in
+		off.TerminationComplete = false
+		q := Compute(off)
+		checkAfterTermination(t, in, p, q)
+		in, p = off, q
+	}
 	maxWait := time.Duration(max(in.MinReadySeconds, 0)) * time.Second
 	if in.aborting() {
 		// An abort is the rolling step towards the stable revision: its

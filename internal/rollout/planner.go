@@ -117,6 +117,12 @@ type Input struct {
 	// InPlace then names the revisions whose pods can move to
 	// CurrentRevision in place (Target).
 	Aborted bool
+	// TerminationComplete makes a pod count against the pods a plan may
+	// create until it is gone from the API server, not only while it is
+	// active (replacement.go; the pod-replacement opt-in): a pod's
+	// replacement is created once the pod is gone. Removals are planned as
+	// without it.
+	TerminationComplete bool
 	// Pods are all pods the MyDeployment owns, including terminating ones
 	// (DeletionTimestamp set) and finished ones (phase Succeeded/Failed).
 	// Nil entries are ignored; order does not matter.
@@ -268,6 +274,10 @@ const (
 	// ReasonWaveBake: a wave's pods are updated and available, and its
 	// bake runs before the next wave starts (waves.go).
 	ReasonWaveBake Reason = "Waves:Bake"
+	// ReasonWaitForPodsGone: pods are to be created, but terminating or
+	// finished pods still count against them (Input.TerminationComplete,
+	// replacement.go): nothing to do until they are gone.
+	ReasonWaitForPodsGone Reason = "PodReplacement:WaitForPodsGone"
 )
 
 // Compute plans the next step for the MyDeployment described by in. It is
@@ -276,10 +286,11 @@ const (
 // Always: finished pods that are not terminating are deleted (they never run
 // again; like a ReplicaSet the planner replaces them, unlike it, it does not
 // leave them to pod garbage collection) and never count as replicas;
-// terminating pods never count towards Replicas+MaxSurge; a finished or
-// terminating pod is never available. At most MaxBurst pods are created and
-// at most MaxBurst deleted (finished ones first); a bigger step is cut and
-// the next plan goes on from what this one did.
+// terminating pods never count towards Replicas+MaxSurge, unless
+// TerminationComplete counts every pod until it is gone (replacement.go);
+// a finished or terminating pod is never available. At most MaxBurst pods
+// are created and at most MaxBurst deleted (finished ones first); a bigger
+// step is cut and the next plan goes on from what this one did.
 //
 // Between those, one strategy plans the step: step (strategy.go) picks it,
 // and each strategy's function says what it promises.
@@ -298,6 +309,9 @@ func Compute(in Input) Plan {
 	}
 	p, sized, scaled, rolling := step(in, s, l)
 	p.Delete = slices.Concat(s.finished, p.Delete)
+	if in.TerminationComplete {
+		p, sized = s.afterTermination(in, l, p, sized, rolling, scaled)
+	}
 	p = p.cut(l.maxBurst)
 	p.Drained = s.drained(p.Evict)
 	if !in.RespectPDB {

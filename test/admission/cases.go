@@ -24,6 +24,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/podreplacement"
 )
 
 // By says which part of admission refuses a row.
@@ -158,15 +159,16 @@ func podSpec(f func(*corev1.PodSpec)) func(*appsv1beta1.MyDeployment) {
 }
 
 var (
-	partitionField  = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
-	updateModeField = "metadata.annotations[" + appsv1beta1.UpdateModeAnnotation + "]"
-	canaryField     = "metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]"
-	onFailureField  = "metadata.annotations[" + appsv1beta1.OnFailureAnnotation + "]"
-	drainField      = "metadata.annotations[" + appsv1beta1.DrainAnnotation + "]"
-	adoptFromField  = "metadata.annotations[" + appsv1beta1.AdoptFromAnnotation + "]"
-	adoptRevsField  = "metadata.annotations[" + appsv1beta1.AdoptRevisionsAnnotation + "]"
-	analysisField   = "metadata.annotations[" + appsv1beta1.AnalysisAnnotation + "]"
-	hooksField      = "metadata.annotations[" + hooks.Annotation + "]"
+	partitionField      = "metadata.annotations[" + appsv1beta1.PartitionAnnotation + "]"
+	updateModeField     = "metadata.annotations[" + appsv1beta1.UpdateModeAnnotation + "]"
+	canaryField         = "metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]"
+	onFailureField      = "metadata.annotations[" + appsv1beta1.OnFailureAnnotation + "]"
+	drainField          = "metadata.annotations[" + appsv1beta1.DrainAnnotation + "]"
+	adoptFromField      = "metadata.annotations[" + appsv1beta1.AdoptFromAnnotation + "]"
+	adoptRevsField      = "metadata.annotations[" + appsv1beta1.AdoptRevisionsAnnotation + "]"
+	analysisField       = "metadata.annotations[" + appsv1beta1.AnalysisAnnotation + "]"
+	hooksField          = "metadata.annotations[" + hooks.Annotation + "]"
+	podReplacementField = "metadata.annotations[" + podreplacement.Annotation + "]"
 	// wavesKey is the waves module's annotation (internal/optin/waves.Annotation).
 	wavesKey   = "apps.mydeployment.io/waves"
 	wavesField = "metadata.annotations[" + wavesKey + "]"
@@ -407,6 +409,12 @@ func Cases() []Case {
 		}, Field: analysisField, Why: "queries: must list from 1 to 10 queries", By: Webhook},
 		{Name: "respect-pdb neither true nor false", Change: annotate(appsv1beta1.RespectPDBAnnotation, "yes"),
 			Field: "metadata.annotations[" + appsv1beta1.RespectPDBAnnotation + "]", Why: `Unsupported value: "yes"`, By: Webhook},
+		{Name: "pod-replacement not one of its values", Change: annotate(podreplacement.Annotation, "terminationComplete"),
+			Field: podReplacementField, Why: `Unsupported value: "terminationComplete": supported values: "TerminationStarted", "TerminationComplete"`,
+			By: Webhook},
+		{Name: "pod-replacement broken by an update", Update: true, Before: annotate(podreplacement.Annotation, podreplacement.TerminationComplete),
+			Change: annotate(podreplacement.Annotation, "AfterTermination"),
+			Field:  podReplacementField, Why: `Unsupported value: "AfterTermination"`, By: Webhook},
 		{Name: "hooks that are not JSON", Change: annotate(hooks.Annotation, "pre: db-migrate"),
 			Field: hooksField, Why: "must be a JSON object of pre, steps and post", By: Webhook},
 		{Name: "hooks with an unknown point", Change: annotate(hooks.Annotation, `{"preStop":{"job":"x"}}`),

@@ -17,6 +17,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/podreplacement"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/waves"
@@ -37,6 +38,7 @@ var All = []optin.Module{
 	analysis.Module,
 	waves.Module,
 	hooks.Module,
+	podreplacement.Module,
 	adoptfrom.Module,
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/drain"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/partition"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/podreplacement"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/waves"
@@ -255,7 +256,7 @@ func TestErrorOrder(t *testing.T) {
 		appsv1beta1.DrainAnnotation, appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation,
 		appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation,
 		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.AnalysisAnnotation, waves.Annotation, rollout.WaveStateAnnotation,
-		hooks.Annotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
+		hooks.Annotation, podreplacement.Annotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 	if !slices.Equal(Annotations, keys) {
 		t.Errorf("keys\n%q, want\n%q", Annotations, keys)
 	}

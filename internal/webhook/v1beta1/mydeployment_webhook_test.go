@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/podreplacement"
 )
 
 func newMD(ns string) *appsv1beta1.MyDeployment {
@@ -82,6 +83,8 @@ var _ = Describe("MyDeployment webhook", func() {
 			{appsv1beta1.RespectPDBAnnotation: "false"},
 			{appsv1beta1.RolloutOnConfigChangeAnnotation: "true"},
 			{appsv1beta1.RolloutOnConfigChangeAnnotation: "false", appsv1beta1.PartitionAnnotation: "1"},
+			{podreplacement.Annotation: podreplacement.TerminationComplete},
+			{podreplacement.Annotation: podreplacement.TerminationStarted},
 		} {
 			md := newMD(ns)
 			md.Annotations = a
@@ -99,6 +102,10 @@ var _ = Describe("MyDeployment webhook", func() {
 		Expect(k8sClient.Create(ctx, md)).To(Succeed())
 		md.Annotations = nil
 		md.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		Expect(k8sClient.Update(ctx, md)).To(Succeed())
+
+		By("TerminationComplete with Recreate: it holds a deleted pod's replacement, which Recreate does not")
+		md.Annotations = map[string]string{podreplacement.Annotation: podreplacement.TerminationComplete}
 		Expect(k8sClient.Update(ctx, md)).To(Succeed())
 	})
 
