@@ -12,6 +12,10 @@ const (
 	// is ours and is up to date, the MyDeployment is Available and the
 	// Service (if any) has a ready endpoint.
 	ApplicationReady = "Ready"
+	// ApplicationCapacityLimited is True while the route carries less to
+	// the canary than its weight steps state ("weight 50%" with 3 of 10
+	// pods Ready: 30%), absent otherwise.
+	ApplicationCapacityLimited = "CapacityLimited"
 )
 
 // Application condition reasons.
@@ -38,6 +42,9 @@ const (
 	// ReasonDeploymentNotObserved: Available and Progressing are Unknown
 	// until the MyDeployment reports them.
 	ReasonDeploymentNotObserved = "DeploymentNotObserved"
+	// ReasonCanaryPodsNotReady: CapacityLimited=True, the canary's Ready
+	// pods' share is below the weight its steps state.
+	ReasonCanaryPodsNotReady = "CanaryPodsNotReady"
 )
 
 // Application event reasons, one event per child write (or refusal).

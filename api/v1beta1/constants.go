@@ -204,6 +204,12 @@ const (
 	// deadline runs. The message names the step, e.g. "step 3 of 7:
 	// paused until promote".
 	ReasonCanaryPaused = "CanaryPaused"
+	// ReasonWeightHolds: Progressing=True, a canary rollout with weight
+	// steps is at a size step beyond the pods its stated weight lets
+	// through (a scale made it so): held with every pod available, no
+	// progress deadline running, until a scale or an edit of the steps.
+	// The message names the step and what the stable side keeps.
+	ReasonWeightHolds = "WeightHolds"
 	// ReasonRolloutAborted: Progressing=False, the rollout exceeded its
 	// progress deadline with OnFailureAbort: every pod goes (or went) back
 	// to the current revision. The message names the aborted revision.

@@ -22,6 +22,9 @@ import (
 type synced struct {
 	outcomes       [numKinds]outcome
 	endpointSlices []discoveryv1.EndpointSlice
+	// weight is the canary's traffic split as planned (Weighed); nil
+	// without one.
+	weight *Split
 }
 
 // summary is one line per child, for the log: present, absent, not ours,
@@ -126,7 +129,21 @@ func computeStatus(app *appsv1beta1.Application, obs synced) appsv1beta1.Applica
 		cond.Status, cond.Message = metav1.ConditionFalse, strings.Join(ready.problems, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
+	capacity(app, obs.weight, &st)
 	return st
+}
+
+// capacity sets CapacityLimited while the route carries less than the
+// canary's weight steps state (Split.Capped), and removes it otherwise.
+func capacity(app *appsv1beta1.Application, w *Split, st *appsv1beta1.ApplicationStatus) {
+	if !w.Capped() {
+		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ApplicationCapacityLimited)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: appsv1beta1.ApplicationCapacityLimited,
+		Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonCanaryPodsNotReady, ObservedGeneration: app.Generation,
+		Message: fmt.Sprintf("the canary carries %d%%, not the %d%% its steps state: no more than its Ready pods' share",
+			w.CanaryWeight, *w.Stated)})
 }
 
 // mirrorDeployment copies the MyDeployment's counters and its Available and

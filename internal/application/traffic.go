@@ -15,6 +15,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
+	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
 // Canary traffic. While the Application's MyDeployment runs a canary
@@ -48,6 +49,16 @@ type Split struct {
 	// CanaryWeight is the canary's share in percent (see Weighed); the
 	// stable Service gets the rest.
 	CanaryWeight int32
+	// Stated is the weight the canary's weight steps state at the step
+	// under way (rollout.StatedWeight); nil without weight steps, the
+	// weight then being the Ready pods' share.
+	Stated *int32
+}
+
+// Capped says w carries less than its steps state: fewer canary pods are
+// Ready than the stated weight needs (Weighed).
+func (w *Split) Capped() bool {
+	return w != nil && !w.Aborted && w.Stated != nil && w.CanaryWeight < *w.Stated
 }
 
 // TrafficSplit is the split md's canary asks for, its weight not yet set
@@ -74,15 +85,34 @@ func TrafficSplit(md *appsv1beta1.MyDeployment) *Split {
 		split.Aborted = true
 		return split
 	}
-	if st := canary.Recorded(md); st != nil && st.Revision == upd && st.Index >= len(steps) {
+	st := canary.Recorded(md)
+	if st != nil && st.Revision == upd && st.Index >= len(steps) {
 		return nil
+	}
+	index := 0 // no record of this rollout yet: its first step
+	if st != nil && st.Revision == upd {
+		index = st.Index
+	}
+	if stated, ok := rollout.StatedWeight(steps, index); ok {
+		split.Stated = &stated
 	}
 	return split
 }
 
+// WeightSteps says annotations (a MyDeployment's) hold canary steps with
+// a weight step, which only a route carries.
+func WeightSteps(annotations map[string]string) bool {
+	v, ok := annotations[appsv1beta1.CanaryStepsAnnotation]
+	steps, err := canary.ParseSteps(v)
+	return ok && err == nil && canary.HasWeights(steps)
+}
+
 // Weighed is split with its weight, from the ready endpoints of the stable
 // and canary Services: the canary's share of the ready pods of both
-// revisions, in percent, rounded; none when aborted. nil (the one Service)
+// revisions, in percent, rounded; none when aborted. With weight steps
+// (split.Stated) the stated weight, capped by that share rounded down
+// (Capped), and 0 while no canary pod is ready: 2% to 1 ready pod of 10,
+// but 10% at most to it when 50% is stated. nil (the one Service)
 // while the Services the weights would send traffic to have no ready
 // endpoint (just made: their EndpointSlices not yet written), so the route
 // never points at an empty Service. Each ready pod so gets an equal share,
@@ -99,6 +129,14 @@ func Weighed(split *Split, stableReady, canaryReady int32) *Split {
 		return nil
 	case split.Aborted:
 		w.CanaryWeight = 0
+	case split.Stated != nil:
+		// Capped by the canary's share; all of it when no stable pod is
+		// ready (the stable Service has nothing to send it to).
+		share := int32(100 * int64(canaryReady) / int64(stableReady+canaryReady))
+		w.CanaryWeight = min(*split.Stated, share)
+		if stableReady == 0 {
+			w.CanaryWeight = 100
+		}
 	default:
 		w.CanaryWeight = int32((200*int64(canaryReady) + int64(stableReady+canaryReady)) / (2 * int64(stableReady+canaryReady)))
 	}

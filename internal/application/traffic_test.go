@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -26,6 +27,7 @@ func canaryMD(steps, record string, replicas int32) *appsv1beta1.MyDeployment {
 
 func TestTrafficSplit(t *testing.T) {
 	const steps = "10%, pause, 50%, pause, 100%, pause"
+	const weights = "weight 2%, 1, pause, weight 10%, pause, weight 50%, 50%, pause"
 	at := func(step int) string { return `{"revision":"shop-2","step":` + strconv.Itoa(step) + `}` }
 	split := &Split{Stable: "shop-1", Canary: "shop-2"}
 	cases := []struct {
@@ -53,6 +55,16 @@ func TestTrafficSplit(t *testing.T) {
 				md.Annotations[appsv1beta1.AbortedRevisionAnnotation] = "shop-2"
 				md.Status.UpdatedReplicas = 0
 			}},
+		{name: "weight steps, no record yet: the first step's weight", md: canaryMD(weights, "", 10),
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2)}},
+		{name: "weight steps, at the pause after the 2% pod", md: canaryMD(weights, at(3), 10),
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2)}},
+		{name: "weight steps, at the pause after weight 10%", md: canaryMD(weights, at(5), 10),
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](10)}},
+		{name: "weight steps, at the last pause", md: canaryMD(weights, at(8), 10),
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](50)}},
+		{name: "weight steps, the record of an older rollout: the first step's weight", md: canaryMD(weights, `{"revision":"shop-0","step":8}`, 10),
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2)}},
 		{name: "an older revision aborted: this rollout goes on", md: canaryMD(steps, at(2), 10),
 			change: func(md *appsv1beta1.MyDeployment) { md.Annotations[appsv1beta1.AbortedRevisionAnnotation] = "shop-0" },
 			want:   split},
@@ -70,13 +82,25 @@ func TestTrafficSplit(t *testing.T) {
 }
 
 func equalSplits(a, b *Split) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	x, y := *a, *b
+	if (x.Stated == nil) != (y.Stated == nil) || x.Stated != nil && *x.Stated != *y.Stated {
+		return false
+	}
+	x.Stated, y.Stated = nil, nil
+	return x == y
 }
 
 func TestWeighed(t *testing.T) {
 	split := &Split{Stable: "shop-1", Canary: "shop-2"}
 	aborted := &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true}
 	weight := func(w int32) *Split { return &Split{Stable: "shop-1", Canary: "shop-2", CanaryWeight: w} }
+	stated := func(s int32) *Split { return &Split{Stable: "shop-1", Canary: "shop-2", Stated: &s} }
+	statedWeight := func(s, w int32) *Split {
+		return &Split{Stable: "shop-1", Canary: "shop-2", Stated: &s, CanaryWeight: w}
+	}
 	cases := []struct {
 		name           string
 		split          *Split
@@ -94,6 +118,17 @@ func TestWeighed(t *testing.T) {
 		{name: "every stable pod gone", split: split, canary: 10, want: weight(100)},
 		{name: "aborted: all to stable", split: aborted, stable: 8, canary: 2, want: &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true}},
 		{name: "aborted, no stable pod ready: the one Service", split: aborted, canary: 2},
+		// Weight steps (issue 54): the stated weight, capped by the Ready share.
+		{name: "2% stated, 1 of 10 pods ready: 2% exactly", split: stated(2), stable: 9, canary: 1, want: statedWeight(2, 2)},
+		{name: "10% stated, 1 of 10 pods ready: 10%, the pod's share", split: stated(10), stable: 9, canary: 1, want: statedWeight(10, 10)},
+		{name: "50% stated, 1 of 10 pods ready: capped at its share", split: stated(50), stable: 9, canary: 1, want: statedWeight(50, 10)},
+		{name: "50% stated, 5 of 10 ready", split: stated(50), stable: 5, canary: 5, want: statedWeight(50, 50)},
+		{name: "50% stated, 1 of 3 ready: the share rounded down", split: stated(50), stable: 2, canary: 1, want: statedWeight(50, 33)},
+		{name: "2% stated, no canary pod ready: nothing", split: stated(2), stable: 10, want: statedWeight(2, 0)},
+		{name: "2% stated, no stable pod ready: all to the canary, none to an empty Service", split: stated(2), canary: 3, want: statedWeight(2, 100)},
+		{name: "0% stated before the first weight step", split: stated(0), stable: 9, canary: 1, want: statedWeight(0, 0)},
+		{name: "stated, aborted: nothing", split: &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true, Stated: ptr.To[int32](50)},
+			stable: 5, canary: 5, want: &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true, Stated: ptr.To[int32](50)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,5 +182,33 @@ func TestWeighLeavesAllButOurRefs(t *testing.T) {
 	}
 	if w := weigh([]gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("shop", ptr.To(int32(3)))}}}, app, nil); *w[0].BackendRefs[0].Weight != 3 {
 		t.Errorf("the Service's own weight was not kept without a split: %+v", w[0].BackendRefs)
+	}
+}
+
+// TestCapacityCondition: CapacityLimited is True while the route carries
+// less than the steps state, and goes once it carries the stated weight
+// (or there are no weight steps, or the rollout aborted).
+func TestCapacityCondition(t *testing.T) {
+	app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "shop", Generation: 3}}
+	capped := Weighed(&Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](50)}, 9, 1)
+	var st appsv1beta1.ApplicationStatus
+	capacity(app, capped, &st)
+	c := meta.FindStatusCondition(st.Conditions, appsv1beta1.ApplicationCapacityLimited)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != appsv1beta1.ReasonCanaryPodsNotReady ||
+		c.Message != "the canary carries 10%, not the 50% its steps state: no more than its Ready pods' share" || c.ObservedGeneration != 3 {
+		t.Fatalf("capped at 10 of 50: condition %+v", c)
+	}
+	for _, w := range []*Split{
+		Weighed(&Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](50)}, 5, 5),
+		Weighed(&Split{Stable: "shop-1", Canary: "shop-2"}, 9, 1),
+		Weighed(&Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](50), Aborted: true}, 9, 1),
+		nil,
+	} {
+		was := st
+		was.Conditions = append([]metav1.Condition(nil), st.Conditions...)
+		capacity(app, w, &was)
+		if c := meta.FindStatusCondition(was.Conditions, appsv1beta1.ApplicationCapacityLimited); c != nil {
+			t.Errorf("split %+v: condition %+v left, want it gone", w, c)
+		}
 	}
 }

@@ -55,6 +55,7 @@ const (
 	statusWaitingForConfig = "Waiting for config"
 	statusWaitingForHook   = "Waiting for hook"
 	statusWaveBaking       = "Wave baking"
+	statusWeightHolds      = "Held by weight"
 	statusPaused           = "Paused"
 	statusDraining         = "Draining"
 	statusProgressing      = "Progressing"
@@ -84,6 +85,8 @@ func rolloutState(md *appsv1beta1.MyDeployment, draining bool) string {
 		return statusWaitingForHook
 	case progressing != nil && progressing.Reason == status.ReasonWaveBaking:
 		return statusWaveBaking
+	case progressing != nil && progressing.Reason == appsv1beta1.ReasonWeightHolds:
+		return statusWeightHolds
 	case md.Spec.Paused:
 		return statusPaused
 	case draining:
@@ -102,10 +105,10 @@ func rolloutState(md *appsv1beta1.MyDeployment, draining bool) string {
 }
 
 // moduleWaits says Progressing's reason is a module's wait that is not a
-// failure (a hook's Job running, a wave's bake): its message says what the
-// rollout waits for.
+// failure (a hook's Job running, a wave's bake, a step the weight holds):
+// its message says what the rollout waits for.
 func moduleWaits(reason string) bool {
-	return reason == hooks.ReasonWaitingForHook || reason == status.ReasonWaveBaking
+	return reason == hooks.ReasonWaitingForHook || reason == status.ReasonWaveBaking || reason == appsv1beta1.ReasonWeightHolds
 }
 
 // abortedRevision is the number of the revision whose rollout was aborted:

@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -18,7 +19,8 @@ type Canary struct {
 	Promote CanaryPromote
 }
 
-// CanaryStep is one step of a canary: a size (Pause false) or a pause.
+// CanaryStep is one step of a canary: a size (Pause and Weight false), a
+// pause or a weight.
 type CanaryStep struct {
 	// Size is how many pods the step moves to the update revision: a count
 	// or a percentage of spec.replicas, rounded up (Size.Pods).
@@ -26,11 +28,20 @@ type CanaryStep struct {
 	// Pause: the step waits, for Duration, or for a promote when Duration is 0.
 	Pause    bool
 	Duration time.Duration
+	// Weight: a weight step ("weight N%"): from it on the route's canary
+	// weight is stated as Percent (see StatedWeight); it ends at once.
+	Weight  bool
+	Percent int32
 }
+
+// IsSize says s is a size step.
+func (s CanaryStep) IsSize() bool { return !s.Pause && !s.Weight }
 
 // String is the step as the annotation spells it.
 func (s CanaryStep) String() string {
 	switch {
+	case s.Weight:
+		return fmt.Sprintf("weight %d%%", s.Percent)
 	case s.Pause && s.Duration > 0:
 		return "pause " + s.Duration.String()
 	case s.Pause:
@@ -130,6 +141,15 @@ func (p CanaryPromote) Ends(st CanaryState) bool {
 // end in one plan (a size already reached, a pause promoted); the plan
 // then takes the pods towards the step it is at.
 //
+// Weight steps ("weight N%") state the route's canary weight from them on
+// (StatedWeight; the Application writes the route, capped by the canary's
+// Ready pods). A list with a weight step keeps the stable side at least
+// StableFloor pods at every step, one pod's share at most below its
+// weight, as the larger of two partitions: before the first weight step
+// (stated 0) every pod is held, and a size step beyond the weight's pods
+// (weightPods) cannot end; it holds there (CanaryProgress.WeightHeld).
+// A weight step itself ends at once, with no analysis.
+//
 // With analysis (Input.Analysis), a size step whose pods are available, or
 // a timed pause that has run its time, ends only if the analysis passed
 // that very step (AnalysisGate.Ends); until then the rollout holds there
@@ -156,6 +176,9 @@ type CanaryProgress struct {
 	// Analyzing says State's step is done but for its analysis
 	// (Input.Analysis): the rollout holds there until the analysis passes.
 	Analyzing bool
+	// WeightHeld says State's step is a size step the stated weight does
+	// not let through (StableFloor): it holds there until a scale lets it.
+	WeightHeld bool
 	// wait, when positive, is when the timed pause under way ends.
 	wait time.Duration
 }
@@ -205,8 +228,16 @@ func (s podSet) canaryStep(in Input) *CanaryProgress {
 			st = CanaryState{Revision: st.Revision, Index: len(c.Steps)}
 			continue
 		case c.Promote.Ends(st):
-		case !step.Pause && available < step.Size.Pods(replicas):
-			return canaryProgress(c, st, replicas, 0)
+		case step.Weight:
+		case step.IsSize() && available < step.Size.Pods(replicas):
+			p := canaryProgress(c, st, replicas, 0)
+			if step.Size.Pods(replicas) > replicas-p.Held { // only the floor holds more than the step's size
+				stated, _ := StatedWeight(c.Steps, st.Index)
+				p.WeightHeld = true
+				p.Message += fmt.Sprintf(", held by the weight: the stable side carries %d%% and keeps %d of %d pods",
+					100-stated, p.Held, replicas)
+			}
+			return p
 		case step.Pause && step.Duration == 0:
 			return canaryProgress(c, st, replicas, 0)
 		case step.Pause:
@@ -238,7 +269,7 @@ func canaryProgress(c *Canary, st CanaryState, replicas int32, wait time.Duratio
 		Record:  newStep || !rec.PausedAt.Equal(st.PausedAt),
 		NewStep: newStep,
 		Paused:  st.Index < len(c.Steps) && c.Steps[st.Index].Pause,
-		Held:    canaryHeld(c.Steps, st.Index, replicas),
+		Held:    max(canaryHeld(c.Steps, st.Index, replicas), StableFloor(c.Steps, st.Index, replicas)),
 		Message: st.Describe(c.Steps),
 		wait:    wait,
 	}
@@ -252,9 +283,54 @@ func canaryHeld(steps []CanaryStep, i int, replicas int32) int32 {
 		return 0
 	}
 	for ; i >= 0; i-- {
-		if !steps[i].Pause {
+		if steps[i].IsSize() {
 			return replicas - steps[i].Size.Pods(replicas)
 		}
 	}
 	return replicas
+}
+
+// StatedWeight is the route's canary weight stated at step i of steps,
+// in percent: the last weight step's up to i, 0 before the first; ok is
+// false when steps have no weight step (the weight is then the Ready
+// pods' share, internal/application).
+func StatedWeight(steps []CanaryStep, i int) (percent int32, ok bool) {
+	if !slices.ContainsFunc(steps, func(s CanaryStep) bool { return s.Weight }) {
+		return 0, false
+	}
+	for i = min(i, len(steps)-1); i >= 0; i-- {
+		if steps[i].Weight {
+			return steps[i].Percent, true
+		}
+	}
+	return 0, true
+}
+
+// StableFloor is how many pods the stable side keeps at step i of steps
+// of replicas (stableFloor); 0 without weight steps, or once every step
+// is done.
+func StableFloor(steps []CanaryStep, i int, replicas int32) int32 {
+	stated, ok := StatedWeight(steps, i)
+	if !ok || i >= len(steps) {
+		return 0
+	}
+	return stableFloor(stated, replicas)
+}
+
+// stableFloor is floor(replicas x (100 - stated) / 100), so the stable
+// side never carries a pod's share more than its pods, and at least one
+// pod while it carries anything (1 replica at 98%: the one pod stays).
+func stableFloor(stated, replicas int32) int32 {
+	r := int64(max(replicas, 0))
+	floor := int32(r * int64(100-stated) / 100)
+	if stated < 100 && r > 0 {
+		floor = max(floor, 1)
+	}
+	return floor
+}
+
+// WeightPods is how many pods of replicas the canary may have at stated
+// weight percent: replicas less the stable side's floor.
+func WeightPods(stated, replicas int32) int32 {
+	return max(replicas, 0) - stableFloor(stated, replicas)
 }

@@ -22,6 +22,9 @@ type canaryRun struct {
 	// scaled: Replicas changed mid-run, so the bounds are checked per
 	// step (no step makes them worse), as reconcileRecorded does.
 	scaled bool
+	// floor: after every reconcile, the stable side keeps at least the
+	// floor its stated weight holds (StableFloor).
+	floor bool
 }
 
 func newCanaryRun(t *testing.T, ready readiness, f fence, replicas int32, steps string) *canaryRun {
@@ -54,6 +57,9 @@ func (r *canaryRun) step() Plan {
 		c.State = p.Canary.State
 		r.in.Canary = &c
 		r.seen = append(r.seen, p.Canary.State.Index)
+		if floor := StableFloor(c.Steps, c.State.Index, r.in.Replicas); r.floor && r.c.activeOf(revOld) < int(floor) {
+			r.t.Fatalf("at step %d: %d stable pods, below the floor %d its weight keeps", c.State.Index+1, r.c.activeOf(revOld), floor)
+		}
 	}
 	return p
 }
@@ -209,6 +215,37 @@ func TestCanaryAnalysisSimulation(t *testing.T) {
 					t.Fatal("no step held for its analysis")
 				}
 			})
+		}
+	}
+}
+
+// TestCanaryWeightSimulation runs the weight steps (2% to one pod,
+// 10%, 50% to half) for many settings, promoting each pause: the stable
+// side never below the floor its stated weight keeps (checked after every
+// reconcile), one pod at the 2% and 10% pauses, half at the last, every
+// step seen in order.
+func TestCanaryWeightSimulation(t *testing.T) {
+	for _, replicas := range []int32{2, 3, 10, 25} { // 1 holds (TestComputeCanaryWeights)
+		for _, f := range fences {
+			for _, ready := range readinessPatterns[:3] {
+				t.Run(fmt.Sprintf("replicas=%d/fence=%s/%s", replicas, f, ready.name), func(t *testing.T) {
+					r := newCanaryRun(t, ready, f, replicas, weightSteps)
+					r.floor = true
+					steps := r.in.Canary.Steps
+					for _, pause := range []int{2, 4, 7} {
+						p := r.until(fmt.Sprintf("step %d", pause+1), r.atStep(pause))
+						// The size steps' pods: "1" at the 2% and 10% pauses, "50%" at the last.
+						want := map[int]int32{2: 1, 4: 1, 7: (replicas + 1) / 2}[pause]
+						if n := r.c.activeOf(revNew); n != int(want) {
+							t.Fatalf("at %q: %d pods of the new revision, want %d", p.Canary.Message, n, want)
+						}
+						r.in = promoted(r.in, CanaryPromote{Revision: revNew, Index: pause})
+					}
+					r.until("converged", func(Plan) bool { return r.c.converged(r.in) })
+					r.step()
+					assertStepsInOrder(t, r.seen, len(steps))
+				})
+			}
 		}
 	}
 }

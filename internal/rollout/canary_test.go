@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 const canarySteps = "1, pause 30s, 25%, pause, 50%, pause 5m, 100%"
 
 // parseSteps reads a step list as the annotation spells it, for the
-// planner's tables: sizes, "pause" and "pause <duration>". The canary
+// planner's tables: sizes, "pause", "pause <duration>" and "weight <p>%". The canary
 // module's parse (internal/optin/canary), which imports this package, is
 // the one that refuses lists; its tests hold what it refuses.
 func parseSteps(v string) ([]CanaryStep, error) {
@@ -24,6 +25,14 @@ func parseSteps(v string) ([]CanaryStep, error) {
 		item = strings.TrimSpace(item)
 		if item == "pause" {
 			steps = append(steps, CanaryStep{Pause: true})
+			continue
+		}
+		if w, ok := strings.CutPrefix(item, "weight "); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(w), "%"))
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, CanaryStep{Weight: true, Percent: int32(n)})
 			continue
 		}
 		if d, ok := strings.CutPrefix(item, "pause "); ok {
@@ -191,7 +200,7 @@ func checkCanary(t testing.TB, in Input, c *CanaryProgress) {
 	if c.NewStep != moved || c.Record != (moved || !rec.PausedAt.Equal(c.State.PausedAt)) {
 		t.Fatalf("canary record %+v for %+v: Record %v NewStep %v", rec, c.State, c.Record, c.NewStep)
 	}
-	if want := canaryHeld(steps, c.State.Index, max(in.Replicas, 0)); c.Held != want || want < 0 {
+	if want := max(canaryHeld(steps, c.State.Index, max(in.Replicas, 0)), StableFloor(steps, c.State.Index, max(in.Replicas, 0))); c.Held != want || want < 0 {
 		t.Fatalf("canary holds %d at step %d, want %d", c.Held, c.State.Index+1, want)
 	}
 }
@@ -269,5 +278,91 @@ func TestCanaryDescribe(t *testing.T) {
 		if got := tc.st.Describe(steps); got != tc.want {
 			t.Fatalf("%+v: %q, want %q", tc.st, got, tc.want)
 		}
+	}
+}
+
+// weightSteps are the weight steps: 2% to one pod, 10%, then 50%
+// to half the pods.
+const weightSteps = "weight 2%, 1, pause, weight 10%, pause, weight 50%, 50%, pause"
+
+func TestStatedWeightAndStableFloor(t *testing.T) {
+	steps, err := parseSteps(weightSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		index       int
+		replicas    int32
+		stated      int32
+		floor, pods int32
+	}{
+		{index: 0, replicas: 10, stated: 2, floor: 9, pods: 1},
+		{index: 2, replicas: 10, stated: 2, floor: 9, pods: 1},
+		{index: 3, replicas: 10, stated: 10, floor: 9, pods: 1},
+		{index: 5, replicas: 10, stated: 50, floor: 5, pods: 5},
+		{index: 7, replicas: 10, stated: 50, floor: 5, pods: 5},
+		{index: 8, replicas: 10, stated: 50, floor: 0, pods: 5}, // every step done: nothing held
+		{index: 0, replicas: 100, stated: 2, floor: 98, pods: 2},
+		{index: 0, replicas: 1, stated: 2, floor: 1, pods: 0}, // one replica: no canary pod at any weight below 100%
+		{index: 5, replicas: 3, stated: 50, floor: 1, pods: 2},
+		{index: 0, replicas: 0, stated: 2, floor: 0, pods: 0},
+	} {
+		stated, ok := StatedWeight(steps, tc.index)
+		floor, pods := StableFloor(steps, tc.index, tc.replicas), WeightPods(stated, tc.replicas)
+		if !ok || stated != tc.stated || floor != tc.floor || pods != tc.pods {
+			t.Errorf("step %d of %d replicas: stated %d (%v), floor %d, pods %d; want %d, %d, %d",
+				tc.index+1, tc.replicas, stated, ok, floor, pods, tc.stated, tc.floor, tc.pods)
+		}
+	}
+	before, _ := parseSteps("pause, weight 5%")
+	if stated, ok := StatedWeight(before, 0); !ok || stated != 0 || StableFloor(before, 0, 10) != 10 {
+		t.Errorf("before the first weight step: stated %d (%v), floor %d; want 0, every pod", stated, ok, StableFloor(before, 0, 10))
+	}
+	plain, _ := parseSteps(canarySteps)
+	if _, ok := StatedWeight(plain, 2); ok || StableFloor(plain, 2, 10) != 0 {
+		t.Errorf("steps without a weight state none and hold no floor")
+	}
+}
+
+func TestComputeCanaryWeights(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		in           Input
+		index        int
+		held, create int32
+		weightHeld   bool
+		message      string
+	}{
+		{name: "a weight step ends at once: step 2 moves one pod, the stable side keeps 9 for its 98%",
+			in: stepped(t, weightSteps, 10, -1, pods("old", revOld, 10)), index: 1, held: 9, create: 1, message: "step 2 of 8: 1"},
+		{name: "the pause after it holds the pod",
+			in: stepped(t, weightSteps, 10, 2, pods("old", revOld, 9), pods("new", revNew, 1)), index: 2, held: 9},
+		{name: "weight 10% promoted past its pause: still one pod, 9 stable for 90%",
+			in:    promoted(stepped(t, weightSteps, 10, 2, pods("old", revOld, 9), pods("new", revNew, 1)), CanaryPromote{Revision: revNew, Index: 2}),
+			index: 4, held: 9},
+		{name: "weight 50% then 50%: five pods",
+			in:    promoted(stepped(t, weightSteps, 10, 4, pods("old", revOld, 9), pods("new", revNew, 1)), CanaryPromote{Revision: revNew, Index: 4}),
+			index: 6, held: 5, create: 1},
+		{name: "a count beyond the weight's pods (scaled from 10 to 4): held by the weight",
+			in:    stepped(t, "weight 10%, 1, pause, weight 20%, 2, pause", 4, 4, pods("old", revOld, 3), pods("new", revNew, 1)),
+			index: 4, held: 3, weightHeld: true,
+			message: "step 5 of 6: 2, held by the weight: the stable side carries 80% and keeps 3 of 4 pods"},
+		{name: "one replica: its pod stays stable while it carries 98%",
+			in: stepped(t, weightSteps, 1, -1, pods("old", revOld, 1)), index: 1, held: 1, weightHeld: true,
+			message: "step 2 of 8: 1, held by the weight: the stable side carries 98% and keeps 1 of 1 pods"},
+		{name: "a pause before the first weight holds every pod",
+			in: stepped(t, "pause, weight 10%, 10%", 10, -1, pods("old", revOld, 10)), index: 0, held: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Compute(tc.in)
+			checkPlan(t, tc.in, p)
+			c := p.Canary
+			if c == nil || c.State.Index != tc.index || c.Held != tc.held || p.Creates() != tc.create || c.WeightHeld != tc.weightHeld {
+				t.Fatalf("canary %+v, %s; want index %d held %d create %d weight held %v", c, describe(p), tc.index, tc.held, tc.create, tc.weightHeld)
+			}
+			if tc.message != "" && c.Message != tc.message {
+				t.Fatalf("message %q, want %q", c.Message, tc.message)
+			}
+		})
 	}
 }

@@ -23,10 +23,10 @@ func RolloutComplete(md *appsv1beta1.MyDeployment, st *appsv1beta1.MyDeploymentS
 
 // PartitionHeld reports whether st says the rollout went as far as its
 // partition lets it (Progressing=True, PartitionAvailable), or as far as
-// its canary step before a pause (CanaryPaused).
+// its canary step before a pause (CanaryPaused) or its weight (WeightHolds).
 func PartitionHeld(st *appsv1beta1.MyDeploymentStatus) bool {
 	c := Get(st, appsv1beta1.ConditionProgressing)
-	return c != nil && (c.Reason == appsv1beta1.ReasonPartitionAvailable || c.Reason == appsv1beta1.ReasonCanaryPaused)
+	return c != nil && (c.Reason == appsv1beta1.ReasonPartitionAvailable || canaryHeld(c.Reason))
 }
 
 // Stopped reports whether st says the rollout does not go forward until

@@ -287,8 +287,11 @@ func progressTracked(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32,
 	switch {
 	case pausedAtCanaryStep(in, s, desired):
 		// Waiting, not failing: no deadline runs. Each pause says which.
-		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonCanaryPaused,
-			in.Canary.Message, now))
+		reason := appsv1beta1.ReasonCanaryPaused
+		if in.Canary.WeightHeld {
+			reason = appsv1beta1.ReasonWeightHolds
+		}
+		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, reason, in.Canary.Message, now))
 		return 0, false
 	case bakingWave(in, s, desired):
 		hold(s, current, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, ReasonWaveBaking, in.Wave.Message, now))
@@ -303,7 +306,7 @@ func progressTracked(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32,
 		set(s, cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonNewRevisionAvailable,
 			fmt.Sprintf("MyDeployment %q has successfully progressed.", md.Name), now))
 		return 0, false
-	case progressed(old, *s) || current.Reason == appsv1beta1.ReasonCanaryPaused && in.Canary != nil ||
+	case progressed(old, *s) || canaryHeld(current.Reason) && in.Canary != nil ||
 		current.Reason == ReasonWaveBaking:
 		// A pause or a bake that ended restarts the deadline as progress does.
 		c := cond(appsv1beta1.ConditionProgressing, corev1.ConditionTrue, appsv1beta1.ReasonRevisionUpdated,
@@ -320,7 +323,7 @@ func progressTracked(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32,
 		c.Message = in.Wave.Message
 		remove(s, appsv1beta1.ConditionProgressing)
 		s.Conditions = append(s.Conditions, c)
-	case current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded, current.Reason == appsv1beta1.ReasonCanaryPaused:
+	case current.Reason == appsv1beta1.ReasonProgressDeadlineExceeded, canaryHeld(current.Reason):
 		// A pause is left as it is by a sync that planned nothing: no
 		// deadline runs from it.
 		return 0, false
@@ -394,14 +397,19 @@ func hold(s *appsv1beta1.MyDeploymentStatus, current *appsv1.DeploymentCondition
 	set(s, c)
 }
 
-// pausedAtCanaryStep: a canary rollout is at a pause, or waits for a
-// step's analysis, with the pods at the step's shares: the generation observed, desired pods, all
+// pausedAtCanaryStep: a canary rollout is at a pause, waits for a step's
+// analysis, or is held by its stated weight, with the pods at the step's shares: the generation observed, desired pods, all
 // available, none terminating, desired-held of them updated.
 func pausedAtCanaryStep(in Input, s *appsv1beta1.MyDeploymentStatus, desired int32) bool {
 	c := in.Canary
-	return c != nil && (c.Paused || c.Analyzing) && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
+	return c != nil && (c.Paused || c.Analyzing || c.WeightHeld) && s.ObservedGeneration >= in.Object.Generation && s.Replicas == desired &&
 		s.AvailableReplicas == desired && s.UpdatedReplicas == desired-min(max(c.Held, 0), desired) &&
 		ptr.Deref(s.TerminatingReplicas, 0) == 0
+}
+
+// canaryHeld: reason is a canary's hold (a pause, an analysis, a weight).
+func canaryHeld(reason string) bool {
+	return reason == appsv1beta1.ReasonCanaryPaused || reason == appsv1beta1.ReasonWeightHolds
 }
 
 // bakingWave: a waves rollout's done wave bakes with every pod

@@ -126,6 +126,21 @@ func AppCases() []AppCase {
 				a.Spec.Route = &appsv1beta1.ApplicationRouteSpec{}
 			},
 			Field: "spec.service", Why: "an HTTPRoute routes to the Application's Service", By: Webhook},
+		{Name: "weight steps without a route",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{
+					appsv1beta1.CanaryStepsAnnotation: "weight 5%, 1, pause, weight 50%, 50%"}}
+			},
+			Field: "spec.deployment.metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]",
+			Why:   "weight steps need spec.route", By: Webhook},
+		{Name: "weight steps whose size runs ahead of the weight",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Route = RouteTo(a.Name)
+				a.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{
+					appsv1beta1.CanaryStepsAnnotation: "weight 5%, 50%"}}
+			},
+			Field: "spec.deployment.metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]",
+			Why:   `step 2 "50%" exceeds the weight stated at step 1 (5%)`, By: Webhook},
 		{Name: "a route backend naming the canary Service, which the Application weighs itself",
 			Change: func(a *appsv1beta1.Application) { a.Spec.Route = RouteTo(a.Name + "-canary") },
 			Field:  "spec.route.rules[0].backendRefs[0].name", Why: "names a Service the Application makes for a canary's traffic", By: Webhook},

@@ -361,6 +361,16 @@ func Cases() []Case {
 			Field: canaryField, Why: "a pause's duration must be positive", By: Webhook},
 		{Name: "canary sizes decreasing", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "50%, pause, 25%"),
 			Field: canaryField, Why: "sizes must not decrease", By: Webhook},
+		{Name: "canary weight not a percentage", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "weight 5, 1"),
+			Field: canaryField, Why: `step 1 "weight 5": a weight must be a percentage from 0% to 100%`, By: Webhook},
+		{Name: "canary weights decreasing", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "weight 10%, 1, weight 5%"),
+			Field: canaryField, Why: "weights must not decrease", By: Webhook},
+		{Name: "canary size before the first weight step", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "1, weight 10%"),
+			Field: canaryField, Why: `step 1 "1" comes before any weight step`, By: Webhook},
+		{Name: "canary size beyond the weight stated before it", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "weight 10%, 50%"),
+			Field: canaryField, Why: `step 2 "50%" exceeds the weight stated at step 1 (10%)`, By: Webhook},
+		{Name: "canary weight steps on a MyDeployment no Application controls", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "weight 10%, 10%"),
+			Field: canaryField, Why: "weight steps need an Application with spec.route", By: Webhook},
 		{Name: "canary steps with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
 			recreate(m)
 			annotate(appsv1beta1.CanaryStepsAnnotation, "1, pause, 100%")(m)

@@ -193,6 +193,10 @@ spec:
 		canaryTrafficOnRoute(ns) // after the test above: the Gateway API CRDs are installed
 	})
 
+	It("sends stated weights to few pods: 2% and 10% to one pod of ten, 50% to five, capped by the Ready pods on the way", func() {
+		weightStepsOnRoute(ns) // after the tests above: the Gateway API CRDs are installed
+	})
+
 	It("aborts a canary whose analysis fails, its route back to the one Service", func() {
 		abortedTrafficOnRoute(ns) // after the tests above: the Gateway API CRDs are installed
 	})

@@ -266,6 +266,92 @@ spec:
 	kubectl("delete", "mdapp", app, "--wait=true")
 }
 
+// weightStepsOnRoute drives an Application with a route through weight
+// steps (issue 54: "weight 2%, 1, pause, weight 10%, pause, weight 50%,
+// 50%, pause") on 10 replicas, in ns, on a cluster with the Gateway API
+// CRDs: the route carries exactly 2/98 with one canary pod and nine
+// stable, 10/90 with the same one pod, 50/50 with five; the canary's
+// weight only grows; a filter added by hand stays in every version of
+// the route; promoted at
+// the last pause, the rollout completes and the route points at the one
+// Service again.
+func weightStepsOnRoute(ns string) {
+	const app = "weights"
+	get := func(kind, jsonpath string) func() string { return utils.JSONPath(jsonpath, "-n", ns, kind, app) }
+	backends := get("httproute", `{range .spec.rules[0].backendRefs[*]}{.name}={.weight},{end}`)
+	promote := func() {
+		GinkgoHelper()
+		out, err := utils.Run(exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"), "-n", ns, "rollout", "promote", app))
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+	canaryPods := func(revision string, n int) {
+		GinkgoHelper()
+		Eventually(func() []string { return readyPodsOf(ns, revision) }, time.Minute, 250*time.Millisecond).Should(HaveLen(n))
+		Consistently(func() []string { return readyPodsOf(ns, revision) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(n))
+	}
+	utils.MustApply(`apiVersion: apps.mydeployment.io/v1beta1
+kind: Application
+metadata:
+  name: ` + app + `
+  namespace: ` + ns + `
+spec:
+  deployment:
+    image: "nginx:1.27"
+    replicas: 10
+    port: 80
+    metadata:
+      annotations: {apps.mydeployment.io/canary-steps: "weight 2%, 1, pause, weight 10%, pause, weight 50%, 50%, pause"}
+  service: {}
+  route:
+    parentRefs: [{name: gateway}]
+    hostnames: [weights.example.com]
+`)
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+	Eventually(get("md", "{.status.availableReplicas}"), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
+	stable := get("md", "{.status.currentRevision}")()
+	addFilterByHand(ns, app)
+	watch := watchRoute(ns, app)
+	Eventually(func() int { watch.mu.Lock(); defer watch.mu.Unlock(); return len(watch.versions) }, 10*time.Second, 100*time.Millisecond).
+		Should(BeNumerically(">", 0))
+
+	By("a new image: weight 2% to one pod of ten, nine stable")
+	utils.MustKubectl("-n", ns, "patch", "mdapp", app, "--type=merge", "-p", `{"spec":{"deployment":{"image":"nginx:1.28"}}}`)
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "-stable=98," + app + "-canary=2,"))
+	canary := get("md", "{.status.updateRevision}")()
+	Expect(canary).NotTo(Equal(stable))
+	canaryPods(canary, 1)
+	Expect(readyPodsOf(ns, stable)).To(HaveLen(9))
+	Expect(get("mdapp", `{.status.conditions[?(@.type=="CapacityLimited")].status}`)()).To(BeEmpty(), "2% is below the pod's share")
+
+	By("promoted: weight 10% to the same one pod")
+	promote()
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "-stable=90," + app + "-canary=10,"))
+	canaryPods(canary, 1)
+
+	By("promoted: weight 50%, then half the pods")
+	promote()
+	Eventually(backends, 2*time.Minute, 250*time.Millisecond).Should(Equal(app + "-stable=50," + app + "-canary=50,"))
+	canaryPods(canary, 5)
+	Expect(readyPodsOf(ns, stable)).To(HaveLen(5))
+	Expect(get("mdapp", `{.status.conditions[?(@.type=="CapacityLimited")].status}`)()).To(BeEmpty(), "50% carried as stated")
+
+	By("promoted at the last pause: the rollout completes, the route points at the one Service again")
+	promote()
+	Eventually(backends, 2*time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+	Eventually(get("md", "{.status.currentRevision}"), time.Minute, 250*time.Millisecond).Should(Equal(canary))
+
+	versions := watch.stop()
+	By("every version of the route kept the filter; the canary's weights: " + strings.Join(versions, " "))
+	for _, v := range versions {
+		Expect(v).To(HaveSuffix("|X-Added-By,"), "a version of the route without the filter added by hand")
+	}
+	weights := canaryWeights(app, versions)
+	Expect(weights).To(ContainElements(2, 10, 50))
+	Expect(sort.IntsAreSorted(weights)).To(BeTrue(), "canary weights %v", weights)
+	Expect(slices.Max(weights)).To(BeNumerically("<=", 50), "never past the last weight stated: %v", weights)
+	utils.MustKubectl("-n", ns, "delete", "mdapp", app, "--wait=true")
+}
+
 // abortedTrafficOnRoute drives an Application with a route, canary steps
 // (10%, 50%, 100%) and canary analysis against a real Prometheus engine
 // (bin/e2e-prometheus scraping an exporter the spec controls), in ns, on a

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
@@ -74,6 +75,9 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 	case partitioned:
 		errs = append(errs, field.Forbidden(path,
 			"canary steps cannot be set together with "+appsv1beta1.PartitionAnnotation+": the steps set the partition"))
+	case HasWeights(steps) && !ownedByApplication(md):
+		errs = append(errs, field.Forbidden(path,
+			"weight steps need an Application with spec.route: they state its route's weight, and this MyDeployment is no Application's"))
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -123,14 +127,28 @@ var (
 	_ optin.Stepper   = (*Canary)(nil)
 )
 
+// HasWeights says steps have a weight step.
+func HasWeights(steps []rollout.CanaryStep) bool {
+	_, ok := rollout.StatedWeight(steps, 0)
+	return ok
+}
+
+// ownedByApplication: md's controller is an Application.
+func ownedByApplication(md *appsv1beta1.MyDeployment) bool {
+	ref := metav1.GetControllerOf(md)
+	return ref != nil && ref.Kind == "Application" && ref.APIVersion == appsv1beta1.GroupVersion.String()
+}
+
 // maxSteps bounds a step list (a list this long is a mistake).
 const maxSteps = 100
 
 // ParseSteps parses a CanaryStepsAnnotation value: comma-separated
-// steps, each a size ("<n>" or "<p>%" with p from 0 to 100), "pause", or
-// "pause <duration>" (a positive Go duration). Sizes of the same kind
-// (counts, percentages) must not decrease. The error says which step is
-// wrong and why.
+// steps, each a size ("<n>" or "<p>%" with p from 0 to 100), "pause",
+// "pause <duration>" (a positive Go duration), or "weight <p>%". Sizes of
+// the same kind (counts, percentages) must not decrease, nor weights. In a
+// list with a weight step the pods follow the weight (rollout.StableFloor):
+// no size step before the first weight step, and no percentage beyond the
+// weight stated before it. The error says which step is wrong and why.
 func ParseSteps(v string) ([]rollout.CanaryStep, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, fmt.Errorf(`must list at least one step, e.g. "1, pause 30s, 25%%, pause, 100%%"`)
@@ -146,7 +164,7 @@ func ParseSteps(v string) ([]rollout.CanaryStep, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %d %q: %w", i+1, strings.TrimSpace(item), err)
 		}
-		if !s.Pause {
+		if s.IsSize() {
 			if j := last[s.Size.Percent]; j > 0 && steps[j-1].Size.Value > s.Size.Value {
 				return nil, fmt.Errorf("step %d %q is smaller than step %d %q: sizes must not decrease", i+1, s, j, steps[j-1])
 			}
@@ -154,10 +172,50 @@ func ParseSteps(v string) ([]rollout.CanaryStep, error) {
 		}
 		steps = append(steps, s)
 	}
+	if err := weightsFirst(steps); err != nil {
+		return nil, err
+	}
 	return steps, nil
 }
 
+// weightsFirst checks that in steps with a weight step the pods follow
+// the weight: weights do not decrease, no size step comes before the
+// first weight step, and no percentage exceeds the weight stated before
+// it. A count beyond the weight's pods depends on spec.replicas, which a
+// scale changes: the rollout holds there (rollout.CanaryProgress.WeightHeld).
+func weightsFirst(steps []rollout.CanaryStep) error {
+	if !HasWeights(steps) {
+		return nil
+	}
+	stated, at := int32(-1), 0 // the weight in force and its step, from 1
+	for i, s := range steps {
+		switch {
+		case s.Weight && s.Percent < stated:
+			return fmt.Errorf("step %d %q is below step %d %q: weights must not decrease", i+1, s, at, steps[at-1])
+		case s.Weight:
+			stated, at = s.Percent, i+1
+		case s.Pause:
+		case stated < 0:
+			return fmt.Errorf("step %d %q comes before any weight step: its pods would get no traffic while the "+
+				"stable side keeps every pod; state a weight first (\"weight 10%%, %s\")", i+1, s, s)
+		case s.Size.Percent && s.Size.Value > stated:
+			return fmt.Errorf("step %d %q exceeds the weight stated at step %d (%d%%): the stable side keeps its "+
+				"pods for its traffic; state a weight of at least %d%% before it (the rollout completes after the last step anyway)",
+				i+1, s, at, stated, s.Size.Value)
+		}
+	}
+	return nil
+}
+
 func parseStep(item string) (rollout.CanaryStep, error) {
+	if w, ok := strings.CutPrefix(item, "weight "); ok {
+		w = strings.TrimSpace(w)
+		n, err := strconv.Atoi(strings.TrimSuffix(w, "%"))
+		if err != nil || !strings.HasSuffix(w, "%") || n < 0 || n > 100 || w != strconv.Itoa(n)+"%" {
+			return rollout.CanaryStep{}, fmt.Errorf(`a weight must be a percentage from 0%% to 100%%, like "weight 5%%"`)
+		}
+		return rollout.CanaryStep{Weight: true, Percent: int32(n)}, nil
+	}
 	if item == "pause" {
 		return rollout.CanaryStep{Pause: true}, nil
 	}

@@ -41,6 +41,19 @@ func TestParseSteps(t *testing.T) {
 		{value: "50%, pause, 25%", err: `step 3 "25%" is smaller than step 1 "50%": sizes must not decrease`},
 		{value: "3, 2", err: "sizes must not decrease"},
 		{value: strings.Repeat("1,", 100) + "1", err: "at most 100 steps"},
+		// Weight steps (issue 54): the pods follow the weight.
+		{value: "weight 2%, 1, pause, weight 10%, pause, weight 50%, 50%, pause", want: "weight 2%|1|pause|weight 10%|pause|weight 50%|50%|pause"},
+		{value: "weight 0%, pause, weight 100%, 100%", want: "weight 0%|pause|weight 100%|100%"},
+		{value: "weight 10%, 10%, 5", want: "weight 10%|10%|5"}, // a count is held at run time if the replicas do not fit it
+		{value: "weight 101%", err: `step 1 "weight 101%": a weight must be a percentage from 0% to 100%`},
+		{value: "weight 5", err: "a weight must be a percentage"},
+		{value: "weight -1%", err: "a weight must be a percentage"},
+		{value: "weight 05%", err: "a weight must be a percentage"},
+		{value: "weight 10%, weight 5%", err: `step 2 "weight 5%" is below step 1 "weight 10%": weights must not decrease`},
+		{value: "1, weight 10%", err: `step 1 "1" comes before any weight step`},
+		{value: "pause, 10%, weight 10%", err: `step 2 "10%" comes before any weight step`},
+		{value: "weight 10%, 50%", err: `step 2 "50%" exceeds the weight stated at step 1 (10%)`},
+		{value: "weight 50%, 50%, 100%", err: `step 3 "100%" exceeds the weight stated at step 1 (50%)`},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			steps, err := ParseSteps(tc.value)

@@ -41,6 +41,14 @@ var _ = Describe("Admission of invalid Applications", func() {
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 	})
 
+	It("accepts a routed Application with weight steps (its MyDeployment is the Application's)", func() {
+		app := admission.ValidApp(ns, "weighed")
+		app.Spec.Route = admission.RouteTo(app.Name)
+		app.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{
+			appsv1beta1.CanaryStepsAnnotation: "weight 2%, 1, pause, weight 10%, pause, weight 50%, 50%, pause"}}
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+	})
+
 	for _, c := range admission.AppCases() {
 		It("refuses: "+c.Name, func() {
 			refusal, err := c.Submit(ctx, k8sClient, ns)

@@ -180,6 +180,11 @@ const maxRoutedNameLength = validation.DNS1035LabelMaxLength - len(application.S
 // creation, or when the route is added) leaves room for their suffix.
 func validateRoute(oldApp, app *appsv1beta1.Application) field.ErrorList {
 	if app.Spec.Route == nil {
+		// Weight steps state the route's weight: without a route, nothing carries it.
+		if application.WeightSteps(deploymentAnnotations(app)) {
+			return field.ErrorList{field.Forbidden(field.NewPath("spec", "deployment", "metadata", "annotations").Key(appsv1beta1.CanaryStepsAnnotation),
+				"weight steps need spec.route: they state the weight of the Application's route")}
+		}
 		return nil
 	}
 	if app.Spec.Service == nil {
@@ -285,9 +290,12 @@ func validateIngress(app *appsv1beta1.Application) field.ErrorList {
 // the Application makes (defaults filled in); its errors are re-pathed from
 // spec to spec.deployment.
 func (v *ApplicationValidator) validateDeployment(ctx context.Context, oldApp, app *appsv1beta1.Application) (admission.Warnings, field.ErrorList) {
+	// Controlled by the Application, as the MyDeployment it makes is.
+	owner := metav1.NewControllerRef(app, appsv1beta1.GroupVersion.WithKind("Application"))
 	md := &appsv1beta1.MyDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Annotations: deploymentAnnotations(app)},
-		Spec:       application.DeploymentSpec(app),
+		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Annotations: deploymentAnnotations(app),
+			OwnerReferences: []metav1.OwnerReference{*owner}},
+		Spec: application.DeploymentSpec(app),
 	}
 	var warnings admission.Warnings
 	var err error
