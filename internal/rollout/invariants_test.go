@@ -206,10 +206,14 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 	}
 	if in.Canary != nil {
 		// A canary plan keeps every promise of a partition plan, with the
-		// partition its step chose; it may wait for a timed pause.
+		// partition its step chose (beside waves, the larger of the step's
+		// and the wave's); it may wait for a timed pause.
 		in.Partition = 0
+		if p.Waves != nil {
+			in.Partition = int32(p.Waves.Held)
+		}
 		if p.Canary != nil {
-			in.Partition = p.Canary.Held
+			in.Partition = max(in.Partition, p.Canary.Held)
 			maxWait = max(maxWait, p.Canary.wait)
 			checkCanary(t, in, p.Canary)
 		}

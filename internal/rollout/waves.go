@@ -29,6 +29,13 @@ import (
 // nor bakes again. A new update revision starts at the first wave. While
 // paused no wave ends. With the domains unknown (Waves.Unknown: the
 // caller cannot see Nodes) every old pod is held.
+//
+// Beside canary steps (Input.Canary) the step's partition and the wave's
+// are two partitions and the larger holds: the update revision never has
+// more pods than the step's size, nor any outside the domains up to the
+// wave's. So a step ends only once the waves let its size through, and a
+// wave only once the steps let its domain through; each waits only for
+// the other's progress, a pause for its promote, a bake for its time.
 
 // WaveStateAnnotation is the controller's record of the wave under way
 // (WaveState.String), read back through the waves module.

@@ -215,7 +215,7 @@ func checkWavesPlan(t testing.TB, in Input, p Plan) {
 	}
 	held := in
 	held.Partition = max(in.Partition, int32(w.Held))
-	held.Waves = nil
+	held.Waves = nil // beside canary steps, checkPlan takes the larger of the step's and the wave's partition
 	switch {
 	case p.Reason == ReasonWaveBake:
 		// A bake holds with nothing to do: checkPlan would want progress.
@@ -361,18 +361,88 @@ func TestWavesSimulation(t *testing.T) {
 		}
 		surge, unavailable, bake := int32(r.IntN(3)), int32(r.IntN(3)), time.Duration(r.IntN(3))*5*time.Second
 		t.Run(fmt.Sprintf("run %d zones %v %v surge %d unavailable %d bake %v", run, zones, counts, surge, unavailable, bake), func(t *testing.T) {
-			runWaves(t, newZoneCluster(t, r, zones, counts), int32(replicas), surge, unavailable, bake)
+			runWaves(t, newZoneCluster(t, r, zones, counts), int32(replicas), surge, unavailable, bake, nil)
 		})
 	}
 }
 
-func runWaves(t *testing.T, c *zoneCluster, replicas, surge, unavailable int32, bake time.Duration) {
+// TestWavesCanarySimulation rolls random zone layouts as
+// TestWavesSimulation does, beside random canary steps (sizes that grow,
+// timed pauses, pauses a promote ends a few reconciles after they hold):
+// the waves' promises as there, the steps' as checkCanary says, never more
+// pods of the update revision than the step under way lets through, and
+// the rollout converges (neither waits on the other for ever).
+func TestWavesCanarySimulation(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 1))
+	runs := 300
+	if testing.Short() {
+		runs = 60
+	}
+	for run := range runs {
+		var zones []string
+		var counts []int
+		replicas := 0
+		for z := range 1 + r.IntN(4) {
+			zones, counts = append(zones, fmt.Sprintf("z%d", z)), append(counts, 1+r.IntN(4))
+			replicas += counts[z]
+		}
+		if r.IntN(4) == 0 {
+			zones, counts = append(zones, NoDomain), append(counts, 1+r.IntN(2))
+			replicas += counts[len(counts)-1]
+		}
+		steps := randomGrowingSteps(r)
+		surge, unavailable, bake := int32(r.IntN(3)), int32(r.IntN(3)), time.Duration(r.IntN(3))*5*time.Second
+		t.Run(fmt.Sprintf("run %d zones %v %v steps %q surge %d unavailable %d bake %v", run, zones, counts, steps,
+			surge, unavailable, bake), func(t *testing.T) {
+			list, err := parseSteps(steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runWaves(t, newZoneCluster(t, r, zones, counts), int32(replicas), surge, unavailable, bake, list)
+		})
+	}
+}
+
+// randomGrowingSteps is a canary step list whose sizes grow: counts and
+// percentages, timed pauses and pauses until promote between them.
+func randomGrowingSteps(r *rand.Rand) string {
+	var steps []string
+	pct := 0
+	for range 1 + r.IntN(4) {
+		switch r.IntN(3) {
+		case 0:
+			steps = append(steps, "pause")
+		case 1:
+			steps = append(steps, "pause 10s")
+		}
+		if pct >= 100 {
+			break
+		}
+		if pct == 0 && r.IntN(3) == 0 {
+			steps, pct = append(steps, "1"), 1
+			continue
+		}
+		pct = min(100, pct+10+r.IntN(60))
+		steps = append(steps, fmt.Sprintf("%d%%", pct))
+	}
+	return strings.Join(steps, ", ")
+}
+
+// runWaves rolls c's pods to revNew with waves (and canary steps, when
+// steps are set, promoting a pause until promote once it held for three
+// reconciles), checking every plan, the waves' order and bakes, and the
+// steps' sizes, until every pod is updated and available.
+func runWaves(t *testing.T, c *zoneCluster, replicas, surge, unavailable int32, bake time.Duration, steps []CanaryStep) {
 	ws := &Waves{Key: "zone", Bake: bake}
 	in := Input{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, UpdateRevision: revNew,
 		CurrentRevision: revOld, Revisions: []string{revOld}}
+	if steps != nil {
+		in.Canary = &Canary{Steps: steps}
+	}
+	pausedFor := 0     // reconciles the pause until promote under way has held
 	var order []string // the zones in the order they moved
 	doneAt := map[string]time.Time{}
-	for i := 0; i < 40*int(replicas)+40; i++ {
+	for i := 0; i < 40*int(replicas)+40+10*len(steps); i++ {
 		at := c.now
 		for z, s := range c.zoneState() {
 			if _, ok := doneAt[z]; !ok && s == "done" && slices.Contains(order, z) {
@@ -380,6 +450,19 @@ func runWaves(t *testing.T, c *zoneCluster, replicas, surge, unavailable int32, 
 			}
 		}
 		p := c.step(in, ws)
+		if cp := p.Canary; cp != nil {
+			cn := *in.Canary
+			cn.State = cp.State
+			if cp.State.Index < len(steps) && steps[cp.State.Index].Pause && steps[cp.State.Index].Duration == 0 {
+				if pausedFor++; pausedFor > 3 {
+					cn.Promote, pausedFor = CanaryPromote{Revision: revNew, Index: cp.State.Index}, 0
+				}
+			}
+			in.Canary = &cn
+			if n, most := c.active(revNew), int(replicas-min(cp.Held, replicas)); n > most {
+				t.Fatalf("step %d: %d pods of the update revision at canary step %d, which lets %d through", i, n, cp.State.Index+1, most)
+			}
+		}
 		moved := c.movedZones(p)
 		if len(moved) > 1 {
 			t.Fatalf("step %d: zones %q move at once", i, moved)
@@ -440,6 +523,17 @@ func (c *zoneCluster) movedZones(p Plan) []string {
 		}
 	}
 	return zones
+}
+
+// active counts the pods of rev not terminating.
+func (c *zoneCluster) active(rev string) int {
+	n := 0
+	for _, p := range c.pods {
+		if p.DeletionTimestamp == nil && revisionOf(p) == rev {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *zoneCluster) converged(replicas int32) bool {
@@ -519,6 +613,14 @@ func randomWavesInput(r *rand.Rand) Input {
 	}
 	if r.IntN(3) == 0 {
 		in.InPlace = []string{revOld}
+	}
+	if r.IntN(3) == 0 { // canary steps beside the waves, at a random step of the rollout
+		steps, _ := parseSteps(randomGrowingSteps(r))
+		in.Canary = &Canary{Steps: steps}
+		if r.IntN(2) == 0 {
+			in.Canary.State = CanaryState{Revision: revNew, Index: r.IntN(len(steps) + 1)}
+		}
+		in.Partition = 0
 	}
 	if r.IntN(5) == 0 && len(ps) > 0 {
 		in.DrainingNodes = map[string]bool{ps[0].Spec.NodeName: true}

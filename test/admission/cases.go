@@ -509,10 +509,6 @@ func Cases() []Case {
 		{Name: "strategy switched to Recreate while waves by an update", Update: true,
 			Before: annotate(wavesKey, "topology.kubernetes.io/zone"), Change: recreate,
 			Field: wavesField, Why: "waves need spec.strategy.type RollingUpdate", By: Webhook},
-		{Name: "waves with canary steps", Change: func(m *appsv1beta1.MyDeployment) {
-			annotate(appsv1beta1.CanaryStepsAnnotation, "1, 100%")(m)
-			annotate(wavesKey, "topology.kubernetes.io/zone")(m)
-		}, Field: wavesField, Why: "waves cannot be set together with " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
 		{Name: "wave record not the controller's", Change: func(m *appsv1beta1.MyDeployment) {
 			annotate(wavesKey, "topology.kubernetes.io/zone")(m)
 			annotate("apps.mydeployment.io/wave-state", "wave 2")(m)

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -86,44 +84,36 @@ type mdChange struct {
 // mdWatch keeps every change of one MyDeployment (kubectl get -w).
 type mdWatch struct {
 	mu      sync.Mutex
-	cmd     *exec.Cmd
 	changes []mdChange
+	end     func()
 }
 
 func watchMD(ns, name string) *mdWatch {
 	GinkgoHelper()
 	w := &mdWatch{}
-	w.cmd = exec.Command("kubectl", "-n", ns, "get", "md", name, "-w", "-o",
-		`jsonpath={.metadata.annotations.apps\.mydeployment\.io/canary-step}|{.metadata.annotations.apps\.mydeployment\.io/aborted-revision}|{.status.conditions[?(@.type=="Analysis")].reason}{"\n"}`)
-	out, err := w.cmd.StdoutPipe()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(w.cmd.Start()).To(Succeed())
-	go func() {
-		lines := bufio.NewScanner(out)
-		for lines.Scan() {
-			f := strings.Split(lines.Text(), "|")
-			if len(f) != 3 {
-				continue
-			}
-			c := mdChange{at: time.Now(), aborted: f[1], analysis: f[2]}
-			var rec struct {
-				Step int `json:"step"`
-			}
-			if json.Unmarshal([]byte(f[0]), &rec) == nil {
-				c.step = rec.Step
-			}
-			w.mu.Lock()
-			w.changes = append(w.changes, c)
-			w.mu.Unlock()
+	w.end = streamKubectl(func(line string) {
+		f := strings.Split(line, "|")
+		if len(f) != 3 {
+			return
 		}
-	}()
+		c := mdChange{at: time.Now(), aborted: f[1], analysis: f[2]}
+		var rec struct {
+			Step int `json:"step"`
+		}
+		if json.Unmarshal([]byte(f[0]), &rec) == nil {
+			c.step = rec.Step
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.changes = append(w.changes, c)
+	}, "-n", ns, "get", "md", name, "-w", "-o",
+		`jsonpath={.metadata.annotations.apps\.mydeployment\.io/canary-step}|{.metadata.annotations.apps\.mydeployment\.io/aborted-revision}|{.status.conditions[?(@.type=="Analysis")].reason}{"\n"}`)
 	return w
 }
 
 // stop ends the watch (the kubectl it started) and returns what it saw.
 func (w *mdWatch) stop() []mdChange {
-	_ = w.cmd.Process.Kill()
-	_ = w.cmd.Wait()
+	w.end()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.changes

@@ -114,48 +114,34 @@ type podEvents struct {
 	pods   map[string]bool
 	events []string // "ADDED name", "DELETED name", in the watch's order
 	peak   int
-	cancel context.CancelFunc
-	done   chan struct{}
+	stop   func()
 }
 
 func watchEvery(cs *kubernetes.Clientset, ns, app string) *podEvents {
 	GinkgoHelper()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := metav1.ListOptions{LabelSelector: "app=" + app}
-	list, err := cs.CoreV1().Pods(ns).List(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	e := &podEvents{pods: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
-	for _, p := range list.Items {
+	e := &podEvents{pods: map[string]bool{}}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var listed []corev1.Pod
+	listed, e.stop = streamPods(cs, ns, app, func(t watch.EventType, pod *corev1.Pod) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		switch t {
+		case watch.Added:
+			e.pods[pod.Name] = true
+			e.events = append(e.events, "ADDED "+pod.Name)
+		case watch.Deleted:
+			delete(e.pods, pod.Name)
+			e.events = append(e.events, "DELETED "+pod.Name)
+		}
+		e.peak = max(e.peak, len(e.pods))
+	})
+	for _, p := range listed {
 		e.pods[p.Name] = true
 	}
-	e.peak = len(e.pods)
-	opts.ResourceVersion = list.ResourceVersion
-	wi, err := cs.CoreV1().Pods(ns).Watch(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	go func() {
-		defer close(e.done)
-		for ev := range wi.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			e.mu.Lock()
-			switch ev.Type {
-			case watch.Added:
-				e.pods[pod.Name] = true
-				e.events = append(e.events, "ADDED "+pod.Name)
-			case watch.Deleted:
-				delete(e.pods, pod.Name)
-				e.events = append(e.events, "DELETED "+pod.Name)
-			}
-			e.peak = max(e.peak, len(e.pods))
-			e.mu.Unlock()
-		}
-	}()
+	e.peak = max(e.peak, len(e.pods))
 	return e
 }
-
-func (e *podEvents) stop() { e.cancel(); <-e.done }
 
 func (e *podEvents) most() int {
 	e.mu.Lock()

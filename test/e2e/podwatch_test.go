@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"sync"
 
@@ -9,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,8 +44,7 @@ type podWatch struct {
 	added, deleted   []string
 	mostLive, fewest int
 	events           int
-	stop             context.CancelFunc
-	done             chan struct{}
+	stop             func()
 }
 
 // podWatchResult is what a podWatch saw.
@@ -59,26 +56,15 @@ type podWatchResult struct {
 
 func watchPodsOf(cs *kubernetes.Clientset, ns, app string) *podWatch {
 	GinkgoHelper()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := metav1.ListOptions{LabelSelector: "app=" + app}
-	list, err := cs.CoreV1().Pods(ns).List(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	w := &podWatch{pods: map[string]*corev1.Pod{}, stop: cancel, done: make(chan struct{})}
-	for i := range list.Items {
-		w.pods[list.Items[i].Name] = &list.Items[i]
+	w := &podWatch{pods: map[string]*corev1.Pod{}}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var listed []corev1.Pod
+	listed, w.stop = streamPods(cs, ns, app, w.observe)
+	for i := range listed {
+		w.pods[listed[i].Name] = &listed[i]
 	}
 	w.mostLive, w.fewest = w.count()
-	opts.ResourceVersion = list.ResourceVersion
-	wi, err := cs.CoreV1().Pods(ns).Watch(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	go func() {
-		defer close(w.done)
-		for ev := range wi.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok {
-				w.observe(ev.Type, pod)
-			}
-		}
-	}()
 	return w
 }
 
@@ -116,7 +102,6 @@ func (w *podWatch) count() (live, ready int) {
 
 func (w *podWatch) result() podWatchResult {
 	w.stop()
-	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return podWatchResult{added: w.added, deleted: w.deleted, mostLive: w.mostLive, fewestReady: w.fewest, events: w.events}

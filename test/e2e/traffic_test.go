@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,38 +18,14 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
-// routeWatch keeps every version of an HTTPRoute's first rule (kubectl get
-// -w) as "backend=weight,...|filter header": what the route said at each
-// write, not just where it ended. (kubectl's watch printed only the first
-// version with a jsonpath {range}, so the lists come whole, as JSON.)
-type routeWatch struct {
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-	versions []string
-}
-
-func watchRoute(ns, name string) *routeWatch {
+// watchRoute keeps every version of an HTTPRoute's first rule (kubectl
+// get -w) as "backend=weight,...|filter header": what the route said at
+// each write, not just where it ended. (kubectl's watch printed only the
+// first version with a jsonpath {range}, so the lists come whole, as JSON.)
+func watchRoute(ns, name string) *lineLog {
 	GinkgoHelper()
-	w := &routeWatch{done: make(chan struct{})}
-	w.cmd = exec.Command("kubectl", "-n", ns, "get", "httproute", name, "-w", "-o",
+	return watchLines(routeVersion, "-n", ns, "get", "httproute", name, "-w", "-o",
 		`jsonpath={.spec.rules[0].backendRefs}|{.spec.rules[0].filters}{"\n"}`)
-	out, err := w.cmd.StdoutPipe()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(w.cmd.Start()).To(Succeed())
-	go func() {
-		defer close(w.done)
-		lines := bufio.NewScanner(out)
-		for lines.Scan() {
-			version := routeVersion(lines.Text())
-			w.mu.Lock()
-			if n := len(w.versions); n == 0 || w.versions[n-1] != version {
-				w.versions = append(w.versions, version)
-			}
-			w.mu.Unlock()
-		}
-	}()
-	return w
 }
 
 // routeVersion is a line of the watch ("<backendRefs JSON>|<filters
@@ -87,16 +61,6 @@ func routeVersion(line string) string {
 		}
 	}
 	return b.String()
-}
-
-// stop ends the kubectl this watch started and returns the versions seen.
-func (w *routeWatch) stop() []string {
-	_ = w.cmd.Process.Kill()
-	<-w.done
-	_ = w.cmd.Wait()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.versions...)
 }
 
 // canaryWeights are the canary's weights in the route versions that split
@@ -222,8 +186,7 @@ spec:
 	By("a filter added to the route by hand, before the rollout")
 	addFilterByHand(ns, app)
 	watch := watchRoute(ns, app)
-	Eventually(func() int { watch.mu.Lock(); defer watch.mu.Unlock(); return len(watch.versions) }, 10*time.Second, 100*time.Millisecond).
-		Should(BeNumerically(">", 0))
+	Eventually(watch.seen, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
 	stable := get("md", app, "{.status.currentRevision}")()
 
 	By("a new image: step 2, the pause after 10%")
@@ -249,7 +212,7 @@ spec:
 	Eventually(func() []string { return endpoints(app) }, time.Minute, 250*time.Millisecond).Should(Equal(readyPods(canary)))
 	Expect(readyPods(canary)).To(HaveLen(10))
 
-	versions := watch.stop()
+	versions := watch.result()
 	By("every version of the route kept the filter; the canary's weight only grew: " + strings.Join(versions, " "))
 	for _, v := range versions {
 		Expect(v).To(HaveSuffix("|X-Added-By,"), "a version of the route without the filter added by hand")
@@ -406,8 +369,7 @@ spec:
 	health.set(stable, 1, 0.1)
 	addFilterByHand(ns, app)
 	watch := watchRoute(ns, app)
-	Eventually(func() int { watch.mu.Lock(); defer watch.mu.Unlock(); return len(watch.versions) }, 10*time.Second, 100*time.Millisecond).
-		Should(BeNumerically(">", 0))
+	Eventually(watch.seen, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
 
 	By("a new image, healthy: step 1 sends 10% to the canary")
 	utils.MustKubectl("-n", ns, "patch", "mdapp", app, "--type=merge", "-p", `{"spec":{"deployment":{"image":"nginx:1.28"}}}`)
@@ -437,7 +399,7 @@ spec:
 	Expect(get("md", "{.status.currentRevision}")()).To(Equal(stable))
 	Expect(get("md", `{.status.conditions[?(@.type=="Progressing")].reason}`)()).To(Equal("RolloutAborted"))
 
-	versions := watch.stop()
+	versions := watch.result()
 	By("every version of the route kept the filter; the canary's weights: " + strings.Join(versions, " "))
 	for _, v := range versions {
 		Expect(v).To(HaveSuffix("|X-Added-By,"), "a version of the route without the filter added by hand")

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os/exec"
@@ -41,37 +40,23 @@ type podEvent struct {
 type eventLog struct {
 	mu     sync.Mutex
 	events []podEvent
-	stop   context.CancelFunc
-	done   chan struct{}
+	stop   func()
 }
 
 func logPodEvents(cs *kubernetes.Clientset, ns, app string) *eventLog {
 	GinkgoHelper()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := metav1.ListOptions{LabelSelector: "app=" + app}
-	list, err := cs.CoreV1().Pods(ns).List(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	opts.ResourceVersion = list.ResourceVersion
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	l := &eventLog{stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok {
-				l.mu.Lock()
-				l.events = append(l.events, podEvent{seen: time.Now(), typ: ev.Type, pod: pod})
-				l.mu.Unlock()
-			}
-		}
-	}()
+	l := &eventLog{}
+	_, l.stop = streamPods(cs, ns, app, func(t watch.EventType, pod *corev1.Pod) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.events = append(l.events, podEvent{seen: time.Now(), typ: t, pod: pod})
+	})
 	return l
 }
 
 // result stops the watch and returns what it saw.
 func (l *eventLog) result() []podEvent {
 	l.stop()
-	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.events
@@ -115,19 +100,20 @@ var _ = Describe("MyDeployment zone waves on a local cluster", Ordered, func() {
 		}
 	})
 
-	// create makes a MyDeployment of replicas nginx pods that opts into
-	// waves (annotation value waves), spread evenly over the zones by a
-	// topology spread constraint (a user's usual way), and waits until
-	// every pod is available; it returns the zones' pods. minReady is its
+	// createWith makes a MyDeployment of replicas nginx pods that opts
+	// into waves (annotation value waves, and the annotations more, a YAML
+	// flow map's entries), spread evenly over the zones by a topology
+	// spread constraint (a user's usual way), and waits until every pod is
+	// available; it returns the zones' pods. minReady is its
 	// minReadySeconds.
-	create := func(name, waves string, deadline, minReady int) map[string][]corev1.Pod {
+	createWith := func(name, waves, more string, deadline, minReady int) map[string][]corev1.Pod {
 		GinkgoHelper()
 		utils.MustApply(fmt.Sprintf(`apiVersion: apps.mydeployment.io/v1beta1
 kind: MyDeployment
 metadata:
   name: %[1]s
   namespace: %[2]s
-  annotations: {apps.mydeployment.io/waves: '%[3]s'}
+  annotations: {apps.mydeployment.io/waves: '%[3]s'%[8]s}
 spec:
   replicas: %[4]d
   progressDeadlineSeconds: %[5]d
@@ -140,7 +126,7 @@ spec:
       topologySpreadConstraints:
       - {maxSkew: 1, topologyKey: %[6]s, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: %[1]s}}}
       containers: [{name: web, image: "nginx:1.27"}]
-`, name, ns, waves, replicas, deadline, zoneKey, minReady))
+`, name, ns, waves, replicas, deadline, zoneKey, minReady, more))
 		Eventually(utils.JSONPath("{.status.availableReplicas}", "-n", ns, "md", name), 2*time.Minute, time.Second).
 			Should(Equal(fmt.Sprint(replicas)))
 		byZone := map[string][]corev1.Pod{}
@@ -154,6 +140,10 @@ spec:
 			}
 		}, 30*time.Second, time.Second).Should(Succeed())
 		return byZone
+	}
+	create := func(name, waves string, deadline, minReady int) map[string][]corev1.Pod {
+		GinkgoHelper()
+		return createWith(name, waves, "", deadline, minReady)
 	}
 	get := func(name, jsonpath string) func() string {
 		return utils.JSONPath(jsonpath, "-n", ns, "md", name)
@@ -252,6 +242,64 @@ spec:
 			}
 		}
 		utils.MustKubectl("-n", ns, "delete", "md", "roll")
+	})
+
+	It("beside canary steps, puts the first pod in the first zone, holds it there until promoted, then rolls zone by zone", func() {
+		createWith("steps", zoneKey, `, apps.mydeployment.io/canary-steps: "1, pause, 100%"`, 600, 0)
+		old := get("steps", "{.status.currentRevision}")()
+		conds := watchProgressing(ns, "steps")
+
+		By("an update: the step's one pod, in zone-a, the first wave; then the pause until promote")
+		utils.MustKubectl("-n", ns, "patch", "md", "steps", "--type=json", "-p",
+			`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.28"}]`)
+		Eventually(progressing("steps"), time.Minute, 200*time.Millisecond).
+			Should(Equal("True CanaryPaused: step 2 of 3: paused until promote"))
+		update := get("steps", "{.status.updateRevision}")()
+		Expect(update).NotTo(Equal(old))
+		held := func(g Gomega) {
+			var updated []string
+			for _, p := range livePodsOf(cs, ns, "steps") {
+				if p.Labels["controller-revision-hash"] == update {
+					updated = append(updated, zoneOfPod(&p))
+				}
+			}
+			g.Expect(updated).To(Equal([]string{"zone-a"}), "one pod of the new revision, in the first wave's zone")
+		}
+		Eventually(held, 10*time.Second, time.Second).Should(Succeed())
+		Consistently(held, 5*time.Second, time.Second).Should(Succeed(), "held at the pause")
+		Expect(get("steps", "{.metadata.annotations.apps\\.mydeployment\\.io/wave-state}")()).
+			To(ContainSubstring(`"wave":1,"of":3,"domain":"zone-a"`))
+
+		By("rollout promote: zone-a's other pod, then zone-b, then zone-c, as Progressing says")
+		out, err := utils.Run(exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"), "-n", ns, "rollout", "promote", "steps"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, err = utils.Run(exec.Command(filepath.Join(projectDir, "bin", "kubectl-mydeployment"),
+			"-n", ns, "rollout", "status", "steps", "--timeout", "3m"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		said := conds.result()
+		GinkgoWriter.Printf("Progressing, as it changed:\n%s\n", strings.Join(said, "\n"))
+		Expect(linesInOrder(said,
+			`^True CanaryPaused: step 2 of 3: paused until promote$`,
+			`^True RevisionUpdated: wave 2 of 3: zone-b$`,
+			`^True RevisionUpdated: wave 3 of 3: zone-c$`,
+			`^True NewRevisionAvailable: `)).To(Succeed())
+
+		By("the new pods' creation times: each zone's all before the next zone's first")
+		first, last := map[string]time.Time{}, map[string]time.Time{}
+		for _, p := range livePodsOf(cs, ns, "steps") {
+			Expect(p.Labels["controller-revision-hash"]).To(Equal(update), p.Name)
+			z, created := zoneOf[p.Spec.NodeName], p.CreationTimestamp.Time
+			if f, ok := first[z]; !ok || created.Before(f) {
+				first[z] = created
+			}
+			last[z] = maxTime(last[z], created)
+		}
+		Expect(first).To(HaveLen(3))
+		for i, z := range zones[1:] {
+			Expect(first[z].Before(last[zones[i]])).To(BeFalse(), "%s's first new pod (%s) after %s's last (%s)", z,
+				first[z].Format(time.TimeOnly), zones[i], last[zones[i]].Format(time.TimeOnly))
+		}
+		utils.MustKubectl("-n", ns, "delete", "md", "steps")
 	})
 
 	It("holds the third zone untouched while the second zone's new pods do not become ready", func() {
@@ -392,45 +440,12 @@ func setZoneGates(cs *kubernetes.Clientset, ns, app, condition string, open func
 	return func() { cancel(); <-done }
 }
 
-// progressingWatch follows a MyDeployment's Progressing condition
+// watchProgressing follows a MyDeployment's Progressing condition
 // (kubectl get -w): each "status reason: message" it took, in order.
-type progressingWatch struct {
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	said []string
-}
-
-func watchProgressing(ns, name string) *progressingWatch {
+func watchProgressing(ns, name string) *lineLog {
 	GinkgoHelper()
-	w := &progressingWatch{done: make(chan struct{})}
-	w.cmd = exec.Command(filepath.Join(projectDir, "bin", "kubectl"), "-n", ns, "get", "md", name, "-w", "-o",
+	return watchLines(nil, "-n", ns, "get", "md", name, "-w", "-o",
 		`jsonpath={.status.conditions[?(@.type=="Progressing")].status} {.status.conditions[?(@.type=="Progressing")].reason}: {.status.conditions[?(@.type=="Progressing")].message}{"\n"}`)
-	out, err := w.cmd.StdoutPipe()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(w.cmd.Start()).To(Succeed())
-	go func() {
-		defer close(w.done)
-		lines := bufio.NewScanner(out)
-		for lines.Scan() {
-			w.mu.Lock()
-			if l := lines.Text(); len(w.said) == 0 || w.said[len(w.said)-1] != l {
-				w.said = append(w.said, l)
-			}
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-// result stops the watch (the kubectl it started) and returns what it saw.
-func (w *progressingWatch) result() []string {
-	_ = w.cmd.Process.Kill()
-	<-w.done
-	_ = w.cmd.Wait()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.said
 }
 
 // linesInOrder says whether lines has a line matching each pattern, in

@@ -60,8 +60,9 @@ func (module) Keys() []string { return []string{Annotation, rollout.WaveStateAnn
 // annotation: a value that is neither a label key nor the JSON form, a key
 // that is no valid label key, an order entry that is no valid label value
 // or is listed twice, a bake that is no non-negative duration, unknown
-// JSON fields; waves with strategy Recreate or beside canary steps; a wave
-// record that is not the controller's.
+// JSON fields; waves with strategy Recreate; a wave record that is not the
+// controller's. Beside canary steps (or a partition) waves compose as two
+// partitions, the larger holding (rollout.Waves).
 func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) {
 	var errs field.ErrorList
 	var st rollout.WaveState
@@ -77,15 +78,11 @@ func (module) Parse(md *appsv1beta1.MyDeployment) (optin.Spec, field.ErrorList) 
 	}
 	path := optin.Path(Annotation)
 	w, err := ParseValue(v)
-	_, canary := md.Annotations[appsv1beta1.CanaryStepsAnnotation]
 	switch {
 	case err != nil:
 		errs = append(errs, field.Invalid(path, v, err.Error()))
 	case md.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
 		errs = append(errs, field.Forbidden(path, "waves need spec.strategy.type RollingUpdate: Recreate replaces every pod at once"))
-	case canary:
-		errs = append(errs, field.Forbidden(path,
-			"waves cannot be set together with "+appsv1beta1.CanaryStepsAnnotation+" yet: the steps would size every wave"))
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -50,8 +50,7 @@ func TestParse(t *testing.T) {
 		{name: "an order entry twice", value: `{"key": "zone", "order": ["a", "a"]}`, err: `order[1] "a" is listed twice`},
 		{name: "Recreate", value: zone, strategy: appsv1.RecreateDeploymentStrategyType,
 			err: "metadata.annotations[apps.mydeployment.io/waves]: Forbidden: waves need spec.strategy.type RollingUpdate"},
-		{name: "with canary steps", value: zone, more: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%"},
-			err: "waves cannot be set together with apps.mydeployment.io/canary-steps"},
+		{name: "with canary steps", value: zone, more: map[string]string{appsv1beta1.CanaryStepsAnnotation: "1, 100%"}, key: zone},
 		{name: "a record that is not the controller's", value: zone, more: map[string]string{rollout.WaveStateAnnotation: "wave 2"},
 			err: "metadata.annotations[apps.mydeployment.io/wave-state]: Invalid value"},
 	} {
