@@ -274,8 +274,7 @@ spec:
 	stable := get("md", "{.status.currentRevision}")()
 	addFilterByHand(ns, app)
 	watch := watchRoute(ns, app)
-	Eventually(func() int { watch.mu.Lock(); defer watch.mu.Unlock(); return len(watch.versions) }, 10*time.Second, 100*time.Millisecond).
-		Should(BeNumerically(">", 0))
+	Eventually(watch.seen, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
 
 	By("a new image: weight 2% to one pod of ten, nine stable")
 	utils.MustKubectl("-n", ns, "patch", "mdapp", app, "--type=merge", "-p", `{"spec":{"deployment":{"image":"nginx:1.28"}}}`)
@@ -303,7 +302,7 @@ spec:
 	Eventually(backends, 2*time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
 	Eventually(get("md", "{.status.currentRevision}"), time.Minute, 250*time.Millisecond).Should(Equal(canary))
 
-	versions := watch.stop()
+	versions := watch.result()
 	By("every version of the route kept the filter; the canary's weights: " + strings.Join(versions, " "))
 	for _, v := range versions {
 		Expect(v).To(HaveSuffix("|X-Added-By,"), "a version of the route without the filter added by hand")
