@@ -245,7 +245,9 @@ spec:
 	})
 
 	It("beside canary steps, puts the first pod in the first zone, holds it there until promoted, then rolls zone by zone", func() {
-		createWith("steps", zoneKey, `, apps.mydeployment.io/canary-steps: "1, pause, 100%"`, 600, 0)
+		// minReadySeconds 2, as above: each wave outlasts the status batch
+		// period, so Progressing names it while it moves.
+		createWith("steps", zoneKey, `, apps.mydeployment.io/canary-steps: "1, pause, 100%"`, 600, 2)
 		old := get("steps", "{.status.currentRevision}")()
 		conds := watchProgressing(ns, "steps")
 
