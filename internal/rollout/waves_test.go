@@ -345,17 +345,7 @@ func TestWavesSimulation(t *testing.T) {
 		runs = 60
 	}
 	for run := range runs {
-		var zones []string
-		var counts []int
-		replicas := 0
-		for z := range 1 + r.IntN(4) {
-			zones, counts = append(zones, fmt.Sprintf("z%d", z)), append(counts, r.IntN(4))
-			replicas += counts[z]
-		}
-		if r.IntN(4) == 0 { // pods on nodes without the label
-			zones, counts = append(zones, NoDomain), append(counts, 1+r.IntN(2))
-			replicas += counts[len(counts)-1]
-		}
+		zones, counts, replicas := randomZones(r, 0)
 		if replicas == 0 {
 			continue
 		}
@@ -379,17 +369,7 @@ func TestWavesCanarySimulation(t *testing.T) {
 		runs = 60
 	}
 	for run := range runs {
-		var zones []string
-		var counts []int
-		replicas := 0
-		for z := range 1 + r.IntN(4) {
-			zones, counts = append(zones, fmt.Sprintf("z%d", z)), append(counts, 1+r.IntN(4))
-			replicas += counts[z]
-		}
-		if r.IntN(4) == 0 {
-			zones, counts = append(zones, NoDomain), append(counts, 1+r.IntN(2))
-			replicas += counts[len(counts)-1]
-		}
+		zones, counts, replicas := randomZones(r, 1)
 		steps := randomGrowingSteps(r)
 		surge, unavailable, bake := int32(r.IntN(3)), int32(r.IntN(3)), time.Duration(r.IntN(3))*5*time.Second
 		t.Run(fmt.Sprintf("run %d zones %v %v steps %q surge %d unavailable %d bake %v", run, zones, counts, steps,
@@ -426,6 +406,21 @@ func randomGrowingSteps(r *rand.Rand) string {
 		steps = append(steps, fmt.Sprintf("%d%%", pct))
 	}
 	return strings.Join(steps, ", ")
+}
+
+// randomZones is a random layout of 1 to 4 zones of least to least+3
+// pods each and, one time in four, 1 or 2 pods on nodes without the
+// label; replicas is their sum.
+func randomZones(r *rand.Rand, least int) (zones []string, counts []int, replicas int) {
+	for z := range 1 + r.IntN(4) {
+		zones, counts = append(zones, fmt.Sprintf("z%d", z)), append(counts, least+r.IntN(4))
+		replicas += counts[z]
+	}
+	if r.IntN(4) == 0 { // pods on nodes without the label
+		zones, counts = append(zones, NoDomain), append(counts, 1+r.IntN(2))
+		replicas += counts[len(counts)-1]
+	}
+	return zones, counts, replicas
 }
 
 // runWaves rolls c's pods to revNew with waves (and canary steps, when
