@@ -157,8 +157,9 @@ var _ = Describe("get -o wide", func() {
 		Expect(wide()[2]).To(Equal(
 			[]string{"canary", "10/10", "2", "10", "<none>", "Held at partition 8", "AGE", "8(held)", "<none>", "app", "nginx:2", "app=canary"}))
 
-		By("a hook's Job running, a wave baking, a hook failed: each said")
-		for reason, want := range map[string]string{hooks.ReasonWaitingForHook: "Waiting for hook", status.ReasonWaveBaking: "Wave baking"} {
+		By("a hook's Job running, a wave baking, a step the weight holds, a hook failed: each said")
+		for reason, want := range map[string]string{hooks.ReasonWaitingForHook: "Waiting for hook", status.ReasonWaveBaking: "Wave baking",
+			appsv1beta1.ReasonWeightHolds: "Held by weight"} {
 			canaryStatus(1, reason)
 			Expect(wide()[2][5]).To(Equal(want))
 		}

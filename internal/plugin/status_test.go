@@ -141,11 +141,12 @@ var _ = Describe("rollout status", func() {
 			"`kubectl mydeployment rollout retry` runs it again\n"))
 	})
 
-	It("says what a waiting module waits for: a hook's Job, a wave's bake", func() {
+	It("says what a waiting module waits for: a hook's Job, a wave's bake, a step the weight holds", func() {
 		observe(5, 0, 5)
 		for reason, msg := range map[string]string{
-			hooks.ReasonWaitingForHook: "waiting for Job web-2-pre (pre) to succeed",
-			status.ReasonWaveBaking:    "wave 1 of 3: zone-a, baking until 2026-11-30T14:00:00Z",
+			hooks.ReasonWaitingForHook:    "waiting for Job web-2-pre (pre) to succeed",
+			status.ReasonWaveBaking:       "wave 1 of 3: zone-a, baking until 2026-11-30T14:00:00Z",
+			appsv1beta1.ReasonWeightHolds: "step 5 of 6: 2, held by the weight: the stable side carries 80% and keeps 3 of 4 pods",
 		} {
 			setStatus(md, func(cur *appsv1beta1.MyDeployment) {
 				c := progressing(corev1.ConditionTrue, reason)
