@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
@@ -163,25 +164,7 @@ func canaryTrafficOnRoute(ns string) {
 	}
 	backends := get("httproute", app, `{range .spec.rules[0].backendRefs[*]}{.name}={.weight},{end}`)
 
-	utils.MustApply(`apiVersion: apps.mydeployment.io/v1beta1
-kind: Application
-metadata:
-  name: ` + app + `
-  namespace: ` + ns + `
-spec:
-  deployment:
-    image: "nginx:1.27"
-    replicas: 10
-    port: 80
-    metadata:
-      annotations: {apps.mydeployment.io/canary-steps: "10%, pause, 50%, pause, 100%"}
-  service: {}
-  route:
-    parentRefs: [{name: gateway}]
-    hostnames: [weighted.example.com]
-`)
-	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
-	Eventually(get("md", app, "{.status.availableReplicas}"), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
+	applyRoutedApp(ns, app, map[string]string{appsv1beta1.CanaryStepsAnnotation: "10%, pause, 50%, pause, 100%"})
 
 	By("a filter added to the route by hand, before the rollout")
 	addFilterByHand(ns, app)
@@ -252,25 +235,8 @@ func weightStepsOnRoute(ns string) {
 		Eventually(func() []string { return readyPodsOf(ns, revision) }, time.Minute, 250*time.Millisecond).Should(HaveLen(n))
 		Consistently(func() []string { return readyPodsOf(ns, revision) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(n))
 	}
-	utils.MustApply(`apiVersion: apps.mydeployment.io/v1beta1
-kind: Application
-metadata:
-  name: ` + app + `
-  namespace: ` + ns + `
-spec:
-  deployment:
-    image: "nginx:1.27"
-    replicas: 10
-    port: 80
-    metadata:
-      annotations: {apps.mydeployment.io/canary-steps: "weight 2%, 1, pause, weight 10%, pause, weight 50%, 50%, pause"}
-  service: {}
-  route:
-    parentRefs: [{name: gateway}]
-    hostnames: [weights.example.com]
-`)
-	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
-	Eventually(get("md", "{.status.availableReplicas}"), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
+	applyRoutedApp(ns, app, map[string]string{
+		appsv1beta1.CanaryStepsAnnotation: "weight 2%, 1, pause, weight 10%, pause, weight 50%, 50%, pause"})
 	stable := get("md", "{.status.currentRevision}")()
 	addFilterByHand(ns, app)
 	watch := watchRoute(ns, app)
@@ -314,6 +280,36 @@ spec:
 	utils.MustKubectl("-n", ns, "delete", "mdapp", app, "--wait=true")
 }
 
+// applyRoutedApp applies an Application of 10 nginx pods with a Service
+// and a route (hostname <app>.example.com, through the Gateway "gateway")
+// in ns, its MyDeployment annotated with annotations, and waits until the
+// route points at the Service and every pod is available.
+func applyRoutedApp(ns, app string, annotations map[string]string) {
+	GinkgoHelper()
+	a, err := json.Marshal(annotations) // JSON is YAML
+	Expect(err).NotTo(HaveOccurred())
+	utils.MustApply(fmt.Sprintf(`apiVersion: apps.mydeployment.io/v1beta1
+kind: Application
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  deployment:
+    image: "nginx:1.27"
+    replicas: 10
+    port: 80
+    metadata:
+      annotations: %[3]s
+  service: {}
+  route:
+    parentRefs: [{name: gateway}]
+    hostnames: [%[1]s.example.com]
+`, app, ns, a))
+	Eventually(utils.JSONPath(`{range .spec.rules[0].backendRefs[*]}{.name}={.weight},{end}`, "-n", ns, "httproute", app),
+		time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+	Eventually(utils.JSONPath("{.status.availableReplicas}", "-n", ns, "md", app), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
+}
+
 // abortedTrafficOnRoute drives an Application with a route, canary steps
 // (10%, 50%, 100%) and canary analysis against a real Prometheus engine
 // (bin/e2e-prometheus scraping an exporter the spec controls), in ns, on a
@@ -343,27 +339,7 @@ func abortedTrafficOnRoute(ns string) {
 
 	analysis := fmt.Sprintf(`{"prometheus":"http://%s","interval":"%s","count":2,"failureLimit":0,"queries":[`+
 		`{"name":"success-rate","query":"e2e_success_ratio{revision=\"{{revision}}\"}","threshold":">= 0.99"}]}`, prom.addr, interval)
-	utils.MustApply(fmt.Sprintf(`apiVersion: apps.mydeployment.io/v1beta1
-kind: Application
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-spec:
-  deployment:
-    image: "nginx:1.27"
-    replicas: 10
-    port: 80
-    metadata:
-      annotations:
-        apps.mydeployment.io/canary-steps: "10%%, 50%%, 100%%"
-        apps.mydeployment.io/analysis: '%[3]s'
-  service: {}
-  route:
-    parentRefs: [{name: gateway}]
-    hostnames: [aborted.example.com]
-`, app, ns, analysis))
-	Eventually(backends, time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
-	Eventually(get("md", "{.status.availableReplicas}"), 2*time.Minute, 250*time.Millisecond).Should(Equal("10"))
+	applyRoutedApp(ns, app, map[string]string{appsv1beta1.CanaryStepsAnnotation: "10%, 50%, 100%", appsv1beta1.AnalysisAnnotation: analysis})
 	stable := get("md", "{.status.currentRevision}")()
 	health.set(stable, 1, 0.1)
 	addFilterByHand(ns, app)
