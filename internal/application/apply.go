@@ -56,7 +56,7 @@ type outcome struct {
 // before it say (write.given). A failed hand-off of the replicas is
 // returned before any other write.
 func (r *Reconciler) act(ctx context.Context, o *observation, p plan) (synced, error) {
-	s := synced{endpointSlices: o.slices, weight: Weighed(o.split, o.ready[0], o.ready[1])}
+	s := synced{endpointSlices: o.slices, weight: o.weighed()}
 	for i := range kinds {
 		s.outcomes[i] = o.outcome(i)
 	}

@@ -30,7 +30,7 @@ type observation struct {
 	// HTTPRoute is served and the MyDeployment stands.
 	split *Split
 	// ready are the ready endpoints of the stable and canary Services, read
-	// while a split wants them.
+	// while a split wants them (weighed).
 	ready [2]int32
 	// slices are the EndpointSlices of the Application's Service.
 	slices []discoveryv1.EndpointSlice
@@ -184,4 +184,11 @@ func (r *Reconciler) ownedReplicas(ctx context.Context, app *appsv1beta1.Applica
 		return nil, nil
 	}
 	return md.Spec.Replicas, nil
+}
+
+// weighed is the split with its weight from the ready endpoints
+// (Weighed): what the route is planned to carry, and what the status
+// reports of it.
+func (o *observation) weighed() *Split {
+	return Weighed(o.split, o.ready[0], o.ready[1])
 }

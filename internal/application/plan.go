@@ -135,7 +135,7 @@ func childWrite(o *observation, i int, split *Split, force bool) (write, bool) {
 // Service that is not there or not ours.
 func planRoute(o *observation) (write, bool) {
 	one, oneOK := childWrite(o, kindHTTPRoute, nil, false)
-	weighed := Weighed(o.split, o.ready[0], o.ready[1])
+	weighed := o.weighed()
 	if weighed == nil || !o.mayStand(kindStableService) || !o.mayStand(kindCanaryService) {
 		return one, oneOK
 	}

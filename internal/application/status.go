@@ -22,8 +22,8 @@ import (
 type synced struct {
 	outcomes       [numKinds]outcome
 	endpointSlices []discoveryv1.EndpointSlice
-	// weight is the canary's traffic split as planned (Weighed); nil
-	// without one.
+	// weight is the canary's traffic split as planned
+	// (observation.weighed); nil without one.
 	weight *Split
 }
 

@@ -147,7 +147,7 @@ func (p CanaryPromote) Ends(st CanaryState) bool {
 // StableFloor pods at every step, one pod's share at most below its
 // weight, as the larger of two partitions: before the first weight step
 // (stated 0) every pod is held, and a size step beyond the weight's pods
-// (weightPods) cannot end; it holds there (CanaryProgress.WeightHeld).
+// (WeightPods) cannot end; it holds there (CanaryProgress.WeightHeld).
 // A weight step itself ends at once, with no analysis.
 //
 // With analysis (Input.Analysis), a size step whose pods are available, or
