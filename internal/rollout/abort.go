@@ -1,6 +1,11 @@
 package rollout
 
-import "slices"
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Abort (Input.Aborted, RollingUpdate, CurrentRevision listed in Revisions
 // and not UpdateRevision): the rollout to UpdateRevision exceeded its
@@ -23,6 +28,13 @@ import "slices"
 // spec untouched. The plan's reason is ReasonAbortRollBack while pods
 // are off the stable revision, ReasonAborted once all are back; a scale
 // or a pause keeps its own.
+//
+// With weight steps the aborted revision's pods take the traffic the
+// route gives them, not a Ready pod's share: until Input.AbortDrain (the
+// route's weight taken off them, then a drain delay: the weights module)
+// the way back removes none of them and moves none in place; it creates
+// the stable side's pods within maxSurge meanwhile, and the plan's reason
+// is ReasonAbortDrainTraffic while it holds one back.
 //
 // Without CurrentRevision's ControllerRevision there is nothing to go
 // back to: Aborted is ignored and the rollout goes on as Deployment's
@@ -70,6 +82,34 @@ func planAbort(in Input) Plan {
 		p.Reason = ReasonAborted
 	case ReasonRollingUpdate, ReasonRollingUpdateWait:
 		p.Reason = ReasonAbortRollBack
+	}
+	if wait := in.AbortDrain.Sub(in.Now); wait > 0 && slices.ContainsFunc(in.Pods, in.takesTraffic) {
+		p = p.keeping(in.takesTraffic, wait)
+	}
+	return p
+}
+
+// takesTraffic says pod is an active pod of the aborted revision (its
+// revision UpdateRevision, neither terminating nor finished): the
+// route may still send it traffic.
+func (in Input) takesTraffic(pod *corev1.Pod) bool {
+	return pod != nil && revisionOf(pod) == in.UpdateRevision && isActive(pod)
+}
+
+// keeping is p without removals or in-place moves of the pods kept
+// says, due again after wait; its reason ReasonAbortDrainTraffic when it
+// held one back.
+func (p Plan) keeping(kept func(*corev1.Pod) bool, wait time.Duration) Plan {
+	n := len(p.Delete) + len(p.Evict) + len(p.UpdateInPlace)
+	p.Delete = slices.DeleteFunc(slices.Clone(p.Delete), kept)
+	p.Evict = slices.DeleteFunc(slices.Clone(p.Evict), kept)
+	p.UpdateInPlace = slices.DeleteFunc(slices.Clone(p.UpdateInPlace), kept)
+	p.Drained = slices.DeleteFunc(slices.Clone(p.Drained), kept)
+	if len(p.Delete)+len(p.Evict)+len(p.UpdateInPlace) < n {
+		p.Reason = ReasonAbortDrainTraffic
+	}
+	if p.RequeueAfter == 0 || wait < p.RequeueAfter {
+		p.RequeueAfter = wait
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -263,4 +264,47 @@ func runAborting(t *testing.T, c *cluster, in Input, k *inPlaceKubelet) {
 		b.check(t, c, in)
 		reconcile(in)
 	}
+}
+
+// drained is in with its aborted revision's pods held until t0+wait
+// (Input.AbortDrain: the route's weight not yet off them).
+func drained(in Input, wait time.Duration) Input {
+	in.AbortDrain = t0.Add(wait)
+	return in
+}
+
+func TestComputeAbortDrainsTrafficFirst(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{
+			name: "aborted, the route's weight not yet off the updated pods: the stable pod is created, no updated pod goes",
+			in:   drained(aborted(10, 3, 2, pods("old", revOld, 8), pods("new", revNew, 4, pending)), 30*time.Second),
+			// As the undrained case (TestComputeAbort's first) but for the removals: due again once they may go.
+			wantCreations: []Creation{{Revision: revOld, Count: 1}}, wantReason: ReasonAbortDrainTraffic, wantRequeue: 30 * time.Second,
+		},
+		{
+			name:       "aborted, maxSurge=1 maxUnavailable=0, the stable pod available: the updated pod stays until the drain ends",
+			in:         drained(aborted(5, 1, 0, pods("old", revOld, 4), pods("new", revNew, 2)), 10*time.Second),
+			wantReason: ReasonAbortDrainTraffic, wantRequeue: 10 * time.Second,
+		},
+		{
+			name:       "aborted, the drain over: the updated pod goes",
+			in:         drained(aborted(5, 1, 0, pods("old", revOld, 4), pods("new", revNew, 2)), -time.Second),
+			wantDelete: []string{"new-0"}, wantReason: ReasonAbortRollBack,
+		},
+		{
+			name: "aborted, in place: no updated pod moves back while traffic drains",
+			in: func() Input {
+				in := drained(aborted(5, 1, 1, pods("old", revOld, 3, gated), pods("new", revNew, 2, gated, notReady)), 5*time.Second)
+				in.InPlace = []string{revNew}
+				return in
+			}(),
+			wantReason: ReasonAbortDrainTraffic, wantRequeue: 5 * time.Second,
+		},
+		{
+			name: "aborted, every updated pod already terminating: nothing held, no requeue for the drain",
+			in: drained(aborted(4, 1, 1, pods("old", revOld, 4), pods("new", revNew, 1, terminating)),
+				30*time.Second),
+			wantReason: ReasonAborted,
+		},
+	})
 }

@@ -199,9 +199,19 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 		in, p = off, q
 	}
 	maxWait := time.Duration(max(in.MinReadySeconds, 0)) * time.Second
+	drainHold := false // the aborted revision's active pods stay while traffic drains (AbortDrain)
 	if in.aborting() {
 		// An abort is the rolling step towards the stable revision: its
-		// promises are those of that input.
+		// promises are those of that input, less the aborted revision's
+		// removals while traffic drains, due again then.
+		if drainHold = in.AbortDrain.After(in.Now); drainHold {
+			maxWait = max(maxWait, in.AbortDrain.Sub(in.Now))
+			for _, pod := range slices.Concat(p.Delete, p.Evict, p.UpdateInPlace) {
+				if in.takesTraffic(pod) {
+					t.Fatalf("abort: pod %s of the aborted revision removed or moved before its traffic drained: %s", pod.Name, describe(p))
+				}
+			}
+		}
 		in = in.towardsStable()
 	}
 	if in.Canary != nil {
@@ -482,7 +492,7 @@ func checkPlan(t testing.TB, in Input, p Plan) {
 			t.Fatalf("drain: %d available pods on draining nodes removed of %d available, below replicas=%d: %s",
 				removedAvailableDraining, o.available, o.replicas, describe(p))
 		}
-		if o.available == o.active && create == 0 && delActive == 0 && len(p.UpdateInPlace) == 0 && !cut {
+		if o.available == o.active && create == 0 && delActive == 0 && len(p.UpdateInPlace) == 0 && !cut && !drainHold {
 			t.Fatalf("rolling: every pod is available yet no progress: %s", describe(p))
 		}
 	default:

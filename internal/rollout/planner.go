@@ -117,6 +117,11 @@ type Input struct {
 	// InPlace then names the revisions whose pods can move to
 	// CurrentRevision in place (Target).
 	Aborted bool
+	// AbortDrain, while Aborted, is when the aborted revision's active
+	// pods may go (abort.go): until then they still take traffic (a
+	// route's weight steps, the weights module: the route's weight is
+	// taken off them first). Zero: at once.
+	AbortDrain time.Time
 	// TerminationComplete makes a pod count against the pods a plan may
 	// create until it is gone from the API server, not only while it is
 	// active (replacement.go; the pod-replacement opt-in): a pod's
@@ -265,6 +270,10 @@ const (
 	// ReasonAborted: an aborted rollout has every pod back on the current
 	// revision; nothing to do until the template changes or a retry.
 	ReasonAborted Reason = "Abort:AtStable"
+	// ReasonAbortDrainTraffic: an aborted rollout keeps the aborted
+	// revision's pods until traffic has left them (Input.AbortDrain),
+	// creating the stable side's within maxSurge meanwhile.
+	ReasonAbortDrainTraffic Reason = "Abort:DrainTraffic"
 	// ReasonSpecifiedDelete: pods labelled specified-delete, or whose
 	// in-place update failed, are replaced while no rollout is under way.
 	ReasonSpecifiedDelete Reason = "SpecifiedDelete"
