@@ -318,6 +318,24 @@ func StepOf(s Set) (revision string, index int, ok bool) {
 	return "", 0, false
 }
 
+// A RouteWaiter is a Spec that knows whether the route carries the
+// weight a canary step states (the weights module's, from the
+// Application's record): the analysis measures a step only once it does.
+type RouteWaiter interface {
+	Spec
+	// RouteWaits says the route does not carry yet the weight step index
+	// of the rollout to revision states; why says what it carries.
+	RouteWaits(revision string, index int) (why string, waits bool)
+}
+
+// RouteWaitsOf is what s's RouteWaiter says of the step; false without one.
+func RouteWaitsOf(s Set, revision string, index int) (why string, waits bool) {
+	for w := range Each[RouteWaiter](s) {
+		return w.RouteWaits(revision, index)
+	}
+	return "", false
+}
+
 // A Retrier is a Spec that says when its object's aborted rollout was
 // last started over (the abort module's retried-at): what a step
 // measured before is not counted after.

@@ -15,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 )
 
 // AppCase is one invalid Application.
@@ -141,6 +142,14 @@ func AppCases() []AppCase {
 			},
 			Field: "spec.deployment.metadata.annotations[" + appsv1beta1.CanaryStepsAnnotation + "]",
 			Why:   `step 2 "50%" exceeds the weight stated at step 1 (5%)`, By: Webhook},
+		{Name: "a weight headroom beyond 10",
+			Change: func(a *appsv1beta1.Application) {
+				a.Spec.Route = RouteTo(a.Name)
+				a.Spec.Deployment.Metadata = &appsv1beta1.ChildMetadata{Annotations: map[string]string{
+					appsv1beta1.CanaryStepsAnnotation: "weight 5%, 1, pause", weights.HeadroomAnnotation: "12"}}
+			},
+			Field: "spec.deployment.metadata.annotations[" + weights.HeadroomAnnotation + "]",
+			Why:   "must be a decimal from 1 to 10", By: Webhook},
 		{Name: "a route backend naming the canary Service, which the Application weighs itself",
 			Change: func(a *appsv1beta1.Application) { a.Spec.Route = RouteTo(a.Name + "-canary") },
 			Field:  "spec.route.rules[0].backendRefs[0].name", Why: "names a Service the Application makes for a canary's traffic", By: Webhook},

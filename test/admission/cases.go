@@ -25,6 +25,7 @@ import (
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/hooks"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/podreplacement"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 )
 
 // By says which part of admission refuses a row.
@@ -167,6 +168,8 @@ var (
 	adoptFromField      = "metadata.annotations[" + appsv1beta1.AdoptFromAnnotation + "]"
 	adoptRevsField      = "metadata.annotations[" + appsv1beta1.AdoptRevisionsAnnotation + "]"
 	analysisField       = "metadata.annotations[" + appsv1beta1.AnalysisAnnotation + "]"
+	headroomField       = "metadata.annotations[" + weights.HeadroomAnnotation + "]"
+	drainDelayField     = "metadata.annotations[" + weights.AbortDrainDelayAnnotation + "]"
 	hooksField          = "metadata.annotations[" + hooks.Annotation + "]"
 	podReplacementField = "metadata.annotations[" + podreplacement.Annotation + "]"
 	// wavesKey is the waves module's annotation (internal/optin/waves.Annotation).
@@ -371,6 +374,22 @@ func Cases() []Case {
 			Field: canaryField, Why: `step 2 "50%" exceeds the weight stated at step 1 (10%)`, By: Webhook},
 		{Name: "canary weight steps on a MyDeployment no Application controls", Change: annotate(appsv1beta1.CanaryStepsAnnotation, "weight 10%, 10%"),
 			Field: canaryField, Why: "weight steps need an Application with spec.route", By: Webhook},
+		{Name: "weight headroom without weight steps", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "1, pause, 100%")(m)
+			annotate(weights.HeadroomAnnotation, "2")(m)
+		}, Field: headroomField, Why: "needs weight steps in " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "weight headroom below 1", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "weight 10%, 10%")(m)
+			annotate(weights.HeadroomAnnotation, "0.5")(m)
+		}, Field: headroomField, Why: "must be a decimal from 1 to 10", By: Webhook},
+		{Name: "abort drain delay without weight steps", Change: annotate(weights.AbortDrainDelayAnnotation, "30s"),
+			Field: drainDelayField, Why: "needs weight steps in " + appsv1beta1.CanaryStepsAnnotation, By: Webhook},
+		{Name: "abort drain delay beyond 10m", Change: func(m *appsv1beta1.MyDeployment) {
+			annotate(appsv1beta1.CanaryStepsAnnotation, "weight 10%, 10%")(m)
+			annotate(weights.AbortDrainDelayAnnotation, "1h")(m)
+		}, Field: drainDelayField, Why: "must be a duration from 0s to 10m0s", By: Webhook},
+		{Name: "route-weight record not as the Application writes it", Change: annotate(weights.RouteWeightAnnotation, "10"),
+			Field: "metadata.annotations[" + weights.RouteWeightAnnotation + "]", Why: "must be written by the Application", By: Webhook},
 		{Name: "canary steps with Recreate", Change: func(m *appsv1beta1.MyDeployment) {
 			recreate(m)
 			annotate(appsv1beta1.CanaryStepsAnnotation, "1, pause, 100%")(m)

@@ -15,6 +15,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/abort"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -304,5 +305,53 @@ func TestReadMeasuresTheStepUnderWay(t *testing.T) {
 	md.Status.CurrentRevision = "web-2"
 	if none := read(30 * time.Second); none.Verdict() != nil || none.Keep() != nil || len(mem) != 0 {
 		t.Fatalf("the step's revision current: verdict %+v, kept %v", none.Verdict(), mem)
+	}
+}
+
+// TestReadWaitsForTheRouteWeight: with weight steps, a step is measured
+// only once the route carries the weight it states (the weights module's
+// record): before, the verdict says why it waits, and nothing is asked.
+func TestReadWaitsForTheRouteWeight(t *testing.T) {
+	a, err := ParseValue(`{"prometheus":"http://prometheus","interval":"10s","queries":[
+		{"name":"ok","query":"ok{revision=\"{{revision}}\"}","threshold":">= 0.99"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	q := querierFunc(func(context.Context, string, string, time.Time) (float64, error) { asked++; return 1, nil })
+	md := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns",
+		Annotations: map[string]string{appsv1beta1.CanaryStepsAnnotation: "weight 10%, 1, pause",
+			appsv1beta1.CanaryStepAnnotation: `{"revision":"web-2","step":2}`},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: appsv1beta1.GroupVersion.String(), Kind: "Application",
+			Name: "web", UID: "u", Controller: ptr.To(true)}}}}
+	t0 := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	var mem map[string]any
+	read := func(at time.Duration) *Verdict {
+		t.Helper()
+		c, errs := canary.Module.Parse(md)
+		w, werrs := weights.Module.Parse(md)
+		if len(errs)+len(werrs) > 0 {
+			t.Fatal(errs, werrs)
+		}
+		s, err := optin.NewSet(c, a, w).Read(context.Background(), md,
+			optin.ReadEnv{Now: t0.Add(at), Parts: map[string]optin.Part{Name: q}}, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem = s.Kept()
+		return Of(s).Verdict()
+	}
+	for _, at := range []time.Duration{0, 20 * time.Second} {
+		if v := read(at); v == nil || v.Phase != Running || !strings.Contains(v.Message, "waiting for the route to carry the stated weight 10%") {
+			t.Fatalf("no route record, at +%v: verdict %+v", at, v)
+		}
+	}
+	if asked != 0 {
+		t.Fatalf("asked Prometheus %d times before the route carried the step's weight", asked)
+	}
+	md.Annotations[weights.RouteWeightAnnotation] = weights.Record{Revision: "web-2", Stated: 10, Effective: 10, At: t0}.String()
+	read(30 * time.Second)
+	if v := read(40 * time.Second); v.Phase != Passed || asked != 1 {
+		t.Fatalf("the route at 10%%: verdict %+v after %d queries", v, asked)
 	}
 }

@@ -15,13 +15,20 @@ import (
 // each sync measures the canary step under way when a measurement is due
 // (Measure, through the module's Prometheus client, its part), from the
 // step's run the module kept at the last sync (optin.ReadEnv.Memory), and
-// returns a judged with the verdict; with no step to measure (no canary
+// returns a judged with the verdict; while the route does not carry the
+// weight the step states (optin.RouteWaitsOf: weight steps), a Running
+// verdict that says so, measuring nothing; with no step to measure (no canary
 // step under way, the object paused, the step's revision aborted or
 // already current), judged with none, keeping no run. a is not modified.
 func (a *Analysis) Read(ctx context.Context, md *appsv1beta1.MyDeployment, env optin.ReadEnv) (optin.Spec, error) {
 	key, ok := keyOf(md, env.Set)
 	if !ok {
 		return a.Judged(nil), nil
+	}
+	if why, waits := optin.RouteWaitsOf(env.Set, key.Revision, key.Step); waits {
+		// A weight step's route not yet written: measured, the step would
+		// be judged at the weight before it. The record's write syncs again.
+		return a.Judged(&Verdict{Key: key, Phase: Running, Message: why}), nil
 	}
 	run, _ := env.Memory.(*Run)
 	expand := func(query string) string { return Query{Query: query}.Expand(key.Revision, md.Namespace, md.Name) }

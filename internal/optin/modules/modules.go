@@ -21,6 +21,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/waves"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 )
 
 // All are the opt-in modules, in the order their errors are reported and
@@ -36,6 +37,7 @@ var All = []optin.Module{
 	configrollout.Module,
 	canary.Module,
 	analysis.Module,
+	weights.Module,
 	waves.Module,
 	hooks.Module,
 	podreplacement.Module,

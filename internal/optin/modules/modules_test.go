@@ -22,6 +22,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/respectpdb"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/updatemode"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/waves"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
@@ -255,7 +256,8 @@ func TestErrorOrder(t *testing.T) {
 	keys := []string{appsv1beta1.PartitionAnnotation, appsv1beta1.RespectPDBAnnotation, appsv1beta1.UpdateModeAnnotation,
 		appsv1beta1.DrainAnnotation, appsv1beta1.OnFailureAnnotation, appsv1beta1.RetriedAtAnnotation,
 		appsv1beta1.RolloutOnConfigChangeAnnotation, appsv1beta1.CanaryStepsAnnotation, appsv1beta1.CanaryStepAnnotation,
-		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.AnalysisAnnotation, waves.Annotation, rollout.WaveStateAnnotation,
+		appsv1beta1.CanaryPromoteAnnotation, appsv1beta1.AnalysisAnnotation,
+		weights.RouteWeightAnnotation, weights.HeadroomAnnotation, weights.AbortDrainDelayAnnotation, waves.Annotation, rollout.WaveStateAnnotation,
 		hooks.Annotation, podreplacement.Annotation, appsv1beta1.AdoptFromAnnotation, appsv1beta1.AdoptRevisionsAnnotation}
 	if !slices.Equal(Annotations, keys) {
 		t.Errorf("keys\n%q, want\n%q", Annotations, keys)
