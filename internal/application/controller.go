@@ -75,8 +75,10 @@ type Reconciler struct {
 
 // Reconcile syncs one Application in three steps and one status write:
 // observe reads it and its children once, planWrites plans the children's
-// applies and deletes as a value, act makes them, and the status computed
-// from what was observed and done is written once. A child whose name is
+// applies and deletes as a value, act makes them (and, with weight steps,
+// records on the MyDeployment what the route now carries:
+// recordRouteWeight), and the status computed from what was observed and
+// done is written once. A child whose name is
 // taken by someone else's object, or that the API server refuses as
 // invalid, is a condition and an event, looked at again after SlowRetry
 // (and on any change of the Application); any other error (quota,
@@ -99,7 +101,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	logf.FromContext(ctx).V(1).Info("children synced", "writes", p.summary(), "outcomes", s.summary())
-	return r.commit(ctx, app, s)
+	recorded := r.recordRouteWeight(ctx, o, s)
+	result, err := r.commit(ctx, app, s)
+	if err == nil && recorded != nil {
+		return ctrl.Result{}, recorded // retried with backoff, the status written
+	}
+	return result, err
 }
 
 // commit writes app's status computed from s, if it changed, and returns

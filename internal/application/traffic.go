@@ -1,20 +1,27 @@
 package application
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin"
 	"github.com/mydeployment-io/mydeployment-operator/internal/optin/canary"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 	"github.com/mydeployment-io/mydeployment-operator/internal/rollout"
 )
 
@@ -53,6 +60,9 @@ type Split struct {
 	// under way (rollout.StatedWeight); nil without weight steps, the
 	// weight then being the Ready pods' share.
 	Stated *int32
+	// Headroom multiplies the canary's Ready share before it caps Stated
+	// (weights.Headroom; 1: an equal share per pod).
+	Headroom float64
 }
 
 // Capped says w carries less than its steps state: fewer canary pods are
@@ -94,7 +104,7 @@ func TrafficSplit(md *appsv1beta1.MyDeployment) *Split {
 		index = st.Index
 	}
 	if stated, ok := rollout.StatedWeight(steps, index); ok {
-		split.Stated = &stated
+		split.Stated, split.Headroom = &stated, weights.Headroom(md)
 	}
 	return split
 }
@@ -110,9 +120,10 @@ func WeightSteps(annotations map[string]string) bool {
 // Weighed is split with its weight, from the ready endpoints of the stable
 // and canary Services: the canary's share of the ready pods of both
 // revisions, in percent, rounded; none when aborted. With weight steps
-// (split.Stated) the stated weight, capped by that share rounded down
-// (Capped), and 0 while no canary pod is ready: 2% to 1 ready pod of 10,
-// but 10% at most to it when 50% is stated. nil (the one Service)
+// (split.Stated) the stated weight, capped by that share times the
+// headroom, rounded down (Capped), and 0 while no canary pod is ready:
+// 2% to 1 ready pod of 10, but 10% at most to it when 50% is stated (15%
+// with a headroom of 1.5). nil (the one Service)
 // while the Services the weights would send traffic to have no ready
 // endpoint (just made: their EndpointSlices not yet written), so the route
 // never points at an empty Service. Each ready pod so gets an equal share,
@@ -132,7 +143,7 @@ func Weighed(split *Split, stableReady, canaryReady int32) *Split {
 	case split.Stated != nil:
 		// Capped by the canary's share; all of it when no stable pod is
 		// ready (the stable Service has nothing to send it to).
-		share := int32(100 * int64(canaryReady) / int64(stableReady+canaryReady))
+		share := int32(min(100, math.Floor(100*float64(canaryReady)*max(split.Headroom, 1)/float64(stableReady+canaryReady))))
 		w.CanaryWeight = min(*split.Stated, share)
 		if stableReady == 0 {
 			w.CanaryWeight = 100
@@ -318,4 +329,73 @@ func trafficNote(before, after *gatewayv1.HTTPRoute) string {
 		return fmt.Sprintf("HTTPRoute %s sends all traffic to Service %s again", after.Name, after.Name)
 	}
 	return fmt.Sprintf("HTTPRoute %s: %s", after.Name, is)
+}
+
+// RouteWeightManager is the field manager of the route's weight record on
+// the MyDeployment (weights.RouteWeightAnnotation): apart from the
+// Application's apply of the MyDeployment, which leaves it out, so that
+// an apply never removes it.
+const RouteWeightManager = "application-controller-route-weight"
+
+// routeRecord is the route-weight record the MyDeployment should hold
+// once s's writes are made: the canary weight the route as it stands
+// carries for the canary revision of o's split, when the MyDeployment
+// has weight steps, stands and the route names the canary Service; false
+// when no record is due (none of those, or the record already says it:
+// Record.Same, its time kept).
+func routeRecord(o *observation, s synced, now time.Time) (weights.Record, bool) {
+	md, _ := o.children[kindMyDeployment].live.(*appsv1beta1.MyDeployment)
+	route, _ := s.outcomes[kindHTTPRoute].live.(*gatewayv1.HTTPRoute)
+	if o.split == nil || md == nil || !o.children[kindMyDeployment].stands() || route == nil ||
+		!s.outcomes[kindHTTPRoute].present || !WeightSteps(md.Annotations) {
+		return weights.Record{}, false
+	}
+	effective, ok := canaryWeight(route, o.app.Name+CanarySuffix)
+	if !ok {
+		return weights.Record{}, false
+	}
+	rec := weights.Record{Revision: o.split.Canary, Effective: effective, At: now}
+	if o.split.Stated != nil {
+		rec.Stated = *o.split.Stated
+	}
+	if was, ok := weights.RecordOf(md); ok && was.Same(rec) {
+		return weights.Record{}, false
+	}
+	return rec, true
+}
+
+// canaryWeight is the weight of the first backendRef to Service canary in
+// route's rules; false when none names it.
+func canaryWeight(route *gatewayv1.HTTPRoute, canary string) (int32, bool) {
+	for _, rule := range route.Spec.Rules {
+		for _, ref := range rule.BackendRefs {
+			if string(ref.Name) == canary && ptr.Deref(ref.Kind, "Service") == "Service" {
+				return ptr.Deref(ref.Weight, 1), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// recordRouteWeight writes the route-weight record routeRecord says is
+// due on the Application's MyDeployment, after the route's write: a merge
+// patch of that one annotation under RouteWeightManager, on the
+// MyDeployment observed (its UID a precondition: a MyDeployment deleted
+// meanwhile is not written, nor one made again under its name).
+func (r *Reconciler) recordRouteWeight(ctx context.Context, o *observation, s synced) error {
+	rec, ok := routeRecord(o, s, time.Now())
+	if !ok {
+		return nil
+	}
+	md := o.children[kindMyDeployment].live
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": md.GetUID(),
+		"annotations": map[string]string{weights.RouteWeightAnnotation: rec.String()}}})
+	if err != nil {
+		return err
+	}
+	target := &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: md.GetNamespace(), Name: md.GetName()}}
+	if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(RouteWeightManager)); err != nil {
+		return fmt.Errorf("recording the route's weight on MyDeployment %s: %w", md.GetName(), err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package application
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,6 +20,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 )
 
 // routedCanary creates an Application with a route and the canary steps
@@ -239,5 +241,83 @@ func canaryTrafficSpecs(namespace func() string) {
 		Expect(childOf(app, &appsv1beta1.MyDeployment{}).Status.UpdatedReplicas).To(BeZero())
 		Eventually(serviceGone(ns, "aborted-stable"), timeout, interval).Should(BeTrue())
 		Eventually(serviceGone(ns, "aborted-canary"), timeout, interval).Should(BeTrue())
+	})
+
+	It("on abort with weight steps takes the route's weight off the canary before any canary pod goes, and waits the drain delay", func() {
+		ns := namespace()
+		app := routedCanary(ns, "drained", 4, "weight 25%, 1, weight 50%, 2, pause")
+		app.Spec.Deployment.Metadata.Annotations[appsv1beta1.OnFailureAnnotation] = appsv1beta1.OnFailureAbort
+		app.Spec.Deployment.Metadata.Annotations[weights.AbortDrainDelayAnnotation] = "5s"
+		app.Spec.Deployment.ProgressDeadlineSeconds = ptr.To(int32(2))
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		// The first pod of the new image becomes Ready, no other: step 2
+		// (1 pod, 25%) ends, step 4 (2 pods) never does, and the deadline
+		// aborts the rollout with the route carrying 25% to that pod.
+		kubelet := func() {
+			var list corev1.PodList
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{appsv1beta1.AppNameLabel: app.Name})).To(Succeed())
+			readyNew := 0
+			for _, p := range list.Items {
+				if p.Spec.Containers[0].Image == "nginx:1.28" && p.Status.Phase == corev1.PodRunning {
+					readyNew++
+				}
+			}
+			playKubelet(app, func(p *corev1.Pod) bool {
+				if p.Spec.Containers[0].Image == "nginx:1.27" {
+					return true
+				}
+				readyNew++
+				return readyNew == 1
+			})
+		}
+		md := func() *appsv1beta1.MyDeployment { return childOf(app, &appsv1beta1.MyDeployment{}) }
+		record := func() (weights.Record, bool) { return weights.RecordOf(md()) }
+		backends := routeBackends(app, kubelet)
+		Eventually(backends, 3*CRDPoll, interval).Should(Equal([]string{"drained=1"}))
+		Eventually(func() int32 { kubelet(); return md().Status.AvailableReplicas }, timeout, interval).Should(Equal(int32(4)))
+		_, ok := record()
+		Expect(ok).To(BeFalse(), "no record before a rollout")
+
+		updateApp(app, func(a *appsv1beta1.Application) { a.Spec.Deployment.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		By("the canary's one ready pod gets its weight, and the MyDeployment holds the route's record of it")
+		Eventually(backends, timeout, interval).Should(ContainElement(MatchRegexp(`^drained-canary=[1-9][0-9]*$`)))
+		update := md().Status.UpdateRevision
+		Eventually(func() bool { r, _ := record(); return r.Revision == update && r.Effective > 0 }, timeout, interval).Should(BeTrue())
+		canaryPods := func() []string {
+			var list corev1.PodList
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{appsv1beta1.RevisionLabel: update})).To(Succeed())
+			var names []string
+			for _, p := range list.Items {
+				if p.DeletionTimestamp == nil {
+					names = append(names, p.Name)
+				}
+			}
+			return names
+		}
+
+		By("aborted: no canary pod goes before the record says the route sends it 0, and not within the drain delay after")
+		var (
+			most     int       // the most canary pods seen at once
+			zeroAt   time.Time // the record's time of the route's 0
+			heldTill time.Time // the last look that found every canary pod there, the record saying 0
+		)
+		Eventually(func() bool {
+			kubelet()
+			pods := canaryPods()
+			r, ok := record()
+			zero := ok && r.Revision == update && r.Effective == 0
+			if most = max(most, len(pods)); len(pods) < most {
+				Expect(zero).To(BeTrue(), "a canary pod went while the route's record said %+v", r)
+				return true
+			}
+			if zero {
+				zeroAt, heldTill = r.At, time.Now()
+			}
+			return false
+		}, timeout, interval).Should(BeTrue())
+		Expect(md().Annotations[appsv1beta1.AbortedRevisionAnnotation]).To(Equal(update))
+		Expect(heldTill).To(BeTemporally(">=", zeroAt.Add(4*time.Second)),
+			"the canary pods stayed the drain delay (5s, the record's time to the second) after the route's 0")
+		Eventually(backends, timeout, interval).Should(Equal([]string{"drained=1"}))
 	})
 }

@@ -56,15 +56,18 @@ func TestTrafficSplit(t *testing.T) {
 				md.Status.UpdatedReplicas = 0
 			}},
 		{name: "weight steps, no record yet: the first step's weight", md: canaryMD(weights, "", 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2)}},
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2), Headroom: 1}},
 		{name: "weight steps, at the pause after the 2% pod", md: canaryMD(weights, at(3), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2)}},
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2), Headroom: 1}},
 		{name: "weight steps, at the pause after weight 10%", md: canaryMD(weights, at(5), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](10)}},
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](10), Headroom: 1}},
 		{name: "weight steps, at the last pause", md: canaryMD(weights, at(8), 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](50)}},
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](50), Headroom: 1}},
 		{name: "weight steps, the record of an older rollout: the first step's weight", md: canaryMD(weights, `{"revision":"shop-0","step":8}`, 10),
-			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2)}},
+			want: &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](2), Headroom: 1}},
+		{name: "weight steps with a headroom", md: canaryMD(weights, at(8), 10),
+			change: func(md *appsv1beta1.MyDeployment) { md.Annotations["apps.mydeployment.io/weight-headroom"] = "1.5" },
+			want:   &Split{Stable: "shop-1", Canary: "shop-2", Stated: ptr.To[int32](50), Headroom: 1.5}},
 		{name: "an older revision aborted: this rollout goes on", md: canaryMD(steps, at(2), 10),
 			change: func(md *appsv1beta1.MyDeployment) { md.Annotations[appsv1beta1.AbortedRevisionAnnotation] = "shop-0" },
 			want:   split},
@@ -101,6 +104,7 @@ func TestWeighed(t *testing.T) {
 	statedWeight := func(s, w int32) *Split {
 		return &Split{Stable: "shop-1", Canary: "shop-2", Stated: &s, CanaryWeight: w}
 	}
+	headroom := func(s *Split, h float64) *Split { s.Headroom = h; return s }
 	cases := []struct {
 		name           string
 		split          *Split
@@ -127,6 +131,12 @@ func TestWeighed(t *testing.T) {
 		{name: "2% stated, no canary pod ready: nothing", split: stated(2), stable: 10, want: statedWeight(2, 0)},
 		{name: "2% stated, no stable pod ready: all to the canary, none to an empty Service", split: stated(2), canary: 3, want: statedWeight(2, 100)},
 		{name: "0% stated before the first weight step", split: stated(0), stable: 9, canary: 1, want: statedWeight(0, 0)},
+		{name: "50% stated, 1 of 10 pods ready, headroom 1.5: 15%", split: headroom(stated(50), 1.5), stable: 9, canary: 1,
+			want: headroom(statedWeight(50, 15), 1.5)},
+		{name: "50% stated, 1 of 10 pods ready, headroom 10: the stated 50%", split: headroom(stated(50), 10), stable: 9, canary: 1,
+			want: headroom(statedWeight(50, 50), 10)},
+		{name: "2% stated, headroom 2, no canary pod ready: still nothing", split: headroom(stated(2), 2), stable: 10,
+			want: headroom(statedWeight(2, 0), 2)},
 		{name: "stated, aborted: nothing", split: &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true, Stated: ptr.To[int32](50)},
 			stable: 5, canary: 5, want: &Split{Stable: "shop-1", Canary: "shop-2", Aborted: true, Stated: ptr.To[int32](50)}},
 	}

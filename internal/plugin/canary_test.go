@@ -22,8 +22,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 )
 
 var _ = Describe("rollout promote and status with canary steps", func() {
@@ -106,5 +109,23 @@ var _ = Describe("rollout promote and status with canary steps", func() {
 		r := runPlugin(ns, "rollout", "status", "web", "--watch=false")
 		Expect(r).To(Equal(result{out: `Waiting for mydeployment "web" canary roll out to finish: step 3 of 5: 50%: 5 of 10 pods updated...` + "\n" +
 			"  analysis AnalysisRunning: " + msg + "\n"}))
+	})
+
+	It("status shows the route's stated and effective weight, as the Application recorded it", func() {
+		cur := getMD(md) // an Application's MyDeployment: weight steps need one
+		cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1beta1.GroupVersion.String(), Kind: "Application",
+			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		md = getMD(md)
+		setAnnotation(md, appsv1beta1.CanaryStepsAnnotation, "weight 10%, 1, weight 50%, 5, pause")
+		setAnnotation(md, weights.RouteWeightAnnotation, `{"revision":"web-2","stated":50,"effective":10,"at":"2026-11-30T20:00:00Z"}`)
+		atStep("4", 1, corev1.ConditionTrue, appsv1beta1.ReasonRevisionUpdated, `Revision "web-2" is progressing.`)
+		r := runPlugin(ns, "rollout", "status", "web", "--watch=false")
+		Expect(r).To(Equal(result{out: `Waiting for mydeployment "web" canary roll out to finish: step 4 of 5: 5: 1 of 10 pods updated...` + "\n" +
+			"  route: 10% to the canary, of a stated 50% (capped by its Ready pods)\n"}))
+
+		setAnnotation(md, weights.RouteWeightAnnotation, `{"revision":"web-1","stated":50,"effective":50,"at":"2026-11-30T19:00:00Z"}`)
+		r = runPlugin(ns, "rollout", "status", "web", "--watch=false")
+		Expect(r.out).NotTo(ContainSubstring("route:"), "a record of the last rollout says nothing of this one")
 	})
 })

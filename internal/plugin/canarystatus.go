@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 )
 
 // canaryStatus is rolloutStatus for a canary rollout under way
@@ -46,10 +47,25 @@ func canaryStatus(md *appsv1beta1.MyDeployment) (msg string, done, ok bool) {
 		at = fmt.Sprintf("step %d of %d: promoted", c.State.Index+1, len(c.Steps))
 	} else if step.Pause && step.Duration == 0 && pausedAt(md, at) {
 		return fmt.Sprintf("canary paused at %s: %d of %d pods updated ('rollout promote %s' goes on)\n",
-			at, st.UpdatedReplicas, desired(md), md.Name) + analysisLine(md), true, true
+			at, st.UpdatedReplicas, desired(md), md.Name) + routeLine(md) + analysisLine(md), true, true
 	}
 	return fmt.Sprintf("Waiting for mydeployment %q canary roll out to finish: %s: %d of %d pods updated...\n",
-		md.Name, at, st.UpdatedReplicas, desired(md)) + analysisLine(md), false, true
+		md.Name, at, st.UpdatedReplicas, desired(md)) + routeLine(md) + analysisLine(md), false, true
+}
+
+// routeLine is what the route of md's Application carries for the update
+// revision, as the Application recorded it (weight steps: the weights
+// module's record), as a line of its own: the effective weight, and the
+// stated one when the Ready pods cap it; "" without a record of it.
+func routeLine(md *appsv1beta1.MyDeployment) string {
+	r, ok := weights.RecordOf(md)
+	if !ok || r.Revision != md.Status.UpdateRevision {
+		return ""
+	}
+	if r.Effective < r.Stated {
+		return fmt.Sprintf("  route: %d%% to the canary, of a stated %d%% (capped by its Ready pods)\n", r.Effective, r.Stated)
+	}
+	return fmt.Sprintf("  route: %d%% to the canary, as stated\n", r.Effective)
 }
 
 // analysisLine is the controller's Analysis condition (canary analysis,
