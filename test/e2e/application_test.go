@@ -197,6 +197,10 @@ spec:
 		weightStepsOnRoute(ns) // after the tests above: the Gateway API CRDs are installed
 	})
 
+	It("aborts a rollout with weight steps: the route's weight to 0 first, the canary pods a drain delay later", func() {
+		weightAbortOnRoute(ns) // after the tests above: the Gateway API CRDs are installed
+	})
+
 	It("aborts a canary whose analysis fails, its route back to the one Service", func() {
 		abortedTrafficOnRoute(ns) // after the tests above: the Gateway API CRDs are installed
 	})

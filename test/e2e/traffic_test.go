@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/optin/weights"
 	"github.com/mydeployment-io/mydeployment-operator/test/utils"
 )
 
@@ -277,6 +278,93 @@ func weightStepsOnRoute(ns string) {
 	Expect(weights).To(ContainElements(2, 10, 50))
 	Expect(sort.IntsAreSorted(weights)).To(BeTrue(), "canary weights %v", weights)
 	Expect(slices.Max(weights)).To(BeNumerically("<=", 50), "never past the last weight stated: %v", weights)
+	utils.MustKubectl("-n", ns, "delete", "mdapp", app, "--wait=true")
+}
+
+// weightAbortOnRoute aborts a rollout with weight steps on an Application
+// with a route (issue 54: "abort sets 0 before any pod goes"), in ns, on a
+// cluster with the Gateway API CRDs: "weight 10%, 1, weight 30%, 3,
+// pause" on 10 replicas, the new pods behind a readiness gate the spec
+// sets on the first one only, so step 2 ends with the route carrying
+// that pod's share and step 4 never does; past progressDeadlineSeconds (15) the rollout
+// aborts. The new pods have a preStop hook and a grace period of 20 s, so
+// kwok keeps a deleted one terminating and its deletion is seen. The route's canary weight goes to 0 (a version of the route
+// says so, and the Application records it on the MyDeployment,
+// route-weight) before any canary pod is deleted, and the first deletion
+// comes no sooner than the drain delay (abort-drain-delay 5s) after the
+// record; then the route points at the one Service again.
+func weightAbortOnRoute(ns string) {
+	const app = "drained"
+	get := func(kind, jsonpath string) func() string { return utils.JSONPath(jsonpath, "-n", ns, kind, app) }
+	applyRoutedApp(ns, app, map[string]string{
+		appsv1beta1.CanaryStepsAnnotation: "weight 10%, 1, weight 30%, 3, pause",
+		appsv1beta1.OnFailureAnnotation:   appsv1beta1.OnFailureAbort,
+		weights.AbortDrainDelayAnnotation: "5s"})
+	stable := get("md", "{.status.currentRevision}")()
+	watch := watchRoute(ns, app)
+	Eventually(watch.seen, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
+
+	By("a new template whose pods wait for a readiness gate; the spec opens it for the first pod only")
+	utils.MustKubectl("-n", ns, "patch", "mdapp", app, "--type=merge", "-p", `{"spec":{"deployment":{"image":null,"port":null,
+		"progressDeadlineSeconds":15,"template":{"spec":{"readinessGates":[{"conditionType":"e2e.mydeployment.io/ready"}],
+		"terminationGracePeriodSeconds":20,"containers":[{"name":"`+app+`","image":"nginx:1.28","ports":[{"name":"http","containerPort":80}],
+		"lifecycle":{"preStop":{"exec":{"command":["sleep","1"]}}}}]}}}}}`)
+	Eventually(get("md", "{.status.updateRevision}"), time.Minute, 250*time.Millisecond).ShouldNot(Equal(stable))
+	canary := get("md", "{.status.updateRevision}")()
+	var first string
+	Eventually(func() string {
+		first = utils.MustKubectl("-n", ns, "get", "pods", "-l", "controller-revision-hash="+canary, "-o", "jsonpath={.items[0].metadata.name}")
+		return first
+	}, time.Minute, 250*time.Millisecond).ShouldNot(BeEmpty())
+	utils.MustKubectl("-n", ns, "patch", "pod", first, "--subresource=status", "--type=strategic", "-p",
+		`{"status":{"conditions":[{"type":"e2e.mydeployment.io/ready","status":"True"}]}}`)
+	backends := get("httproute", `{range .spec.rules[0].backendRefs[*]}{.name}={.weight},{end}`)
+	// 10% at step 2 (1 pod of 10), or the pod's share of fewer stable pods
+	// once step 4 begins: capped by the Ready pods, never above 30%.
+	Eventually(backends, time.Minute, 250*time.Millisecond).Should(MatchRegexp(`^` + app + `-stable=[0-9]+,` + app + `-canary=[1-9][0-9]?,$`))
+
+	By("step 4's pods never Ready: aborted past the deadline; the route's 0 first, the canary pods a drain delay later")
+	var zero weights.Record // the first record of the route's 0 for the canary
+	deletedAt := func() (time.Time, bool) {
+		var first time.Time
+		for _, l := range utils.GetNonEmptyLines(utils.MustKubectl("-n", ns, "get", "pods", "-l", "controller-revision-hash="+canary, "-o",
+			`jsonpath={range .items[*]}{.metadata.deletionTimestamp}|{.metadata.deletionGracePeriodSeconds}{"\n"}{end}`)) {
+			at, grace, _ := strings.Cut(l, "|")
+			if at == "" {
+				continue
+			}
+			t, err := time.Parse(time.RFC3339, at)
+			Expect(err).NotTo(HaveOccurred(), l)
+			g, err := strconv.Atoi(grace)
+			Expect(err).NotTo(HaveOccurred(), l)
+			if requested := t.Add(-time.Duration(g) * time.Second); first.IsZero() || requested.Before(first) {
+				first = requested
+			}
+		}
+		return first, !first.IsZero()
+	}
+	Eventually(func() bool {
+		deleted, gone := deletedAt()
+		if zero.Revision == "" {
+			if r, err := weights.ParseRecord(get("md", "{.metadata.annotations.apps\\.mydeployment\\.io/route-weight}")()); err == nil &&
+				r.Revision == canary && r.Effective == 0 {
+				zero = r
+			}
+		}
+		if gone {
+			Expect(zero.Revision).To(Equal(canary), "a canary pod was deleted at %v before the route's record said 0", deleted)
+			Expect(deleted).To(BeTemporally(">=", zero.At.Add(5*time.Second)),
+				"the first canary pod was deleted at %v, within the drain delay of the route's 0 at %v", deleted, zero.At)
+		}
+		return gone
+	}, 2*time.Minute, 250*time.Millisecond).Should(BeTrue())
+	Expect(get("md", "{.metadata.annotations.apps\\.mydeployment\\.io/aborted-revision}")()).To(Equal(canary))
+	Eventually(backends, 2*time.Minute, 250*time.Millisecond).Should(Equal(app + "=1,"))
+
+	versions := watch.result()
+	By("the route's versions: " + strings.Join(versions, " "))
+	Expect(versions).To(ContainElement(HavePrefix(app + "-stable=100," + app + "-canary=0,")))
+	Expect(slices.Max(canaryWeights(app, versions))).To(And(BeNumerically(">", 0), BeNumerically("<=", 30)))
 	utils.MustKubectl("-n", ns, "delete", "mdapp", app, "--wait=true")
 }
 
