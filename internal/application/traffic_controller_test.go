@@ -96,6 +96,30 @@ func routeBackends(app *appsv1beta1.Application, kubelet func()) func() []string
 	}
 }
 
+// oneNewPodReady is a round of kubelet for app (playKubelet) in which
+// every pod of the old image (nginx:1.27) becomes Ready and, of the new
+// image's (nginx:1.28), only the first: a canary step beyond one pod
+// never ends.
+func oneNewPodReady(app *appsv1beta1.Application) func() {
+	return func() {
+		var list corev1.PodList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(app.Namespace), client.MatchingLabels{appsv1beta1.AppNameLabel: app.Name})).To(Succeed())
+		readyNew := 0
+		for _, p := range list.Items {
+			if p.Spec.Containers[0].Image == "nginx:1.28" && p.Status.Phase == corev1.PodRunning {
+				readyNew++
+			}
+		}
+		playKubelet(app, func(p *corev1.Pod) bool {
+			if p.Spec.Containers[0].Image == "nginx:1.27" {
+				return true
+			}
+			readyNew++
+			return readyNew == 1
+		})
+	}
+}
+
 func serviceGone(ns, svc string) func() bool {
 	return func() bool {
 		return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: svc}, &corev1.Service{}))
@@ -206,23 +230,7 @@ func canaryTrafficSpecs(namespace func() string) {
 		Expect(k8sClient.Create(ctx, app)).To(Succeed())
 		// One pod of the new image becomes Ready, the others never: step 1
 		// (2 pods) never ends, and the deadline aborts the rollout.
-		kubelet := func() {
-			var list corev1.PodList
-			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{appsv1beta1.AppNameLabel: app.Name})).To(Succeed())
-			readyNew := 0
-			for _, p := range list.Items {
-				if p.Spec.Containers[0].Image == "nginx:1.28" && p.Status.Phase == corev1.PodRunning {
-					readyNew++
-				}
-			}
-			playKubelet(app, func(p *corev1.Pod) bool {
-				if p.Spec.Containers[0].Image == "nginx:1.27" {
-					return true
-				}
-				readyNew++
-				return readyNew == 1
-			})
-		}
+		kubelet := oneNewPodReady(app)
 		backends := routeBackends(app, kubelet)
 		Eventually(backends, 3*CRDPoll, interval).Should(Equal([]string{"aborted=1"}))
 		Eventually(func() int32 { kubelet(); return childOf(app, &appsv1beta1.MyDeployment{}).Status.AvailableReplicas }, timeout, interval).
@@ -253,23 +261,7 @@ func canaryTrafficSpecs(namespace func() string) {
 		// The first pod of the new image becomes Ready, no other: step 2
 		// (1 pod, 25%) ends, step 4 (2 pods) never does, and the deadline
 		// aborts the rollout with the route carrying 25% to that pod.
-		kubelet := func() {
-			var list corev1.PodList
-			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{appsv1beta1.AppNameLabel: app.Name})).To(Succeed())
-			readyNew := 0
-			for _, p := range list.Items {
-				if p.Spec.Containers[0].Image == "nginx:1.28" && p.Status.Phase == corev1.PodRunning {
-					readyNew++
-				}
-			}
-			playKubelet(app, func(p *corev1.Pod) bool {
-				if p.Spec.Containers[0].Image == "nginx:1.27" {
-					return true
-				}
-				readyNew++
-				return readyNew == 1
-			})
-		}
+		kubelet := oneNewPodReady(app)
 		md := func() *appsv1beta1.MyDeployment { return childOf(app, &appsv1beta1.MyDeployment{}) }
 		record := func() (weights.Record, bool) { return weights.RecordOf(md()) }
 		backends := routeBackends(app, kubelet)
