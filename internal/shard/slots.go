@@ -1,10 +1,11 @@
-// Package shard is the pure core of active-active shards (issue 56,
-// docs/architecture.md "Proposed: active-active shards"): which slot of
-// the hash space a namespace falls in, which live replica should hold a
-// slot, and what one replica may take, keep and must give up given the
-// slots every live replica's Lease lists as held. No clock, no client:
-// the Leases, the caches' shard selectors and the controller's gate are
-// built on it.
+// Package shard is active-active shards (issue 56, docs/architecture.md
+// "Active-active shards"). Its pure core, with no clock and no client
+// (slots.go, ring.go): which slot of the hash space a namespace falls in,
+// which live replica should hold a slot, and what one replica may take,
+// keep and must give up given the slots every live replica holds. Built on
+// it: Membership (member.go: each replica's Lease, the one table of who
+// holds which slots, written only by conditioned updates, and the
+// self-fence) and the Gate (gate.go) the reconcilers ask before a sync.
 //
 // The hash is the API server's own for a shard selector
 // (k8s.io/apimachinery/pkg/sharding: the 64-bit FNV-1a of the field's
