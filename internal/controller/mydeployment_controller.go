@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,11 +28,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
@@ -39,6 +42,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
 	"github.com/mydeployment-io/mydeployment-operator/internal/status"
 )
 
@@ -67,6 +71,12 @@ type MyDeploymentReconciler struct {
 	// InPlaceTimeout is how long an in-place update may take before the
 	// pod is replaced; 0 means DefaultInPlaceTimeout.
 	InPlaceTimeout time.Duration
+	// Shards admits the syncs of the namespaces this replica holds (issue
+	// 56, shards.go); nil without shards: every namespace.
+	Shards *shard.Gate
+	// shardQueue is the controller's work queue once it started, for the
+	// objects of a slot taken (TookSlots).
+	shardQueue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	// objects is what the controller knows of each MyDeployment beyond
 	// the cache: its freshness record, pacing and backoff (objects.go).
 	objects *objects
@@ -99,6 +109,11 @@ type MyDeploymentReconciler struct {
 // once. Errors are returned (and retried with backoff) only when retrying can
 // help; a spec that can never work is reported as a condition and an event.
 func (r *MyDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	leave, ok := r.enterShard(req.Namespace)
+	if !ok {
+		return ctrl.Result{}, nil // another replica holds its slot
+	}
+	defer leave()
 	md := &appsv1beta1.MyDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, md); err != nil {
 		if apierrors.IsNotFound(err) {

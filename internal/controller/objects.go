@@ -143,6 +143,28 @@ func (o *objects) forget(key types.NamespacedName) {
 	}
 }
 
+// forgetNamespaces drops what is kept of every object in a namespace in
+// (their shard slot was given up or is being taken: shards.go), and the
+// namespaces' sweeps, and returns the names dropped.
+func (o *objects) forgetNamespaces(in func(namespace string) bool) []types.NamespacedName {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var gone []types.NamespacedName
+	for key, uid := range o.byName {
+		if in(key.Namespace) {
+			delete(o.byUID, uid)
+			delete(o.byName, key)
+			gone = append(gone, key)
+		}
+	}
+	for ns := range o.sweeps {
+		if in(ns) {
+			delete(o.sweeps, ns)
+		}
+	}
+	return gone
+}
+
 // pending counts the objects with pod writes the cache does not show yet.
 func (o *objects) pending() int {
 	o.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,6 +33,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/revision"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
 )
 
 // MyDeploymentControllerName is the MyDeployment controller's name: its
@@ -73,6 +75,10 @@ type MyDeploymentOptions struct {
 	// InPlaceTimeout is how long an in-place update may take before the
 	// pod is replaced; 0 means DefaultInPlaceTimeout.
 	InPlaceTimeout time.Duration
+	// Shards is this replica's membership of active-active shards: the
+	// controller syncs only the namespaces of the slots it holds, on every
+	// replica, not the leader alone. nil: one leader syncs every namespace.
+	Shards *shard.Membership
 }
 
 // DefaultStatusBatchPeriod is the manager's --status-batch-period default.
@@ -103,8 +109,12 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 		objects:           newObjects(freshness.DefaultTimeout),
 		parts:             map[string]optin.Part{},
 	}
+	if opts.Shards != nil {
+		r.Shards = opts.Shards.Gate()
+		opts.Shards.Tell(shardHolder{r})
+	}
 	env := optin.BuildEnv{Reader: mgr.GetClient(), Indexer: mgr.GetFieldIndexer(), Writer: mgr.GetClient(), Pods: opts.Pods,
-		Config: mgr.GetConfig(), Log: mgr.GetLogger(), Shared: optin.NewShared()}
+		Config: mgr.GetConfig(), Log: mgr.GetLogger(), Shared: optin.NewShared(), EveryReplica: opts.Shards != nil}
 	for _, m := range modules.Builders {
 		p, err := m.Build(ctx, env)
 		if err != nil {
@@ -207,6 +217,13 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		b = b.Watches(obj, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&appsv1beta1.MyDeployment{}, handler.OnlyControllerOwner()))
 	}
+	opts := controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}
+	if r.Shards != nil {
+		// Every replica syncs the slots it holds; a slot taken brings its
+		// objects through the queue (TookSlots).
+		b = b.WatchesRawSource(r.shardSource())
+		opts.NeedLeaderElection = ptr.To(false)
+	}
 	return b.
 		// Spec changes and new objects first; updates that leave the spec
 		// alone (our own status and annotation writes) at low priority.
@@ -221,7 +238,7 @@ func (r *MyDeploymentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&corev1.Pod{}, podwatch.LowPriority(podDeletes{handler.EnqueueRequestsFromMapFunc(r.podOwners), r}),
 			builder.WithPredicates(podwatch.UpdateMatters())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
+		WithOptions(opts).
 		Named("mydeployment").
 		Complete(r)
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
 )
 
 // The suite runs the controller exactly as cmd/main.go wires it, against a
@@ -145,10 +146,20 @@ type managerOpts struct {
 	namespaces []string
 	// syncPeriod, if set, is the cache's resync period (--sync-period).
 	syncPeriod time.Duration
+	// shards, if set, is the replica's membership of active-active shards.
+	shards *shard.Membership
 }
 
 // startManagerOpts runs a manager as startManager does, changed as o says.
 func startManagerOpts(o managerOpts, changes ...func(*MyDeploymentReconciler)) *MyDeploymentReconciler {
+	r, stop := runManager(o, changes...)
+	reconciler, stopManager = r, stop
+	return r
+}
+
+// runManager runs a manager as startManagerOpts does, without making it the
+// suite's running one: its reconciler, and what stops it.
+func runManager(o managerOpts, changes ...func(*MyDeploymentReconciler)) (*MyDeploymentReconciler, func()) {
 	restCfg, wrap := o.restCfg, o.wrap
 	podIndex := podwatch.NewIndex()
 	needs := MyDeploymentCache(podIndex)
@@ -177,23 +188,25 @@ func startManagerOpts(o managerOpts, changes ...func(*MyDeploymentReconciler)) *
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, mcancel := context.WithCancel(ctx)
-	r, err := SetupMyDeployment(mctx, mgr, MyDeploymentOptions{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod, Pods: podIndex})
+	r, err := SetupMyDeployment(mctx, mgr, MyDeploymentOptions{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod,
+		Pods: podIndex, Shards: o.shards})
 	Expect(err).NotTo(HaveOccurred())
+	if o.shards != nil {
+		Expect(mgr.Add(o.shards)).To(Succeed())
+	}
 	for _, change := range changes {
 		change(r)
 	}
-	reconciler = r
 	done := make(chan struct{})
 	go func() {
 		defer GinkgoRecover()
 		defer close(done)
 		Expect(mgr.Start(mctx)).To(Succeed())
 	}()
-	stopManager = func() {
+	return r, func() {
 		mcancel()
 		Eventually(done, 30*time.Second).Should(BeClosed())
 	}
-	return r
 }
 
 // ctrlConfigForTests lets the suite start a manager again after stopping one

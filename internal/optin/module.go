@@ -139,6 +139,9 @@ type BuildEnv struct {
 	// Shared are the parts several modules share, one of each per setup
 	// (the node view the drain and waves modules read); nil shares none.
 	Shared *Shared
+	// EveryReplica: every replica reconciles (active-active shards, issue
+	// 56), so a module's watch runs on each, not on the leader alone.
+	EveryReplica bool
 }
 
 // Shared holds the parts that several modules' parts share, one of each

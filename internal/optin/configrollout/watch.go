@@ -67,7 +67,9 @@ type Watch struct {
 	log    logr.Logger
 	// events enqueues MyDeployments (a channel source of the controller).
 	events chan event.GenericEvent
-	memo   hashMemo
+	// everyReplica: every replica reconciles (shards), so each watches.
+	everyReplica bool
+	memo         hashMemo
 
 	mu     sync.Mutex
 	ctx    context.Context // the manager's, once Start runs; nil before
@@ -112,7 +114,8 @@ func newWatch(env optin.BuildEnv) (*Watch, error) {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
 	return &Watch{Poll: configPoll, Reviews: env.Writer, reader: env.Reader, meta: meta, clock: clock.RealClock{},
-		log: env.Log.WithName("config"), events: make(chan event.GenericEvent, 1024), spaces: map[string]*space{}}, nil
+		log: env.Log.WithName("config"), events: make(chan event.GenericEvent, 1024), spaces: map[string]*space{},
+		everyReplica: env.EveryReplica}, nil
 }
 
 // Events implements optin.Watch: the opted-in MyDeployments that read a
@@ -120,8 +123,9 @@ func newWatch(env optin.BuildEnv) (*Watch, error) {
 // started or was denied.
 func (w *Watch) Events() <-chan event.GenericEvent { return w.events }
 
-// NeedLeaderElection: only the leader reconciles, so only it watches.
-func (w *Watch) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: only a replica that reconciles watches (the
+// leader, or every replica with shards).
+func (w *Watch) NeedLeaderElection() bool { return !w.everyReplica }
 
 // Start records the manager's context, starts the namespaces asked for
 // before it ran, and returns when ctx ends: nothing here stops the manager.

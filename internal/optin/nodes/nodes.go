@@ -34,6 +34,8 @@ type Watch struct {
 	matters Change
 	// events enqueues MyDeployments (a channel source of the controller).
 	events chan event.GenericEvent
+	// everyReplica: every replica reconciles (shards), so each watches.
+	everyReplica bool
 }
 
 // A Change says whether a node's change matters to a module: old is nil
@@ -51,7 +53,8 @@ var (
 // those with pods on a node whose change matters.
 func For(env optin.BuildEnv, module optin.Module, matters Change) *Watch {
 	v := optin.Share(env.Shared, sharedName, func() *View { return newView(env) })
-	w := &Watch{view: v, module: module, matters: matters, events: make(chan event.GenericEvent, 1024)}
+	w := &Watch{view: v, module: module, matters: matters, events: make(chan event.GenericEvent, 1024),
+		everyReplica: env.EveryReplica}
 	v.add(w)
 	return w
 }
@@ -59,8 +62,9 @@ func For(env optin.BuildEnv, module optin.Module, matters Change) *Watch {
 // Events implements optin.Watch.
 func (w *Watch) Events() <-chan event.GenericEvent { return w.events }
 
-// NeedLeaderElection: only the leader reconciles, so only it watches.
-func (w *Watch) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: only a replica that reconciles watches (the
+// leader, or every replica with shards).
+func (w *Watch) NeedLeaderElection() bool { return !w.everyReplica }
 
 // Start runs the view until ctx ends (View.Start: once per view, however
 // many modules share it). It returns nil: nothing here may stop the
