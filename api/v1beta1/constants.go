@@ -355,3 +355,16 @@ const (
 	// query and its value.
 	ReasonAnalysisFailed = "AnalysisFailed"
 )
+
+// The Leases of active-active shards (issue 56, internal/shard), in the
+// manager's namespace: keys on the operator's own objects, not on a
+// user's.
+const (
+	// ShardMemberLabel ("true") marks a manager replica's own Lease,
+	// named mydeployment-shard-<its identity>.
+	ShardMemberLabel = "apps.mydeployment.io/shard-member"
+	// ShardHoldersAnnotation, on the Lease mydeployment-shards, lists which
+	// replica holds which slots: "<identity>=<slots>,..." sorted by
+	// identity, <slots> a 64-bit set in hex (0x and 16 digits).
+	ShardHoldersAnnotation = "apps.mydeployment.io/shard-holders"
+)

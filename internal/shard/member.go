@@ -17,13 +17,15 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 )
 
 // The Leases of membership, in the operator's namespace.
 const (
 	// MemberLabel marks a replica's own Lease (value "true"); the Lease is
 	// named MemberPrefix and the replica's identity.
-	MemberLabel  = "apps.mydeployment.io/shard-member"
+	MemberLabel  = v1beta1.ShardMemberLabel
 	MemberPrefix = "mydeployment-shard-"
 	// TableName is the Lease whose HoldersAnnotation lists which replica
 	// holds which slots: "<identity>=<Slots>,..." sorted by identity. It is
@@ -31,7 +33,7 @@ const (
 	// conditioned on the resourceVersion read, so the API server orders
 	// every move and no version of it lists a slot twice.
 	TableName         = "mydeployment-shards"
-	HoldersAnnotation = "apps.mydeployment.io/shard-holders"
+	HoldersAnnotation = v1beta1.ShardHoldersAnnotation
 )
 
 // Config is one replica's membership.
