@@ -56,6 +56,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/webhookcert"
@@ -88,6 +89,7 @@ type flags struct {
 	enableLeaderElection                      bool
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	leaderElectionNamespace                   string
+	shards                                    bool
 	qps                                       float64
 	burst                                     int
 	apiCompression                            bool
@@ -163,6 +165,10 @@ func parseFlags() *flags {
 		"How often leader election clients retry.")
 	flag.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election lease; empty: the manager's own namespace (in a cluster).")
+	flag.BoolVar(&f.shards, "shards", false,
+		"Every replica reconciles (issue 56, in progress): each holds a Lease in the manager's namespace and syncs the "+
+			"namespaces of the slots it holds; the leader-elect timings above time the Leases. Off: the leader "+
+			"reconciles every namespace.")
 	flag.BoolVar(&f.secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
 	flag.StringVar(&f.webhookAddr, "webhook-bind-address", ":9443", "The address (host:port) the webhook server "+
@@ -382,8 +388,16 @@ func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.Ce
 // OLM's Upgradeable condition, held while its rollouts run) and
 // Application, now or once its CRD is installed.
 func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *podwatch.Index) error {
+	var shards *shard.Membership
+	if f.shards {
+		var err error
+		if shards, err = newMembership(mgr, f); err != nil {
+			return fmt.Errorf("shards: %w", err)
+		}
+	}
 	reconciler, err := controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{
-		Workers: f.workers, StatusBatchPeriod: f.statusBatchPeriod, Pods: pods, InPlaceTimeout: f.inPlaceTimeout})
+		Workers: f.workers, StatusBatchPeriod: f.statusBatchPeriod, Pods: pods, InPlaceTimeout: f.inPlaceTimeout,
+		Shards: shards})
 	if err != nil {
 		return fmt.Errorf("MyDeployment controller: %w", err)
 	}
@@ -393,10 +407,46 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *pod
 	}
 	// Without the Application CRD the manager runs MyDeployments alone, as
 	// the release before Application did, until the CRD is installed.
-	if err := application.SetupWhenServed(mgr, application.CRDPoll); err != nil {
+	if err := application.SetupWhenServed(mgr, application.CRDPoll, application.Options{Shards: shards}); err != nil {
 		return fmt.Errorf("Application controller: %w", err)
 	}
+	if shards != nil {
+		return mgr.Add(shards)
+	}
 	return nil
+}
+
+// newMembership is this replica's membership of the shards: its identity
+// the pod's name (POD_NAME, else the host name, which is the pod's), its
+// Leases in the leader election's namespace, read and written around the
+// cache.
+func newMembership(mgr ctrl.Manager, f *flags) (*shard.Membership, error) {
+	identity := os.Getenv("POD_NAME")
+	if identity == "" {
+		var err error
+		if identity, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("no POD_NAME and no host name: %w", err)
+		}
+	}
+	namespace := f.leaderElectionNamespace
+	if namespace == "" {
+		var err error
+		if namespace, err = webhookcert.OwnNamespace(); err != nil {
+			return nil, fmt.Errorf("the shards' Leases need a namespace (--leader-election-namespace): %w", err)
+		}
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, err
+	}
+	setupLog.Info("shards: every replica reconciles the namespaces of the slots it holds", "identity", identity,
+		"namespace", namespace)
+	if !f.enableLeaderElection {
+		setupLog.Info("shards without --leader-elect: this replica also runs the singletons (the webhook " +
+			"certificate's rotation, OLM's Upgradeable condition); run one replica so, or elect a leader")
+	}
+	return shard.New(shard.Config{Client: c, Namespace: namespace, Identity: identity, LeaseDuration: f.leaseDuration,
+		RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod, Log: ctrl.Log.WithName("shard")}), nil
 }
 
 // startWebhooks arranges the webhook server's certificate as

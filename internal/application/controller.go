@@ -24,12 +24,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
 )
 
 // SlowRetry is how often an Application looks again at a child that waits
@@ -53,6 +56,13 @@ type Reconciler struct {
 	// served, the leader asks discovery whether it is now (see
 	// SetupWithManager).
 	RoutePoll time.Duration
+
+	// Shards admits the syncs of the namespaces this replica holds (issue
+	// 56, shards.go); nil without shards: every namespace.
+	Shards *shard.Gate
+	// shardQueue is the controller's work queue once it started, for the
+	// Applications of a slot taken.
+	shardQueue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 
 	// routesServed: HTTPRoute is served and watched; until then an
 	// Application's route is an outcome (RouteCRDAbsent), not a request.
@@ -84,6 +94,13 @@ type Reconciler struct {
 // (and on any change of the Application); any other error (quota,
 // conflict, a server unavailable) is returned and retried with backoff.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Shards != nil {
+		leave, ok := r.Shards.Enter(req.Namespace)
+		if !ok {
+			return ctrl.Result{}, nil // another replica holds its slot
+		}
+		defer leave()
+	}
 	app := &appsv1beta1.Application{}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

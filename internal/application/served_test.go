@@ -84,7 +84,7 @@ var _ = Describe("A manager started before the Application CRD", func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(Served(mgr.GetRESTMapper())).To(BeFalse())
-		Expect(SetupWhenServed(mgr, 200*time.Millisecond)).To(Succeed())
+		Expect(SetupWhenServed(mgr, 200*time.Millisecond, Options{})).To(Succeed())
 		mctx, mcancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {

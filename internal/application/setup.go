@@ -15,9 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -27,6 +30,7 @@ import (
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
 )
 
 // Name is the controller's name: its event source.
@@ -66,12 +70,25 @@ func Cache() managercache.Needs {
 	}
 }
 
+// Options are the Application controller's settings that cmd/main.go
+// passes.
+type Options struct {
+	// Shards is this replica's membership of active-active shards: the
+	// controller syncs only the namespaces of the slots it holds, on every
+	// replica. nil: the leader syncs every namespace.
+	Shards *shard.Membership
+}
+
 // Setup builds the reconciler and registers it with mgr, whose cache must
 // have been composed with Cache. It fails if the controller cannot be
 // registered (the Application kind not served among them).
-func Setup(mgr ctrl.Manager) (*Reconciler, error) {
+func Setup(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(Name),
 		RoutePoll: CRDPoll}
+	if opts.Shards != nil {
+		r.Shards = opts.Shards.Gate()
+		opts.Shards.Tell(shardHolder{r})
+	}
 	return r, r.SetupWithManager(mgr)
 }
 
@@ -84,21 +101,21 @@ func Setup(mgr ctrl.Manager) (*Reconciler, error) {
 // the lookup's when discovery fails at start; the runnable logs a failed
 // lookup and tries again at the next poll, and ends the manager if Setup
 // then fails.
-func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
+func SetupWhenServed(mgr ctrl.Manager, poll time.Duration, opts Options) error {
 	served, err := Served(mgr.GetRESTMapper())
 	if err != nil {
 		return err
 	}
 	if served {
-		_, err := Setup(mgr)
+		_, err := Setup(mgr, opts)
 		return err
 	}
 	log := mgr.GetLogger().WithName(Name)
 	log.Info("the Application kind is not served: the Application controller starts when its CRD is installed",
 		"poll", poll)
-	return whenServed(mgr, poll, Served, "Application", func(context.Context) error {
+	return whenServed(mgr, poll, Served, "Application", opts.Shards != nil, func(context.Context) error {
 		log.Info("the Application CRD is installed: starting the Application controller")
-		if _, err := Setup(mgr); err != nil {
+		if _, err := Setup(mgr, opts); err != nil {
 			return fmt.Errorf("starting the Application controller: %w", err)
 		}
 		return nil
@@ -107,17 +124,28 @@ func SetupWhenServed(mgr ctrl.Manager, poll time.Duration) error {
 
 // whenServed adds a runnable to mgr that waits until kind is served
 // (awaitServed) and then runs then and ends (its error ends the manager).
+// It runs on the leader only, or on every replica when every replica
+// reconciles (shards).
 func whenServed(mgr ctrl.Manager, poll time.Duration, served func(meta.RESTMapper) (bool, error), kind string,
-	then func(context.Context) error) error {
+	everyReplica bool, then func(context.Context) error) error {
 	log := mgr.GetLogger().WithName(Name)
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	return mgr.Add(replicaRunnable{everyReplica: everyReplica, RunnableFunc: func(ctx context.Context) error {
 		ask := func() (bool, error) { return served(mgr.GetRESTMapper()) }
 		if !awaitServed(ctx, poll, ask, func(err error) { log.Error(err, "looking for the "+kind+" kind") }) {
 			return nil
 		}
 		return then(ctx)
-	}))
+	}})
 }
+
+// replicaRunnable is a runnable that needs leader election unless every
+// replica reconciles.
+type replicaRunnable struct {
+	manager.RunnableFunc
+	everyReplica bool
+}
+
+func (r replicaRunnable) NeedLeaderElection() bool { return !r.everyReplica }
 
 // awaitServed asks served every poll until it says true (then true) or
 // ctx ends (false). A failed lookup is no answer: failed is told, and it
@@ -216,13 +244,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(ownedRoutes())
 		r.routesServed.Store(true)
 	}
+	if r.Shards != nil {
+		// Every replica syncs the slots it holds; a slot taken brings its
+		// Applications through the queue (shardHolder.Taken).
+		b = b.WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			r.shardQueue.Store(&q)
+			return nil
+		})).WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)})
+	}
 	c, err := b.Named("application").Build(r)
 	if err != nil || routes {
 		return err
 	}
 	log := mgr.GetLogger().WithName(Name)
 	log.Info("the Gateway API's HTTPRoute is not served: Applications' routes are made when its CRDs are installed", "poll", r.RoutePoll)
-	return whenServed(mgr, r.RoutePoll, RoutesServed, "HTTPRoute", func(ctx context.Context) error {
+	return whenServed(mgr, r.RoutePoll, RoutesServed, "HTTPRoute", r.Shards != nil, func(ctx context.Context) error {
 		log.Info("the Gateway API's HTTPRoute is served: watching routes")
 		if err := c.Watch(ownedRoutes()); err != nil {
 			return fmt.Errorf("watching HTTPRoutes: %w", err)

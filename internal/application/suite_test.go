@@ -83,7 +83,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{Workers: 2, Pods: pods})
 	Expect(err).NotTo(HaveOccurred())
-	r, err := Setup(mgr)
+	r, err := Setup(mgr, Options{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(r.routesServed.Load()).To(BeFalse(), "the Gateway API CRDs are installed by the route test only")
 	go func() {
