@@ -112,6 +112,7 @@ func SetupMyDeployment(ctx context.Context, mgr ctrl.Manager, opts MyDeploymentO
 	if opts.Shards != nil {
 		r.Shards = opts.Shards.Gate()
 		opts.Shards.Tell(shardHolder{r})
+		metrics.SetShardCounts(func() metrics.ShardCounts { return r.ShardCounts(ctx) })
 	}
 	env := optin.BuildEnv{Reader: mgr.GetClient(), Indexer: mgr.GetFieldIndexer(), Writer: mgr.GetClient(), Pods: opts.Pods,
 		Config: mgr.GetConfig(), Log: mgr.GetLogger(), Shared: optin.NewShared(), EveryReplica: opts.Shards != nil}

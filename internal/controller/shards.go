@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/mydeployment-io/mydeployment-operator/api/v1beta1"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
 )
 
@@ -86,6 +88,26 @@ func (r *MyDeploymentReconciler) inSlots(ctx context.Context, slots shard.Slots)
 		}
 	}
 	return out
+}
+
+// ShardCounts counts what this replica holds now, for the shard series
+// (metrics.SetShardCounts): its slots, and the cached MyDeployments and
+// pods of their namespaces.
+func (r *MyDeploymentReconciler) ShardCounts(ctx context.Context) metrics.ShardCounts {
+	if r.Shards == nil {
+		return metrics.ShardCounts{}
+	}
+	held := r.Shards.Acting()
+	c := metrics.ShardCounts{Slots: held.Len(), Objects: len(r.inSlots(ctx, held))}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.UnsafeDisableDeepCopy); err == nil {
+		for i := range pods.Items {
+			if held.HasNamespace(pods.Items[i].Namespace) {
+				c.Pods++
+			}
+		}
+	}
+	return c
 }
 
 // shardHolder is the controller as shard.Membership tells it of moves.

@@ -42,6 +42,7 @@ func (c *creates) in(ns string) int {
 
 // shardReplica is one manager of two sharing the namespaces.
 type shardReplica struct {
+	r       *MyDeploymentReconciler
 	m       *shard.Membership
 	creates *creates
 	stop    func()
@@ -52,7 +53,7 @@ func startShardReplica(operatorNS, identity string) *shardReplica {
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
 		Log: GinkgoLogr.WithName(identity)})
 	s := &shardReplica{m: m}
-	_, s.stop = runManager(managerOpts{restCfg: managerCfg, shards: m}, func(r *MyDeploymentReconciler) {
+	s.r, s.stop = runManager(managerOpts{restCfg: managerCfg, shards: m}, func(r *MyDeploymentReconciler) {
 		s.creates = &creates{Interface: r.Pods, byNS: map[string]int{}}
 		r.Pods = s.creates
 	})
@@ -117,6 +118,20 @@ var _ = Describe("Shards: two replicas of the manager", Ordered, func() {
 			}
 		}
 
+		By("the shard series: the two replicas' slots and objects add up to all")
+		allMDs := func() int {
+			var list appsv1beta1.MyDeploymentList
+			Expect(k8sClient.List(ctx, &list)).To(Succeed())
+			return len(list.Items)
+		}
+		Eventually(func(g Gomega) {
+			a, b := r0.r.ShardCounts(ctx), r1.r.ShardCounts(ctx)
+			g.Expect(a.Slots + b.Slots).To(Equal(shard.Count))
+			g.Expect(a.Objects + b.Objects).To(Equal(allMDs()))
+			g.Expect(a.Pods).To(BeNumerically(">=", 6), "r0 caches the 3 pods of each of its 2 namespaces")
+			g.Expect(b.Pods).To(BeNumerically(">=", 6))
+		}, timeout, interval).Should(Succeed())
+
 		By("r1 leaves: r0 takes its slots and syncs its namespaces")
 		r1.stop()
 		r1.stop = nil
@@ -132,6 +147,10 @@ var _ = Describe("Shards: two replicas of the manager", Ordered, func() {
 		for _, ns := range held[0] {
 			Expect(r0.creates.in(ns)).To(Equal(5))
 		}
+		a := r0.r.ShardCounts(ctx)
+		Expect(a.Slots).To(Equal(shard.Count))
+		Expect(a.Objects).To(Equal(allMDs()))
+		Expect(a.Pods).To(BeNumerically(">=", 5*len(mds)))
 		Consistently(func() int {
 			n := 0
 			for _, md := range mds {

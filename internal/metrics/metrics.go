@@ -132,7 +132,7 @@ func Collectors() []prometheus.Collector {
 		currentRevision, updateRevision, generation, observedGeneration, paused, conditionStatus,
 		rolloutInProgress, rolloutDuration, podsCreated, podsDeleted, podWriteFailures, deadlineExceeded,
 		expectationTimeouts, expectationsPending, inPlaceUpdates, canaryStep, canarySteps, rolloutAborted,
-		rolloutAborts, drainReplacements, analysisMeasurements, analysisValue, upgradeGating,
+		rolloutAborts, drainReplacements, analysisMeasurements, analysisValue, upgradeGating, shardCollector{},
 	}
 }
 
