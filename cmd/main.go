@@ -36,8 +36,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -54,9 +57,11 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/lazylog"
 	"github.com/mydeployment-io/mydeployment-operator/internal/managercache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/memlimit"
+	"github.com/mydeployment-io/mydeployment-operator/internal/metrics"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shardcache"
 	"github.com/mydeployment-io/mydeployment-operator/internal/upgrade"
 	webhookv1beta1 "github.com/mydeployment-io/mydeployment-operator/internal/webhook/v1beta1"
 	"github.com/mydeployment-io/mydeployment-operator/internal/webhookcert"
@@ -208,12 +213,12 @@ func main() {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	pods := podwatch.NewIndex()
-	mgr, err := newManager(f, pods)
+	mgr, sharded, err := newManager(ctx, f, pods)
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
-	if err := setupControllers(ctx, mgr, f, pods); err != nil {
+	if err := setupControllers(ctx, mgr, f, pods, sharded); err != nil {
 		setupLog.Error(err, "unable to create controllers")
 		os.Exit(1)
 	}
@@ -248,11 +253,13 @@ func main() {
 // client's limits, and one cache composed of what each kind's controller
 // needs of it (MyDeployment's pods indexed into pods). It fails if a
 // certificate cannot be read, the kinds' cache needs conflict, or the
-// fault injection setting is bad.
-func newManager(f *flags, pods *podwatch.Index) (ctrl.Manager, error) {
+// fault injection setting is bad. With --shards, on an API server that
+// filters lists and watches by shard, the cache is one per slot held
+// (shardcache), returned beside the manager.
+func newManager(ctx context.Context, f *flags, pods *podwatch.Index) (ctrl.Manager, *shardcache.Cache, error) {
 	webhookServer, metricsOpts, certWatchers, err := servers(f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	restConfig := ctrl.GetConfigOrDie()
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
@@ -273,7 +280,7 @@ func newManager(f *flags, pods *podwatch.Index) (ctrl.Manager, error) {
 	setupLog.Info("watching", "namespaces", namespaces, "workers", f.workers, "qps", f.qps, "burst", f.burst)
 	cacheOpts, err := managercache.Compose(namespaces, controller.MyDeploymentCache(pods), application.Cache())
 	if err != nil {
-		return nil, fmt.Errorf("composing the cache: %w", err)
+		return nil, nil, fmt.Errorf("composing the cache: %w", err)
 	}
 	if f.syncPeriod > 0 {
 		cacheOpts.SyncPeriod = &f.syncPeriod
@@ -281,7 +288,7 @@ func newManager(f *flags, pods *podwatch.Index) (ctrl.Manager, error) {
 	// Fault injection for the chaos suite only (test/chaos); nothing sets it in production.
 	faults, err := faultclient.FromEnv()
 	if err != nil {
-		return nil, fmt.Errorf("bad fault injection setting: %w", err)
+		return nil, nil, fmt.Errorf("bad fault injection setting: %w", err)
 	}
 	// Pods are created and deleted through client-go (podcontrol.NewClient).
 	newClient := client.NewClientFunc(podcontrol.NewClient)
@@ -289,7 +296,12 @@ func newManager(f *flags, pods *podwatch.Index) (ctrl.Manager, error) {
 		setupLog.Info("FAULT INJECTION ENABLED", "config", *faults)
 		newClient = faultclient.NewClientFunc(*faults, newClient)
 	}
+	newCache, sharded, err := shardedCache(ctx, f, restConfig)
+	if err != nil {
+		return nil, nil, err
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		NewCache:               newCache,
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		PprofBindAddress:       f.pprofAddr,
@@ -309,14 +321,43 @@ func newManager(f *flags, pods *podwatch.Index) (ctrl.Manager, error) {
 		// ends as soon as the manager stops, which nothing here promises.
 	})
 	if err != nil {
-		return nil, fmt.Errorf("unable to start manager: %w", err)
+		return nil, nil, fmt.Errorf("unable to start manager: %w", err)
 	}
 	for _, w := range certWatchers {
 		if err := mgr.Add(w); err != nil {
-			return nil, fmt.Errorf("adding a certificate watcher: %w", err)
+			return nil, nil, fmt.Errorf("adding a certificate watcher: %w", err)
 		}
 	}
-	return mgr, nil
+	return mgr, *sharded, nil // NewManager made its cache
+}
+
+// shardedCache is the manager's cache constructor: with --shards, on an
+// API server that filters lists and watches by shard (ShardedListAndWatch),
+// a cache per slot held (shardcache), set in *sharded once the manager made
+// it, to be told of moves before the controllers; otherwise
+// controller-runtime's one cache, and the shard gate alone keeps the
+// replicas apart.
+func shardedCache(ctx context.Context, f *flags, cfg *rest.Config) (cache.NewCacheFunc, **shardcache.Cache, error) {
+	sharded := new(*shardcache.Cache)
+	if !f.shards {
+		return cache.New, sharded, nil
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	honoured, err := shardcache.Honoured(ctx, cs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("shards: %w", err)
+	}
+	if !honoured {
+		setupLog.Info("shards: the API server does not filter by shard (ShardedListAndWatch off): every replica " +
+			"caches every namespace and syncs those of its slots")
+		return cache.New, sharded, nil
+	}
+	setupLog.Info("shards: the API server filters by shard: this replica caches the namespaces of its slots only")
+	metrics.SetShardServerFiltered(true)
+	return shardcache.NewCacheFunc(ctrl.Log.WithName("shardcache"), func(c *shardcache.Cache) { *sharded = c }), sharded, nil
 }
 
 // servers are the webhook and metrics servers' options as f says, and the
@@ -386,13 +427,18 @@ func servers(f *flags) (webhook.Server, metricsserver.Options, []*certwatcher.Ce
 
 // setupControllers registers each kind's controller: MyDeployment (with
 // OLM's Upgradeable condition, held while its rollouts run) and
-// Application, now or once its CRD is installed.
-func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *podwatch.Index) error {
+// Application, now or once its CRD is installed; with --shards, each
+// replica's membership of the shards, told of moves in that order after the
+// slots' caches (sharded, when the API server filters by shard).
+func setupControllers(ctx context.Context, mgr ctrl.Manager, f *flags, pods *podwatch.Index, sharded *shardcache.Cache) error {
 	var shards *shard.Membership
 	if f.shards {
 		var err error
 		if shards, err = newMembership(mgr, f); err != nil {
 			return fmt.Errorf("shards: %w", err)
+		}
+		if sharded != nil {
+			shards.Tell(sharded) // first: a slot's cache synced before a controller takes it
 		}
 	}
 	reconciler, err := controller.SetupMyDeployment(ctx, mgr, controller.MyDeploymentOptions{

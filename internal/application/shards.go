@@ -17,8 +17,10 @@ import (
 // refused while another replica held it.
 type shardHolder struct{ r *Reconciler }
 
-func (shardHolder) Forget(shard.Slots)                  {}
-func (shardHolder) Taking(context.Context, shard.Slots) {}
+func (shardHolder) Forget(shard.Slots) {}
+
+// Taking: ready at once, nothing to prepare.
+func (shardHolder) Taking(_ context.Context, s shard.Slots) shard.Slots { return s }
 
 // Taken puts the cached Applications of slots' namespaces on the queue.
 // Before the controller started there is no queue: its initial list

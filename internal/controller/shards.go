@@ -44,13 +44,21 @@ func (r *MyDeploymentReconciler) ForgetSlots(slots shard.Slots) {
 // TakingSlots makes the MyDeployments of slots start as after a restart,
 // before the gate admits their syncs (shard.Holder): what events
 // noted of them while another replica held them is dropped, and each is
-// marked for vetting.
-func (r *MyDeploymentReconciler) TakingSlots(ctx context.Context, slots shard.Slots) {
+// marked for vetting. Not ready (none of slots) if the cache cannot list
+// them: an object not marked would be synced from a cache that may lack
+// the pods the previous holder made.
+func (r *MyDeploymentReconciler) TakingSlots(ctx context.Context, slots shard.Slots) shard.Slots {
 	r.objects.forgetNamespaces(slots.HasNamespace)
+	mds, err := r.inSlots(ctx, slots)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "listing MyDeployments of the shard slots taken: next round", "slots", slots.String())
+		return 0
+	}
 	now := r.Clock.Now()
-	for _, md := range r.inSlots(ctx, slots) {
+	for _, md := range mds {
 		r.objects.get(md).MarkVet(now)
 	}
+	return slots
 }
 
 // TookSlots syncs the MyDeployments of slots now admitted
@@ -61,7 +69,12 @@ func (r *MyDeploymentReconciler) TookSlots(ctx context.Context, slots shard.Slot
 	if q == nil {
 		return
 	}
-	for _, md := range r.inSlots(ctx, slots) {
+	mds, err := r.inSlots(ctx, slots)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "listing MyDeployments of the shard slots taken", "slots", slots.String())
+		return
+	}
+	for _, md := range mds {
 		(*q).Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(md)})
 	}
 }
@@ -75,11 +88,10 @@ func (r *MyDeploymentReconciler) shardSource() source.Source {
 }
 
 // inSlots are the cached MyDeployments of slots' namespaces.
-func (r *MyDeploymentReconciler) inSlots(ctx context.Context, slots shard.Slots) []*appsv1beta1.MyDeployment {
+func (r *MyDeploymentReconciler) inSlots(ctx context.Context, slots shard.Slots) ([]*appsv1beta1.MyDeployment, error) {
 	var list appsv1beta1.MyDeploymentList
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		logf.FromContext(ctx).Error(err, "listing MyDeployments of the shard slots taken", "slots", slots.String())
-		return nil
+		return nil, err
 	}
 	var out []*appsv1beta1.MyDeployment
 	for i := range list.Items {
@@ -87,7 +99,7 @@ func (r *MyDeploymentReconciler) inSlots(ctx context.Context, slots shard.Slots)
 			out = append(out, &list.Items[i])
 		}
 	}
-	return out
+	return out, nil
 }
 
 // ShardCounts counts what this replica holds now, for the shard series
@@ -98,9 +110,11 @@ func (r *MyDeploymentReconciler) ShardCounts(ctx context.Context) metrics.ShardC
 		return metrics.ShardCounts{}
 	}
 	held := r.Shards.Acting()
-	c := metrics.ShardCounts{Slots: held.Len(), Objects: len(r.inSlots(ctx, held))}
+	mds, _ := r.inSlots(ctx, held) // a series of 0 for a scrape whose list failed
+	c := metrics.ShardCounts{Slots: held.Len(), Objects: len(mds)}
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, client.UnsafeDisableDeepCopy); err == nil {
+		c.Cached = len(pods.Items)
 		for i := range pods.Items {
 			if held.HasNamespace(pods.Items[i].Namespace) {
 				c.Pods++
@@ -113,6 +127,8 @@ func (r *MyDeploymentReconciler) ShardCounts(ctx context.Context) metrics.ShardC
 // shardHolder is the controller as shard.Membership tells it of moves.
 type shardHolder struct{ r *MyDeploymentReconciler }
 
-func (h shardHolder) Forget(s shard.Slots)                      { h.r.ForgetSlots(s) }
-func (h shardHolder) Taking(ctx context.Context, s shard.Slots) { h.r.TakingSlots(ctx, s) }
-func (h shardHolder) Taken(ctx context.Context, s shard.Slots)  { h.r.TookSlots(ctx, s) }
+func (h shardHolder) Forget(s shard.Slots) { h.r.ForgetSlots(s) }
+func (h shardHolder) Taking(ctx context.Context, s shard.Slots) shard.Slots {
+	return h.r.TakingSlots(ctx, s)
+}
+func (h shardHolder) Taken(ctx context.Context, s shard.Slots) { h.r.TookSlots(ctx, s) }

@@ -33,6 +33,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -45,6 +46,7 @@ import (
 	"github.com/mydeployment-io/mydeployment-operator/internal/podcontrol"
 	"github.com/mydeployment-io/mydeployment-operator/internal/podwatch"
 	"github.com/mydeployment-io/mydeployment-operator/internal/shard"
+	"github.com/mydeployment-io/mydeployment-operator/internal/shardcache"
 )
 
 // The suite runs the controller exactly as cmd/main.go wires it, against a
@@ -84,6 +86,9 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	// Lists and watches filtered by shard, for the shards' slot caches
+	// (shards_test.go); a request without a shard selector is unchanged.
+	testEnv.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "ShardedListAndWatch=true")
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		// Run from an IDE: use the binaries `make control-plane` built.
 		testEnv.BinaryAssetsDirectory = filepath.Join("..", "..", "bin", "k8s")
@@ -148,6 +153,9 @@ type managerOpts struct {
 	syncPeriod time.Duration
 	// shards, if set, is the replica's membership of active-active shards.
 	shards *shard.Membership
+	// slotCaches: with shards, a cache per slot held (shardcache), as on
+	// an API server that filters by shard; else one cache of everything.
+	slotCaches bool
 }
 
 // startManagerOpts runs a manager as startManager does, changed as o says.
@@ -178,15 +186,24 @@ func runManager(o managerOpts, changes ...func(*MyDeploymentReconciler)) (*MyDep
 	if o.syncPeriod > 0 {
 		cacheOpts.SyncPeriod = &o.syncPeriod
 	}
+	newCache := cache.New
+	var sharded *shardcache.Cache
+	if o.slotCaches {
+		newCache = shardcache.NewCacheFunc(GinkgoLogr.WithName("shardcache"), func(c *shardcache.Cache) { sharded = c })
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
+		NewCache:               newCache,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfigForTests(),
 		NewClient:              podcontrol.NewClient,
 	})
 	Expect(err).NotTo(HaveOccurred())
+	if sharded != nil {
+		o.shards.Tell(sharded) // before the controller, as cmd/main.go does
+	}
 	mctx, mcancel := context.WithCancel(ctx)
 	r, err := SetupMyDeployment(mctx, mgr, MyDeploymentOptions{Workers: 4, StatusBatchPeriod: DefaultStatusBatchPeriod,
 		Pods: podIndex, Shards: o.shards})

@@ -94,8 +94,12 @@ func namedKey(owner types.NamespacedName) string { return "name:" + owner.String
 // modified. MyDeploymentCache installs it in every pod informer the cache makes
 // (one for all namespaces, or one per watched namespace).
 type Index struct {
-	mu       sync.Mutex
-	indexers []toolscache.Indexer
+	mu      sync.Mutex
+	sources []source
+	// built: a pod informer was ever added (none at all is a manager whose
+	// cache was not built with MyDeploymentCache; none left is a replica
+	// of shards that holds no slot).
+	built bool
 	// left, when set, is told of each pod a pod watch reports deleted while
 	// not terminating (it may have left the cache's label selector), before
 	// the informer drops it from the index: see leaveWatcher.
@@ -119,13 +123,27 @@ func (x *Index) leaving(pod *corev1.Pod) {
 	}
 }
 
+// source is one pod informer's store; stopped, when set, says the informer
+// has stopped (its shard slot was given up, shardcache): its pods are no
+// longer read, and the index lets go of them.
+type source struct {
+	indexer toolscache.Indexer
+	stopped func() bool
+}
+
 // NewIndex returns an index with no informer yet; pass it to
 // MyDeploymentCache and to SetupMyDeployment.
 func NewIndex() *Index { return &Index{} }
 
 // IndexOf returns an index over stores built elsewhere (tests), each
 // indexed with ByController.
-func IndexOf(indexers ...toolscache.Indexer) *Index { return &Index{indexers: indexers} }
+func IndexOf(indexers ...toolscache.Indexer) *Index {
+	x := &Index{built: true}
+	for _, idx := range indexers {
+		x.sources = append(x.sources, source{indexer: idx})
+	}
+	return x
+}
 
 // NewInformer is the cache's informer constructor: client-go's, with the
 // controller index added to pod informers.
@@ -141,7 +159,8 @@ func (x *Index) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, res
 	indexers[ByController] = ControllerKeys
 	inf := toolscache.NewSharedIndexInformer(leaveWatcher{ListerWatcher: lw, index: x}, obj, resync, indexers)
 	x.mu.Lock()
-	x.indexers = append(x.indexers, inf.GetIndexer())
+	x.sources = append(x.sources, source{indexer: inf.GetIndexer(), stopped: inf.IsStopped})
+	x.built = true
 	x.mu.Unlock()
 	return inf
 }
@@ -163,15 +182,13 @@ func (x *Index) Orphans(namespace string) ([]*corev1.Pod, error) {
 }
 
 func (x *Index) lookup(key string) ([]*corev1.Pod, error) {
-	x.mu.Lock()
-	indexers := x.indexers
-	x.mu.Unlock()
-	if len(indexers) == 0 {
-		return nil, fmt.Errorf("no pod informer: the manager's cache was not built with MyDeploymentCache")
+	sources, err := x.live()
+	if err != nil {
+		return nil, err
 	}
 	var pods []*corev1.Pod
-	for _, idx := range indexers {
-		objs, err := idx.ByIndex(ByController, key)
+	for _, src := range sources {
+		objs, err := src.indexer.ByIndex(ByController, key)
 		if err != nil {
 			return nil, err
 		}
@@ -185,6 +202,30 @@ func (x *Index) lookup(key string) ([]*corev1.Pod, error) {
 		}
 	}
 	return pods, nil
+}
+
+// live are the sources of informers still running; the stopped ones are
+// dropped.
+func (x *Index) live() ([]source, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.built {
+		return nil, fmt.Errorf("no pod informer: the manager's cache was not built with MyDeploymentCache")
+	}
+	for i, src := range x.sources {
+		if src.stopped != nil && src.stopped() {
+			// A copy: a lookup in flight may range over the slice it was given.
+			live := append(make([]source, 0, len(x.sources)-1), x.sources[:i]...)
+			for _, rest := range x.sources[i+1:] {
+				if rest.stopped == nil || !rest.stopped() {
+					live = append(live, rest)
+				}
+			}
+			x.sources = live
+			break
+		}
+	}
+	return x.sources, nil
 }
 
 // leaveWatcher is a pod informer's ListerWatcher that tells the index of

@@ -64,7 +64,11 @@ type Holder interface {
 	Forget(slots Slots)
 	// Taking is told of slots the table now lists for this replica, before
 	// the gate admits their syncs: their objects start as after a restart.
-	Taking(ctx context.Context, slots Slots)
+	// It returns those of slots it is ready for; the others are not
+	// admitted this round and are told again at the next (a cache still
+	// listing a slot's objects, shardcache). Holders are asked in the order
+	// Tell added them, each of what the ones before were ready for.
+	Taking(ctx context.Context, slots Slots) (ready Slots)
 	// Taken is told once the gate admits them: their syncs were refused
 	// until now, so their objects are to be synced.
 	Taken(ctx context.Context, slots Slots)
@@ -194,14 +198,24 @@ func (m *Membership) Round(ctx context.Context) error {
 	// What the table now says this replica holds, less anything a live
 	// replica's entry lists too (no version of the table does: defensive).
 	held := step.Hold &^ others
+	// Told to Forget when given up, even if no holder was ready for it.
+	m.acted |= held
 	taken := held &^ m.gate.Held()
 	if taken != 0 {
+		ready := taken
 		for _, h := range m.holders {
-			h.Taking(ctx, taken)
+			if ready == 0 {
+				break
+			}
+			ready &= h.Taking(ctx, ready)
+		}
+		if waiting := taken &^ ready; waiting != 0 {
+			m.cfg.Log.V(1).Info("shard slots held, not yet admitted: a holder is not ready", "slots", waiting.String())
+			held &^= waiting
+			taken = ready
 		}
 	}
 	m.gate.hold(held)
-	m.acted |= held
 	if taken != 0 {
 		m.cfg.Log.Info("shard slots taken", "slots", taken.String(), "count", taken.Len(), "holds", held.Len())
 		for _, h := range m.holders {

@@ -142,9 +142,9 @@ func startReplica(t *testing.T, c client.Client, name string) *replica {
 }
 
 // The replica as a shard.Holder: it counts the slots it forgot.
-func (r *replica) Forget(s Slots)                { r.forgot.Add(int64(s.Len())) }
-func (r *replica) Taking(context.Context, Slots) {}
-func (r *replica) Taken(context.Context, Slots)  {}
+func (r *replica) Forget(s Slots)                          { r.forgot.Add(int64(s.Len())) }
+func (r *replica) Taking(_ context.Context, s Slots) Slots { return s }
+func (r *replica) Taken(context.Context, Slots)            {}
 
 // kill stops the replica's rounds without a Leave.
 func (r *replica) kill() { r.stop(); <-r.done }
@@ -331,4 +331,68 @@ func startEnv(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// gated is a Holder ready for nothing until open, as a slot's cache that
+// has not synced; it notes what it was told.
+type gated struct {
+	open          atomic.Bool
+	taking, taken atomic.Int64 // slots told, summed over calls
+}
+
+func (g *gated) Forget(Slots) {}
+func (g *gated) Taking(_ context.Context, s Slots) Slots {
+	g.taking.Add(int64(s.Len()))
+	if g.open.Load() {
+		return s
+	}
+	return 0
+}
+func (g *gated) Taken(_ context.Context, s Slots) { g.taken.Add(int64(s.Len())) }
+
+// TestSlotsWaitForEveryHolder: a slot the table gives this replica is not
+// admitted while a holder is not ready for it; the holders after it are
+// not told, nor is any told Taken; once ready, the next round admits it.
+func TestSlotsWaitForEveryHolder(t *testing.T) {
+	c := startEnv(t)
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "operator"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Config{Client: c, Namespace: "operator", Identity: "only", LeaseDuration: testLease, RenewDeadline: testRenew,
+		RetryPeriod: testRetry, Log: logr.Discard()})
+	cache, controller := &gated{}, &gated{}
+	controller.open.Store(true)
+	m.Tell(cache)
+	m.Tell(controller)
+	for range 3 {
+		if err := m.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var table coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "operator", Name: TableName}, &table); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := parseHolders(table.Annotations[HoldersAnnotation]); h["only"] != All {
+		t.Fatalf("the table gives the only replica %s, want every slot", h["only"])
+	}
+	if acting := m.Gate().Acting(); acting != 0 {
+		t.Fatalf("a holder is not ready, and the gate admits %s", acting)
+	}
+	if cache.taking.Load() < 2*Count || controller.taking.Load() != 0 || cache.taken.Load()+controller.taken.Load() != 0 {
+		t.Fatalf("told: cache Taking %d, controller Taking %d, Taken %d, %d", cache.taking.Load(), controller.taking.Load(),
+			cache.taken.Load(), controller.taken.Load())
+	}
+	cache.open.Store(true)
+	if err := m.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if acting := m.Gate().Acting(); acting != All {
+		t.Fatalf("every holder ready: the gate admits %s", acting)
+	}
+	if controller.taking.Load() != Count || controller.taken.Load() != Count || cache.taken.Load() != Count {
+		t.Fatalf("once ready: controller Taking %d, Taken %d; cache Taken %d", controller.taking.Load(),
+			controller.taken.Load(), cache.taken.Load())
+	}
 }
