@@ -126,7 +126,7 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet test-unit test-rules test-krew fuzz test-e2e test-install test-real test-runbundle test-chaos-short test-bench ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules and dashboards, the krew manifest, bounded fuzzing, e2e, dist/install.yaml, the operator on a real kubelet node, operator-sdk run bundle and bundle-upgrade through OLM on it, short chaos and the benchmark's smoke run on a local cluster (test-olm and test-olmv1, with host managers, are outside it: docs/testing.md).
+test: manifests generate fmt vet test-unit test-rules test-krew fuzz test-e2e test-shards test-install test-real test-runbundle test-chaos-short test-bench ## Run every test: unit, envtest integration (real kube-apiserver + etcd), alert rules and dashboards, the krew manifest, bounded fuzzing, e2e, active-active shards (ShardedListAndWatch on and off), dist/install.yaml, the operator on a real kubelet node, operator-sdk run bundle and bundle-upgrade through OLM on it, short chaos and the benchmark's smoke run on a local cluster (test-olm and test-olmv1, with host managers, are outside it: docs/testing.md).
 
 # envtest's kube-apiserver may take over its default 20 s to start on a loaded
 # 2-core machine (seen: every suite's BeforeSuite failing at load 9). The
@@ -169,6 +169,23 @@ test-e2e: build plugin kwok-tools e2e-prometheus ## Run the e2e tests on a throw
 	  || { hack/local-cluster.sh down $(E2E_CLUSTER); exit 1; }
 	rc=0; KUBECONFIG=$(LOCALBIN)/$(E2E_CLUSTER)/kubeconfig PATH="$(LOCALBIN):$$PATH" go test ./test/e2e/ -v -ginkgo.v -timeout 20m || rc=$$?; \
 	  hack/local-cluster.sh down $(E2E_CLUSTER); exit $$rc
+
+# The shards e2e (issue 56): manager replicas with --shards as host
+# processes on a local cluster of its own, twice: its API server filtering
+# lists and watches by shard (ShardedListAndWatch on: each replica caches
+# its slots' namespaces), then not (each caches every namespace); the same
+# behaviour asserted both times. 14 fake nodes of 110 pods hold its 1,200.
+SHARDS_CLUSTER ?= mydeployment-shards
+.PHONY: test-shards
+test-shards: build kwok-tools ## Run the shards e2e (300 MyDeployments, 3 manager replicas with --shards, a kill, 3 -> 5 -> 2) on a throwaway local cluster with ShardedListAndWatch on, then off.
+	@rc=0; for filters in true false; do \
+	  NODES=14 KWOKCTL_ARGS="--kube-feature-gates ShardedListAndWatch=$$filters" \
+	    hack/local-cluster.sh up $(SHARDS_CLUSTER) $(LOCALBIN)/$(SHARDS_CLUSTER)/kubeconfig || rc=1; \
+	  [ $$rc = 0 ] && { KUBECONFIG=$(LOCALBIN)/$(SHARDS_CLUSTER)/kubeconfig SHARDS_SERVER_FILTERS=$$filters PATH="$(LOCALBIN):$$PATH" \
+	    go test ./test/e2e/shards/ -count=1 -v -ginkgo.v -timeout 20m || rc=1; }; \
+	  hack/local-cluster.sh down $(SHARDS_CLUSTER) || rc=1; \
+	  [ $$rc = 0 ] || break; \
+	done; exit $$rc
 
 # The Prometheus of the canary analysis e2e: Prometheus' own scrape parser,
 # TSDB and PromQL engine in one process, built from the test/prometheus

@@ -74,16 +74,7 @@ var _ = BeforeSuite(func() {
 	Expect(os.Getenv("KUBECONFIG")).NotTo(BeEmpty(), "KUBECONFIG must point at the local cluster (make test-e2e sets it)")
 
 	By("installing the CRDs")
-	_, err = utils.Kubectl("apply", "--server-side", "-f", filepath.Join(projectDir, "config", "crd", "bases"))
-	Expect(err).NotTo(HaveOccurred())
-	// Poll: kubectl wait fails outright while the new CRD has no conditions yet.
-	for _, crd := range []string{"mydeployments", "applications"} {
-		Eventually(func() string {
-			out, _ := utils.Kubectl("get", "crd", crd+".apps.mydeployment.io",
-				"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
-			return out
-		}, time.Minute, 200*time.Millisecond).Should(Equal("True"), crd)
-	}
+	utils.MustInstallCRDs(projectDir)
 	crdsEstablished = time.Now()
 
 	By("starting the manager binary")

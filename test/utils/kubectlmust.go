@@ -1,6 +1,9 @@
 package utils
 
 import (
+	"path/filepath"
+	"time"
+
 	. "github.com/onsi/gomega" //nolint:revive,staticcheck
 )
 
@@ -38,3 +41,15 @@ spec:
     metadata: {labels: {app: bad}}
     spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "-1"}}}]}
 `
+
+// MustInstallCRDs applies the CRDs of config/crd/bases server-side and
+// waits until each is Established (polled: kubectl wait fails outright
+// while a new CRD has no conditions yet); it fails the spec if either
+// does not happen.
+func MustInstallCRDs(projectDir string) {
+	MustKubectl("apply", "--server-side", "-f", filepath.Join(projectDir, "config", "crd", "bases"))
+	for _, crd := range []string{"mydeployments", "applications"} {
+		EventuallyWithOffset(1, JSONPath(`{.status.conditions[?(@.type=="Established")].status}`,
+			"crd", crd+".apps.mydeployment.io"), time.Minute, 200*time.Millisecond).Should(Equal("True"), crd)
+	}
+}
