@@ -74,6 +74,7 @@ var externalFlags = map[string]string{
 	"extra-args":                  "kwokctl create cluster",
 	"param":                       "kwokctl scale node",
 	"feature-gates":               "operator-controller",
+	"instance-id":                 "Argo Rollouts' controller",
 	"pull-cas-dir":                "catalogd, operator-controller",
 	"catalogd-cas-dir":            "operator-controller",
 	"external-address":            "catalogd",
