@@ -2,8 +2,8 @@
 // replicas run with --shards as host processes on a local cluster (make
 // test-shards starts it twice: with the API server's ShardedListAndWatch on,
 // then off; SHARDS_SERVER_FILTERS says which this run has), 300
-// MyDeployments in 60 namespaces, a replica killed, replicas scaled 3 -> 5
-// -> 2. What it asserts is what a user sees: each MyDeployment synced by
+// MyDeployments in 60 namespaces and 3 Applications among them, a replica
+// killed, replicas scaled 3 -> 5 -> 2. What it asserts is what a user sees: each MyDeployment synced by
 // exactly one replica (its series on one replica's /metrics), every pod
 // made once, each replica's cache (a third of the pods where the server
 // filters, every pod where it does not).
@@ -27,6 +27,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,9 @@ const (
 	// namespaces x perNamespace MyDeployments; the names spread over the
 	// hash's slots (docs/architecture.md, "Where namespaces fall").
 	namespaces, perNamespace = 60, 5
+	// apps Applications (one MyDeployment and Service each), in the first
+	// namespaces: a whole app's children in one slot.
+	apps = 3
 	// The Leases' timing, short as the chaos suite's.
 	leaseDuration = 6 * time.Second
 	retryPeriod   = time.Second
@@ -259,6 +263,34 @@ func scaleAll(replicas int32) {
 	forAll(func(ns, name string) error {
 		return c.Patch(context.Background(), &appsv1beta1.MyDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, patch)
 	})
+	appPatch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"deployment":{"replicas":%d}}}`, replicas)))
+	for i := 1; i <= apps; i++ {
+		Expect(c.Patch(context.Background(), &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: nsName(i), Name: "app"}},
+			appPatch)).To(Succeed())
+	}
+}
+
+func newApplication(ns string) *appsv1beta1.Application {
+	app := &appsv1beta1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	app.Spec.Deployment = appsv1beta1.ApplicationDeploymentSpec{Image: "registry.local/app:1", Port: 8080, Replicas: ptr.To(int32(1))}
+	app.Spec.Service = &appsv1beta1.ApplicationServiceSpec{}
+	return app
+}
+
+// appsReady waits until every Application says Ready for its generation
+// with want pods ready, and its Service exists.
+func appsReady(want int32) {
+	Eventually(func(g Gomega) {
+		for i := 1; i <= apps; i++ {
+			var app appsv1beta1.Application
+			g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: nsName(i), Name: "app"}, &app)).To(Succeed())
+			g.Expect(app.Status.ObservedGeneration).To(Equal(app.Generation), app.Namespace)
+			g.Expect(app.Status.ReadyReplicas).To(Equal(want), app.Namespace)
+			g.Expect(meta.IsStatusConditionTrue(app.Status.Conditions, "Ready")).To(BeTrue(), app.Namespace)
+			var svc corev1.Service
+			g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: nsName(i), Name: "app"}, &svc)).To(Succeed())
+		}
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
 }
 
 // availableAll waits until every MyDeployment's status reports want
@@ -301,7 +333,7 @@ func onePerObject(rs []*replica, podsPerObject int) {
 		slotPods := 0.0
 		for i, s := range scrapes {
 			for key := range s.objects {
-				if strings.HasPrefix(key.Name, "web-") {
+				if strings.HasPrefix(key.Namespace, "team-") {
 					reporters[key]++
 				}
 			}
@@ -311,19 +343,19 @@ func onePerObject(rs []*replica, podsPerObject int) {
 			if filtered {
 				g.Expect(cached).To(Equal(pods), "%s caches its slots' pods only", rs[i].name)
 			} else {
-				g.Expect(cached).To(BeNumerically(">=", all*podsPerObject), "%s caches every pod", rs[i].name)
+				g.Expect(cached).To(BeNumerically(">=", (all+apps)*podsPerObject), "%s caches every pod", rs[i].name)
 			}
 		}
-		g.Expect(reporters).To(HaveLen(all), "every MyDeployment synced by a replica")
+		g.Expect(reporters).To(HaveLen(all+apps), "every MyDeployment (the Applications' too) synced by a replica")
 		for key, n := range reporters {
 			g.Expect(n).To(Equal(1), "%s synced by %d replicas", key, n)
 		}
-		g.Expect(slotPods).To(BeNumerically("==", all*podsPerObject), "the replicas' slots' pods add up to all")
-		share := float64(all*podsPerObject) / float64(len(rs))
+		g.Expect(slotPods).To(BeNumerically("==", (all+apps)*podsPerObject), "the replicas' slots' pods add up to all")
+		share := float64((all+apps)*podsPerObject) / float64(len(rs))
 		for i, s := range scrapes {
 			pods := s.gauges["mydeployment_shard_pods"]
 			g.Expect(math.Abs(pods-share)).To(BeNumerically("<=", share*0.6),
-				"%s holds %v of %d pods: about a %d-th", rs[i].name, pods, all*podsPerObject, len(rs))
+				"%s holds %v of %d pods: about a %d-th", rs[i].name, pods, (all+apps)*podsPerObject, len(rs))
 		}
 	}, 2*time.Minute, 2*time.Second).Should(Succeed())
 }
@@ -347,7 +379,11 @@ var _ = Describe("Shards: replicas share the namespaces", Ordered, func() {
 			md.Labels = map[string]string{"e2e": "shards"}
 			return c.Create(ctx, md)
 		})
+		for i := 1; i <= apps; i++ {
+			Expect(c.Create(ctx, newApplication(nsName(i)))).To(Succeed())
+		}
 		GinkgoWriter.Printf("all available at 1 in %s\n", availableAll(1))
+		appsReady(1)
 		onePerObject(rs, 1)
 
 		By("r1 SIGKILLed: the others take its namespaces within a lease duration and a sync")
@@ -360,6 +396,7 @@ var _ = Describe("Shards: replicas share the namespaces", Ordered, func() {
 		Expect(took).To(BeNumerically("<=", leaseDuration+5*retryPeriod), "slots taken within a lease duration and a few rounds")
 		scaleAll(2)
 		GinkgoWriter.Printf("all available at 2 in %s\n", availableAll(2))
+		appsReady(2)
 		onePerObject(rs, 2)
 		Expect(created.exceeding(2)).To(BeEmpty(), "no pod created twice")
 
@@ -368,6 +405,7 @@ var _ = Describe("Shards: replicas share the namespaces", Ordered, func() {
 		shared(rs)
 		scaleAll(3)
 		GinkgoWriter.Printf("all available at 3 in %s\n", availableAll(3))
+		appsReady(3)
 		onePerObject(rs, 3)
 		Expect(created.exceeding(3)).To(BeEmpty(), "no pod created twice")
 
@@ -379,6 +417,7 @@ var _ = Describe("Shards: replicas share the namespaces", Ordered, func() {
 		shared(rs)
 		scaleAll(4)
 		GinkgoWriter.Printf("all available at 4 in %s\n", availableAll(4))
+		appsReady(4)
 		onePerObject(rs, 4)
 		Expect(created.exceeding(4)).To(BeEmpty(), "no pod created twice")
 	})
