@@ -65,5 +65,13 @@ func fleet() *dashboard.DashboardBuilder {
 			query("histogram_quantile(0.5, sum by (le, controller) (rate(controller_runtime_reconcile_time_seconds_bucket"+ctrl+"[$__rate_interval])))", "{{controller}} p50"),
 			query("histogram_quantile(0.99, sum by (le, controller) (rate(controller_runtime_reconcile_time_seconds_bucket"+ctrl+"[$__rate_interval])))", "{{controller}} p99"))).
 		WithPanel(graph("Work queue depth", "Objects waiting for a reconcile, by controller.", "none", 6,
-			query(`sum by (name) (workqueue_depth{name=~"`+controllers+`"})`, "{{name}}")))
+			query(`sum by (name) (workqueue_depth{name=~"`+controllers+`"})`, "{{name}}"))).
+		WithRow(dashboard.NewRowBuilder("Shards (--shards)")).
+		WithPanel(graph("Slots per replica", "Slots of the namespace hash each manager replica holds and syncs, of 64 (with --shards; no data without).", "none", 8,
+			query("sum by (instance) (mydeployment_shard_slots)", "{{instance}}"))).
+		WithPanel(graph("MyDeployments per replica", "MyDeployments in the namespaces of each replica's slots: how evenly the names spread (with --shards).", "none", 8,
+			query("sum by (instance) (mydeployment_shard_objects)", "{{instance}}"))).
+		WithPanel(graph("Pods per replica", "Pods of each replica's slots, and every pod its cache holds: the same where the API server filters by shard, every pod where it does not (with --shards).", "none", 8,
+			query("sum by (instance) (mydeployment_shard_pods)", "{{instance}}"),
+			query("sum by (instance) (mydeployment_shard_cached_pods)", "{{instance}} cached")))
 }

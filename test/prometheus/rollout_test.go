@@ -102,8 +102,11 @@ func startManager(t *testing.T, kubeconfig string) (url, logPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// --shards: one replica holding every slot (the same rollouts as
+	// without), so that the dashboards' shard panels have data too.
 	cmd := exec.Command(bin, "--metrics-bind-address="+addr, "--metrics-secure=false",
-		"--health-probe-bind-address=0", "--status-batch-period=0")
+		"--health-probe-bind-address=0", "--status-batch-period=0",
+		"--shards", "--leader-election-namespace=default", "--leader-elect-retry-period=500ms")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "ENABLE_WEBHOOKS=false")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
