@@ -360,6 +360,16 @@ func onePerObject(rs []*replica, podsPerObject int) {
 	}, 2*time.Minute, 2*time.Second).Should(Succeed())
 }
 
+// scaledTo scales every object to n pods and checks what each step
+// checks: all available, each object on one replica, no pod made twice.
+func scaledTo(rs []*replica, created *creations, n int32) {
+	scaleAll(n)
+	GinkgoWriter.Printf("all available at %d in %s\n", n, availableAll(n))
+	appsReady(n)
+	onePerObject(rs, int(n))
+	Expect(created.exceeding(int(n))).To(BeEmpty(), "no pod created twice")
+}
+
 var _ = Describe("Shards: replicas share the namespaces", Ordered, func() {
 	It("syncs each MyDeployment on one replica through a kill and 3 -> 5 -> 2 replicas", func() {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -394,20 +404,12 @@ var _ = Describe("Shards: replicas share the namespaces", Ordered, func() {
 		took := time.Since(killed)
 		GinkgoWriter.Printf("the survivors hold every slot %s after the kill\n", took.Round(100*time.Millisecond))
 		Expect(took).To(BeNumerically("<=", leaseDuration+5*retryPeriod), "slots taken within a lease duration and a few rounds")
-		scaleAll(2)
-		GinkgoWriter.Printf("all available at 2 in %s\n", availableAll(2))
-		appsReady(2)
-		onePerObject(rs, 2)
-		Expect(created.exceeding(2)).To(BeEmpty(), "no pod created twice")
+		scaledTo(rs, created, 2)
 
 		By("3 -> 5: three replicas join the two")
 		rs = append(rs, startReplica("r3"), startReplica("r4"), startReplica("r5"))
 		shared(rs)
-		scaleAll(3)
-		GinkgoWriter.Printf("all available at 3 in %s\n", availableAll(3))
-		appsReady(3)
-		onePerObject(rs, 3)
-		Expect(created.exceeding(3)).To(BeEmpty(), "no pod created twice")
+		scaledTo(rs, created, 3)
 
 		By("5 -> 2: three replicas stop gracefully")
 		for _, r := range rs[2:] {
@@ -415,10 +417,6 @@ var _ = Describe("Shards: replicas share the namespaces", Ordered, func() {
 		}
 		rs = rs[:2]
 		shared(rs)
-		scaleAll(4)
-		GinkgoWriter.Printf("all available at 4 in %s\n", availableAll(4))
-		appsReady(4)
-		onePerObject(rs, 4)
-		Expect(created.exceeding(4)).To(BeEmpty(), "no pod created twice")
+		scaledTo(rs, created, 4)
 	})
 })
