@@ -296,7 +296,8 @@ func newManager(ctx context.Context, f *flags, pods *podwatch.Index) (ctrl.Manag
 		setupLog.Info("FAULT INJECTION ENABLED", "config", *faults)
 		newClient = faultclient.NewClientFunc(*faults, newClient)
 	}
-	newCache, sharded, err := shardedCache(ctx, f, restConfig)
+	var sharded *shardcache.Cache
+	newCache, err := shardedCache(ctx, f, restConfig, func(c *shardcache.Cache) { sharded = c })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -328,36 +329,35 @@ func newManager(ctx context.Context, f *flags, pods *podwatch.Index) (ctrl.Manag
 			return nil, nil, fmt.Errorf("adding a certificate watcher: %w", err)
 		}
 	}
-	return mgr, *sharded, nil // NewManager made its cache
+	return mgr, sharded, nil // NewManager made its cache
 }
 
 // shardedCache is the manager's cache constructor: with --shards, on an
 // API server that filters lists and watches by shard (ShardedListAndWatch),
-// a cache per slot held (shardcache), set in *sharded once the manager made
+// a cache per slot held (shardcache), handed to made once the manager made
 // it, to be told of moves before the controllers; otherwise
 // controller-runtime's one cache, and the shard gate alone keeps the
 // replicas apart.
-func shardedCache(ctx context.Context, f *flags, cfg *rest.Config) (cache.NewCacheFunc, **shardcache.Cache, error) {
-	sharded := new(*shardcache.Cache)
+func shardedCache(ctx context.Context, f *flags, cfg *rest.Config, made func(*shardcache.Cache)) (cache.NewCacheFunc, error) {
 	if !f.shards {
-		return cache.New, sharded, nil
+		return cache.New, nil
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	honoured, err := shardcache.Honoured(ctx, cs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("shards: %w", err)
+		return nil, fmt.Errorf("shards: %w", err)
 	}
 	if !honoured {
 		setupLog.Info("shards: the API server does not filter by shard (ShardedListAndWatch off): every replica " +
 			"caches every namespace and syncs those of its slots")
-		return cache.New, sharded, nil
+		return cache.New, nil
 	}
 	setupLog.Info("shards: the API server filters by shard: this replica caches the namespaces of its slots only")
 	metrics.SetShardServerFiltered(true)
-	return shardcache.NewCacheFunc(ctrl.Log.WithName("shardcache"), func(c *shardcache.Cache) { *sharded = c }), sharded, nil
+	return shardcache.NewCacheFunc(ctrl.Log.WithName("shardcache"), made), nil
 }
 
 // servers are the webhook and metrics servers' options as f says, and the

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,11 +136,6 @@ func (e *NotHeldError) Error() string {
 	return fmt.Sprintf("namespace %q is in shard slot %d, which this replica does not hold", e.Namespace, e.Slot)
 }
 
-// namespaced says obj's kind is namespaced (its cache: the slots').
-func (c *Cache) namespaced(obj runtime.Object) (bool, error) {
-	return apiutil.IsObjectNamespaced(obj, c.opts.Cache.Scheme, c.opts.Cache.Mapper)
-}
-
 // slotOf is namespace's slot cache, or a NotHeldError.
 func (c *Cache) slotOf(namespace string) (*slotCache, error) {
 	slot := shard.SlotOf(namespace)
@@ -165,15 +161,8 @@ func (c *Cache) held() []*slotCache {
 
 // Get reads key from the cache of its namespace's slot.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	ns, err := c.namespaced(obj)
-	if err != nil {
-		return err
-	}
-	if !ns {
-		return c.cluster.Get(ctx, key, obj, opts...)
-	}
-	if _, err := c.kindOf(obj); err != nil {
-		return err
+	if k, err := c.kindOf(obj); err != nil || k == nil {
+		return c.orCluster(err, func() error { return c.cluster.Get(ctx, key, obj, opts...) })
 	}
 	sc, err := c.slotOf(key.Namespace)
 	if err != nil {
@@ -185,20 +174,13 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 // List lists one namespace from its slot's cache, or every namespace from
 // every slot's cache held.
 func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	ns, err := c.namespaced(list)
-	if err != nil {
-		return err
-	}
-	if !ns {
-		return c.cluster.List(ctx, list, opts...)
+	if k, err := c.kindOf(list); err != nil || k == nil {
+		return c.orCluster(err, func() error { return c.cluster.List(ctx, list, opts...) })
 	}
 	listOpts := client.ListOptions{}
 	listOpts.ApplyOptions(opts)
 	if listOpts.Continue != "" || listOpts.Limit > 0 {
 		return errors.New("shardcache: a list from the cache takes no limit or continue")
-	}
-	if err := c.kindOfList(list); err != nil {
-		return err
 	}
 	if listOpts.Namespace != "" {
 		sc, err := c.slotOf(listOpts.Namespace)
@@ -225,32 +207,31 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	return apimeta.SetList(list, items)
 }
 
-// kindOfList registers the kind of list's items.
-func (c *Cache) kindOfList(list client.ObjectList) error {
-	gvk, err := apiutil.GVKForObject(list, c.opts.Cache.Scheme)
-	if err != nil {
-		return err
-	}
-	gvk.Kind = trimList(gvk.Kind)
-	_, err = c.kindOfGVK(gvk)
-	return err
-}
-
-func trimList(kind string) string {
-	if len(kind) > 4 && kind[len(kind)-4:] == "List" {
-		return kind[:len(kind)-4]
-	}
-	return kind
-}
-
-// kindOf is obj's kind, registered (an informer in every slot's cache) the
-// first time it is asked.
+// kindOf is the kind of obj (of a list's items, for a list) when it is
+// namespaced, registered (an informer in every slot's cache) the first time
+// it is asked; nil for a cluster-scoped kind, the cluster cache's.
 func (c *Cache) kindOf(obj runtime.Object) (*kind, error) {
 	gvk, err := apiutil.GVKForObject(obj, c.opts.Cache.Scheme)
 	if err != nil {
 		return nil, err
 	}
+	if _, isList := obj.(client.ObjectList); isList {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.opts.Cache.Mapper)
+	if err != nil || !namespaced {
+		return nil, err
+	}
 	return c.kindOfGVK(gvk)
+}
+
+// orCluster is err, or what read of the cluster-scoped kinds' cache
+// returns when there was none.
+func (c *Cache) orCluster(err error, read func() error) error {
+	if err != nil {
+		return err
+	}
+	return read()
 }
 
 func (c *Cache) kindOfGVK(gvk schema.GroupVersionKind) (*kind, error) {
@@ -276,16 +257,12 @@ func (c *Cache) kindOfGVK(gvk schema.GroupVersionKind) (*kind, error) {
 
 // GetInformer is obj's informer over every slot held, now and to come.
 func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	ns, err := c.namespaced(obj)
-	if err != nil {
-		return nil, err
-	}
-	if !ns {
-		return c.cluster.GetInformer(ctx, obj, opts...)
-	}
 	k, err := c.kindOf(obj)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case k == nil:
+		return c.cluster.GetInformer(ctx, obj, opts...)
 	}
 	return k.informer, nil
 }
@@ -315,28 +292,18 @@ func (c *Cache) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
 // RemoveInformer is not done for a namespaced kind: the slots' caches
 // keep it (nothing here removes one).
 func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
-	ns, err := c.namespaced(obj)
-	if err != nil {
-		return err
-	}
-	if !ns {
-		return c.cluster.RemoveInformer(ctx, obj)
+	namespaced, err := apiutil.IsObjectNamespaced(obj, c.opts.Cache.Scheme, c.opts.Cache.Mapper)
+	if err != nil || !namespaced {
+		return c.orCluster(err, func() error { return c.cluster.RemoveInformer(ctx, obj) })
 	}
 	return errors.New("shardcache: a namespaced kind's informer cannot be removed")
 }
 
 // IndexField indexes obj's kind in every slot's cache, now and to come.
 func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	ns, err := c.namespaced(obj)
-	if err != nil {
-		return err
-	}
-	if !ns {
-		return c.cluster.IndexField(ctx, obj, field, extract)
-	}
 	k, err := c.kindOf(obj)
-	if err != nil {
-		return err
+	if err != nil || k == nil {
+		return c.orCluster(err, func() error { return c.cluster.IndexField(ctx, obj, field, extract) })
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
