@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -112,14 +111,8 @@ func (r *MyDeploymentReconciler) ShardCounts(ctx context.Context) metrics.ShardC
 	held := r.Shards.Acting()
 	mds, _ := r.inSlots(ctx, held) // a series of 0 for a scrape whose list failed
 	c := metrics.ShardCounts{Slots: held.Len(), Objects: len(mds)}
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.UnsafeDisableDeepCopy); err == nil {
-		c.Cached = len(pods.Items)
-		for i := range pods.Items {
-			if held.HasNamespace(pods.Items[i].Namespace) {
-				c.Pods++
-			}
-		}
+	if pods, cached, err := r.PodIndex.Count(held.HasNamespace); err == nil {
+		c.Pods, c.Cached = pods, cached
 	}
 	return c
 }

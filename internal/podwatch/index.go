@@ -204,6 +204,25 @@ func (x *Index) lookup(key string) ([]*corev1.Pod, error) {
 	return pods, nil
 }
 
+// Count counts the cached pods: all of them, and those whose namespace in
+// says (without copying a pod, as a List from the cache would: the shard
+// series read it at every scrape).
+func (x *Index) Count(in func(namespace string) bool) (matching, all int, err error) {
+	sources, err := x.live()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, src := range sources {
+		for _, o := range src.indexer.List() {
+			all++
+			if pod, ok := o.(*corev1.Pod); ok && in(pod.Namespace) {
+				matching++
+			}
+		}
+	}
+	return matching, all, nil
+}
+
 // live are the sources of informers still running; the stopped ones are
 // dropped.
 func (x *Index) live() ([]source, error) {

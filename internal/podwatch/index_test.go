@@ -177,3 +177,22 @@ func TestPodIndexNotesLeavesFirst(t *testing.T) {
 type noWatchList struct{ *toolscache.ListWatch }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// TestCountOverEveryInformer: Count counts the pods of every pod informer
+// still running, all of them and those of the namespaces asked.
+func TestCountOverEveryInformer(t *testing.T) {
+	a := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{ByController: ControllerKeys})
+	b := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{ByController: ControllerKeys})
+	for _, p := range []struct {
+		store    toolscache.Indexer
+		ns, name string
+	}{{a, "team-a", "p0"}, {a, "team-a", "p1"}, {b, "team-b", "p0"}} {
+		if err := p.store.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, all, err := IndexOf(a, b).Count(func(ns string) bool { return ns == "team-b" })
+	if err != nil || in != 1 || all != 3 {
+		t.Fatalf("Count = %d of %d, %v; want 1 of 3", in, all, err)
+	}
+}
